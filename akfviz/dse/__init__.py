@@ -1,1 +1,4 @@
-"""akfviz.dse"""
+"""Design-space exploration: sweeps over selector and hardware parameters (local or Dask)."""
+from .sweep import SWEEP_PARAMETERS, expand_grid, load_sweep, run_sweep, save_sweep
+
+__all__ = ["SWEEP_PARAMETERS", "expand_grid", "run_sweep", "save_sweep", "load_sweep"]

@@ -1,0 +1,301 @@
+"""Command line: ``python -m akfviz <command> …`` (akf-spec §9).
+
+Commands mirror the library: ``analyze``, ``select``, ``simulate``, ``compare``,
+``calibrate``, ``sweep``, ``bench``. Every command takes a workload from ``--input FILE``,
+``--sample NAME`` or ``--generate KIND`` (with ``--n``, ``--m``, ``--seed`` and repeated
+``--param key=value``), and prints JSON or a table; ``--out FILE`` writes it instead.
+Rejected inputs print the :class:`~akfviz.errors.InputError` message and exit with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InputError
+
+
+def _parse_value(text: str):
+    """Parse a ``--param`` value: JSON literal (number, true/false/null, list) or plain string."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _params(pairs):
+    out = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise InputError(f"--param needs key=value, got {pair!r}.")
+        k, v = pair.split("=", 1)
+        out[k.strip()] = _parse_value(v.strip())
+    return out
+
+
+def _matrix(args):
+    from . import workloads  # noqa: F401  (package docstring only)
+
+    sources = [s for s in (args.input, args.sample, args.generate) if s]
+    if len(sources) > 1:
+        raise InputError("Give only one of --input, --sample or --generate.")
+    if args.input:
+        from .workloads.loaders import load
+
+        return load(args.input, tensor=args.tensor), f"file {args.input}"
+    if args.generate:
+        from .workloads.generators import generate
+
+        kw = _params(args.param)
+        if args.m is not None:
+            kw["m"] = args.m
+        return generate(args.generate, n=args.n, seed=args.seed, **kw), f"generated {args.generate}"
+    from .workloads.samples import DEFAULT_SAMPLE, load_sample
+
+    name = args.sample or DEFAULT_SAMPLE
+    return load_sample(name), f"sample {name}"
+
+
+def _hw(args):
+    from .npu.hardware import HardwareConfig
+
+    if getattr(args, "hw", None):
+        p = Path(args.hw)
+        if not p.is_file():
+            raise InputError(f"No hardware TOML file at '{p}'.")
+        return HardwareConfig.from_toml(p.read_text())
+    if getattr(args, "preset", None):
+        return HardwareConfig.preset(args.preset)
+    return HardwareConfig()
+
+
+def _emit(obj, args):
+    import pandas as pd
+
+    if isinstance(obj, pd.DataFrame):
+        if not args.out:
+            with pd.option_context("display.width", 160, "display.max_columns", 30):
+                print(obj.to_string())
+        elif args.out.endswith(".csv"):
+            obj.to_csv(args.out)
+        elif args.out.endswith((".parquet", ".pq")):
+            obj.to_parquet(args.out)
+        else:
+            Path(args.out).write_text(obj.to_json(orient="index", indent=2))
+        return
+    text = json.dumps(obj, indent=2, default=_json_default)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    else:
+        print(text)
+
+
+def _json_default(o):
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+def _selector_kwargs(args):
+    kw = dict(alpha=args.alpha, beta=args.beta, granularity=args.granularity)
+    if args.error_budget is not None:
+        kw["error_budget"] = args.error_budget
+    if args.resource:
+        kw["resource"] = args.resource
+    return kw
+
+
+def cmd_analyze(args):
+    from .analysis.pattern import analyze
+
+    A, src = _matrix(args)
+    pa = analyze(A, tile=args.tile)
+    out = {"source": src, "shape": list(A.shape), "nnz": int(A.nnz), **pa.summary()}
+    _emit(out, args)
+
+
+def cmd_select(args):
+    from .analysis.pattern import analyze
+    from .selection.selector import select
+
+    A, src = _matrix(args)
+    pa = analyze(A, tile=args.tile)
+    plan = select(pa, hw=_hw(args), **_selector_kwargs(args))
+    _emit({"source": src, **plan.to_dict()}, args)
+
+
+def cmd_simulate(args):
+    from .analysis.pattern import analyze
+    from .npu.simulate import simulate
+    from .selection.selector import select
+
+    A, src = _matrix(args)
+    hw = _hw(args)
+    plan = select(analyze(A, tile=args.tile), hw=hw, **_selector_kwargs(args))
+    res = simulate(plan, hw, iterations=args.iterations, persistent=not args.non_persistent,
+                   fused=not args.unfused, rho_x=args.rho_x, seed=args.seed)
+    _emit({"source": src, "plan": plan.to_dict(), "simulation": res.to_dict()}, args)
+
+
+def cmd_compare(args):
+    from .compare import compare
+
+    A, _ = _matrix(args)
+    df = compare(A, hw=_hw(args), alpha=args.alpha, beta=args.beta, tile=args.tile,
+                 static_kernel=args.static_kernel, rho_x=args.rho_x, seed=args.seed)
+    _emit(df, args)
+
+
+def cmd_calibrate(args):
+    from .selection.perftable import performance_table
+
+    table = performance_table(_hw(args), args.tile)
+    _emit(table.fits_frame(), args)
+
+
+def cmd_sweep(args):
+    from .dse.sweep import run_sweep, save_sweep
+
+    A, _ = _matrix(args)
+    grid = {}
+    for spec in args.vary or []:
+        if "=" not in spec:
+            raise InputError(f"--vary needs name=v1,v2,…, got {spec!r}.")
+        k, vals = spec.split("=", 1)
+        grid[k.strip()] = [_parse_value(v) for v in vals.split(",") if v.strip()]
+    if not grid:
+        raise InputError("Give at least one --vary name=v1,v2,… (e.g. --vary alpha=0.1,1,10).")
+
+    def progress(done, total, point):
+        print(f"[{done}/{total}] {point}", file=sys.stderr)
+
+    df = run_sweep(A, grid, hw=_hw(args), seed=args.seed, scheduler=args.scheduler, progress=progress)
+    if args.out:
+        save_sweep(df, args.out)
+        print(f"wrote {len(df)} points to {args.out}", file=sys.stderr)
+    else:
+        _emit(df, args)
+
+
+def cmd_bench(args):
+    """Time the fused CPU executor against scipy on the chosen matrix (median of repeats)."""
+    from .analysis.pattern import analyze
+    from .selection.selector import select
+
+    A, src = _matrix(args)
+    plan = select(analyze(A, tile=args.tile), hw=_hw(args), **_selector_kwargs(args))
+    x = np.random.default_rng(args.seed).standard_normal(A.shape[1])
+    plan.matvec(x)  # warm-up (JIT)
+    A @ x
+
+    def median_time(f):
+        ts = []
+        for _ in range(args.repeats):
+            t0 = time.perf_counter()
+            f()
+            ts.append(time.perf_counter() - t0)
+        return float(np.median(ts))
+
+    t_plan = median_time(lambda: plan.matvec(x))
+    t_scipy = median_time(lambda: A @ x)
+    y, y_ref = plan.matvec(x), A @ x
+    denom = float(np.linalg.norm(y_ref)) or 1.0
+    _emit({"source": src, "shape": list(A.shape), "nnz": int(A.nnz),
+           "fused_matvec_s": t_plan, "scipy_matvec_s": t_scipy,
+           "speedup_vs_scipy": t_scipy / t_plan if t_plan > 0 else None,
+           "relative_output_difference": float(np.linalg.norm(y - y_ref)) / denom,
+           "plan_relative_error": float(plan.relative_error), "repeats": args.repeats}, args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m akfviz",
+        description="Adaptive Kernel Fusion of sparse matrices on a simulated neuromorphic NPU.",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="command")
+
+    def common(sp, selector=True, hardware=True):
+        g = sp.add_argument_group("workload (one of)")
+        g.add_argument("--input", help="matrix file: .mtx, .npz, .npy or .safetensors")
+        g.add_argument("--tensor", help="tensor name inside a .safetensors file")
+        g.add_argument("--sample", help="a shipped sample (default: the pruned MiniLM FFN matrix)")
+        g.add_argument("--generate", metavar="KIND", help="a generator name (see akfviz.generators())")
+        g.add_argument("--n", type=int, default=1024, help="rows for --generate (default 1024)")
+        g.add_argument("--m", type=int, default=None, help="columns for --generate (default n)")
+        g.add_argument("--param", action="append", metavar="KEY=VALUE",
+                       help="generator parameter, repeatable (e.g. --param density=0.01)")
+        sp.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+        sp.add_argument("--tile", type=int, default=32, help="tile side T (default 32)")
+        sp.add_argument("--out", help="write the result to this file (.json, .csv or .parquet)")
+        if selector:
+            s = sp.add_argument_group("selector")
+            s.add_argument("--alpha", type=float, default=1.0)
+            s.add_argument("--beta", type=float, default=1.0)
+            s.add_argument("--error-budget", type=float, default=None,
+                           help="maximum relative error; the selector finds alpha/beta")
+            s.add_argument("--granularity", choices=["cluster", "tile"], default="cluster")
+            s.add_argument("--resource", choices=["energy", "cycles", "bytes", "mix"], default=None)
+        if hardware:
+            h = sp.add_argument_group("hardware")
+            h.add_argument("--hw", help="HardwareConfig TOML file")
+            h.add_argument("--preset", help="energy/hardware preset, e.g. horowitz-45nm or loihi-like")
+
+    sp = sub.add_parser("analyze", help="tile the matrix and cluster its tiles (LSH)")
+    common(sp, selector=False, hardware=False)
+    sp.set_defaults(func=cmd_analyze)
+
+    sp = sub.add_parser("select", help="choose a kernel per tile/cluster and report the plan")
+    common(sp)
+    sp.set_defaults(func=cmd_select)
+
+    sp = sub.add_parser("simulate", help="run the plan on the simulated NPU")
+    common(sp)
+    sp.add_argument("--iterations", type=int, default=1)
+    sp.add_argument("--non-persistent", action="store_true")
+    sp.add_argument("--unfused", action="store_true")
+    sp.add_argument("--rho-x", type=float, default=1.0, help="activation density of x")
+    sp.set_defaults(func=cmd_simulate)
+
+    sp = sub.add_parser("compare", help="Dense / BlockSparse / StaticSparse / AKF")
+    common(sp)
+    sp.add_argument("--static-kernel", default="CSC")
+    sp.add_argument("--rho-x", type=float, default=1.0)
+    sp.set_defaults(func=cmd_compare)
+
+    sp = sub.add_parser("calibrate", help="build and print the performance table's fits")
+    sp.add_argument("--tile", type=int, default=32)
+    sp.add_argument("--hw")
+    sp.add_argument("--preset")
+    sp.add_argument("--out")
+    sp.set_defaults(func=cmd_calibrate)
+
+    sp = sub.add_parser("sweep", help="design-space sweep (CSV/Parquet output)")
+    common(sp, selector=False)
+    sp.add_argument("--vary", action="append", metavar="NAME=V1,V2,…",
+                    help="a swept parameter, repeatable (e.g. --vary alpha=0.1,1,10)")
+    sp.add_argument("--scheduler", choices=["local", "dask"], default="local")
+    sp.set_defaults(func=cmd_sweep)
+
+    sp = sub.add_parser("bench", help="time the fused CPU executor against scipy")
+    common(sp)
+    sp.add_argument("--repeats", type=int, default=20)
+    sp.set_defaults(func=cmd_bench)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
