@@ -1,0 +1,448 @@
+"""LSH clustering of tiles and the "modified histogram" (akf-spec §2, paper §3).
+
+Pipeline (all numba, O(n_tiles) expected):
+
+1. unique signatures (hash map, first-appearance order) and each tile's unique id;
+2. MinHash of each unique signature (:mod:`akfviz.analysis.minhash`), K = ``num_hashes``;
+3. banding: the K values are cut into ``bands`` bands of ``r = K / bands`` rows; two
+   signatures whose MinHashes agree on *all* rows of *any* band are joined (union-find);
+4. the modified histogram: every LSH component is split by the log-density bin
+   ``floor(log10(density) · bins_per_decade)``, so a 1 % tile and a 60 % tile never share
+   a cluster; cluster ids ``0 … n_clusters − 1`` follow first appearance in tile order;
+5. per cluster: the representative (medoid under the exact Jaccard distance
+   ``1 − |S∩S'| / |S∪S'|`` of the occupancy sets) and the mean within-cluster Jaccard.
+
+Exact Jaccard uses popcounts on the uint64 signatures. Medoid and Jaccard mean work on the
+cluster's *distinct* signatures weighted by their multiplicity, which is exact; only when
+a cluster has too many distinct signatures are seeded samples used (see
+:func:`cluster_tiles`). Random numbers inside numba come from a splitmix64 stream seeded
+per cluster from ``LSHConfig.seed``, so results do not depend on thread scheduling.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+import numba
+import numpy as np
+
+from .._jit import njit_cached, njit_parallel
+from ..errors import InputError
+from .minhash import minhash_signatures
+from .tiling import _popcount64
+
+@dataclass(frozen=True)
+class LSHConfig:
+    """Parameters of the MinHash LSH clustering (validated on construction).
+
+    Parameters
+    ----------
+    num_hashes : int
+        K, MinHash functions (1..1024).
+    bands : int
+        b, LSH bands; must divide ``num_hashes`` (rows per band ``r = K / b``).
+    grid : int
+        g, side of the coarse occupancy grid (1..8, g² ≤ 64 bits).
+    seed : int
+        Seed of the hash parameters and of every sample (≥ 0).
+    bins_per_decade : int
+        Log-density bins per factor 10 of density (1..20).
+    top_q : float
+        Share of nonzeros counted in a tile's ``top_mass`` (0 < q ≤ 1).
+    jaccard_pairs : int
+        Pairs sampled per cluster for the within-cluster Jaccard (1..100000).
+    """
+
+    num_hashes: int = 32
+    bands: int = 8
+    grid: int = 8
+    seed: int = 0
+    bins_per_decade: int = 2
+    top_q: float = 0.1
+    jaccard_pairs: int = 256
+
+    def __post_init__(self):
+        def _int(name, lo, hi):
+            val = getattr(self, name)
+            if isinstance(val, (bool, np.bool_)) or not isinstance(val, (int, np.integer)):
+                raise InputError(f"LSH setting '{name}' must be a whole number, got {val!r}.")
+            if not lo <= int(val) <= hi:
+                raise InputError(
+                    f"LSH setting '{name}' must be between {lo} and {hi}, got {int(val)}."
+                )
+            object.__setattr__(self, name, int(val))
+
+        _int("num_hashes", 1, 1024)
+        _int("bands", 1, 1024)
+        _int("grid", 1, 8)
+        _int("seed", 0, 2**63 - 1)
+        _int("bins_per_decade", 1, 20)
+        _int("jaccard_pairs", 1, 100_000)
+        if self.num_hashes % self.bands:
+            raise InputError(
+                f"LSH bands ({self.bands}) must divide the number of hashes "
+                f"({self.num_hashes}) so that every band has the same number of rows."
+            )
+        q = self.top_q
+        if isinstance(q, (bool, np.bool_)) or not isinstance(q, (int, float, np.integer, np.floating)):
+            raise InputError(f"LSH setting 'top_q' must be a number in (0, 1], got {q!r}.")
+        if not (np.isfinite(q) and 0.0 < float(q) <= 1.0):
+            raise InputError(f"LSH setting 'top_q' must be a share in (0, 1], got {q!r}.")
+        object.__setattr__(self, "top_q", float(q))
+
+    @property
+    def rows_per_band(self) -> int:
+        """``r = num_hashes / bands``."""
+        return self.num_hashes // self.bands
+
+    def to_dict(self) -> dict:
+        """Plain dict of the fields."""
+        return asdict(self)
+
+    @classmethod
+    def from_any(cls, lsh) -> "LSHConfig":
+        """``None`` → defaults; an ``LSHConfig`` as is; a dict of its fields."""
+        if lsh is None:
+            return cls()
+        if isinstance(lsh, cls):
+            return lsh
+        if isinstance(lsh, dict):
+            known = {f.name for f in fields(cls)}
+            unknown = sorted(set(map(str, lsh)) - known)
+            if unknown:
+                raise InputError(
+                    f"Unknown LSH setting(s) {unknown}; accepted: {sorted(known)}."
+                )
+            return cls(**lsh)
+        raise InputError(
+            f"lsh must be None, an LSHConfig or a dict of its fields, got {type(lsh).__name__}."
+        )
+
+
+# --------------------------------------------------------------------------- numba helpers
+
+@njit_cached
+def _mix64(x):
+    """splitmix64 finaliser (a bijection on uint64)."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+@njit_cached
+def _table_size(n):
+    size = 16
+    while size < 2 * n:
+        size *= 2
+    return size
+
+
+@njit_cached
+def _first_appearance(keys):
+    """Ids of ``keys`` numbered by first appearance; returns (ids, first index of each id).
+
+    Open addressing (linear probing) in a table that starts small and doubles when half
+    full, so it stays cache-resident when there are few distinct keys.
+    """
+    n = keys.shape[0]
+    size = 1024
+    mask = np.uint64(size - 1)
+    slot_id = np.full(size, -1, dtype=np.int64)
+    ids = np.empty(n, dtype=np.int64)
+    first = np.empty(n, dtype=np.int64)
+    m = 0
+    for i in range(n):
+        key = keys[i]
+        pos = _mix64(key) & mask
+        while True:
+            sid = slot_id[pos]
+            if sid < 0:
+                slot_id[pos] = m
+                ids[i] = m
+                first[m] = i
+                m += 1
+                if 2 * m > size:
+                    size *= 2
+                    mask = np.uint64(size - 1)
+                    slot_id = np.full(size, -1, dtype=np.int64)
+                    for q in range(m):
+                        p2 = _mix64(keys[first[q]]) & mask
+                        while slot_id[p2] >= 0:
+                            p2 = (p2 + np.uint64(1)) & mask
+                        slot_id[p2] = q
+                break
+            if keys[first[sid]] == key:
+                ids[i] = sid
+                break
+            pos = (pos + np.uint64(1)) & mask
+    return ids, first[:m].copy()
+
+
+@njit_cached
+def _find(parent, x):
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+@njit_cached
+def _band_components(mh, bands):
+    """Union-find over rows of ``mh`` (U, K): join rows equal on every column of any band.
+
+    Returns the root of each row; a root is the smallest row index of its component.
+    """
+    U, K = mh.shape
+    rpb = K // bands
+    parent = np.arange(U)
+    size = _table_size(U)
+    mask = np.uint64(size - 1)
+    slot = np.empty(size, dtype=np.int64)
+    for band in range(bands):
+        k0 = band * rpb
+        slot[:] = -1
+        for u in range(U):
+            hsh = np.uint64(band)
+            for k in range(k0, k0 + rpb):
+                hsh = _mix64(hsh ^ mh[u, k])
+            pos = hsh & mask
+            while True:
+                other = slot[pos]
+                if other < 0:
+                    slot[pos] = u
+                    break
+                same = True
+                for k in range(k0, k0 + rpb):
+                    if mh[other, k] != mh[u, k]:
+                        same = False
+                        break
+                if same:
+                    ra = _find(parent, u)
+                    rb = _find(parent, other)
+                    if ra != rb:
+                        if ra < rb:
+                            parent[rb] = ra
+                        else:
+                            parent[ra] = rb
+                    break
+                pos = (pos + np.uint64(1)) & mask
+    root = np.empty(U, dtype=np.int64)
+    for u in range(U):
+        root[u] = _find(parent, u)
+    return root
+
+
+@njit_cached
+def _jaccard(a, b):
+    """Exact Jaccard similarity of two bit sets (1.0 for two empty sets)."""
+    un = _popcount64(a | b)
+    if un == 0:
+        return 1.0
+    return _popcount64(a & b) / un
+
+
+@njit_cached
+def _rand_next(state):
+    """One splitmix64 step: returns (new state, 64-bit output)."""
+    state = state + np.uint64(0x9E3779B97F4A7C15)
+    return state, _mix64(state)
+
+
+@njit_cached
+def _rand_below(state, n):
+    state, x = _rand_next(state)
+    return state, np.int64(x % np.uint64(n))
+
+
+@njit_cached
+def _cluster_range(c0, c1, order, cptr, uid, usig, seed, jpairs, rep, jmean, mark, firstt,
+                   dlist):
+    for cl in range(c0, c1):
+        s = cptr[cl]
+        e = cptr[cl + 1]
+        m = e - s
+        # distinct signatures of the cluster, in first-appearance order, with multiplicities
+        d = 0
+        for p in range(s, e):
+            t = order[p]
+            u = uid[t]
+            if mark[u] == 0:
+                dlist[d] = u
+                firstt[u] = t
+                d += 1
+            mark[u] += 1
+        state = _mix64(seed ^ _mix64(np.uint64(cl) + np.uint64(0x632BE59BD9B4E019)))
+        # medoid
+        best = -1
+        best_cost = np.inf
+        if d <= 128:
+            for i in range(d):
+                si = usig[dlist[i]]
+                cost = 0.0
+                for j in range(d):
+                    cost += mark[dlist[j]] * (1.0 - _jaccard(si, usig[dlist[j]]))
+                if cost < best_cost:
+                    best_cost = cost
+                    best = dlist[i]
+        else:
+            # candidates: the most frequent signature + 64 seeded draws; others: 256 tiles
+            top = dlist[0]
+            for i in range(d):
+                if mark[dlist[i]] > mark[top]:
+                    top = dlist[i]
+            others = np.empty(256, dtype=np.uint64)
+            for j in range(256):
+                state, q = _rand_below(state, m)
+                others[j] = usig[uid[order[s + q]]]
+            for i in range(65):
+                if i == 0:
+                    cand = top
+                else:
+                    state, q = _rand_below(state, d)
+                    cand = dlist[q]
+                si = usig[cand]
+                cost = 0.0
+                for j in range(256):
+                    cost += 1.0 - _jaccard(si, others[j])
+                if cost < best_cost or (cost == best_cost and firstt[cand] < firstt[best]):
+                    best_cost = cost
+                    best = cand
+        rep[cl] = firstt[best]
+        # within-cluster Jaccard
+        if m == 1:
+            jmean[cl] = 1.0
+        elif d * (d + 1) // 2 <= jpairs or m * (m - 1) // 2 <= jpairs:
+            # exact over all tile pairs via distinct signatures:
+            # sum_{ordered pairs of distinct tiles} J = sum_{a,b} n_a n_b J(a,b) - m
+            tot = 0.0
+            for i in range(d):
+                si = usig[dlist[i]]
+                ni = mark[dlist[i]]
+                tot += ni * (ni - 1.0)
+                for j in range(i + 1, d):
+                    tot += 2.0 * ni * mark[dlist[j]] * _jaccard(si, usig[dlist[j]])
+            jmean[cl] = tot / (m * (m - 1.0))
+        else:
+            tot = 0.0
+            for q in range(jpairs):
+                state, i = _rand_below(state, m)
+                state, j = _rand_below(state, m - 1)
+                if j >= i:
+                    j += 1
+                tot += _jaccard(usig[uid[order[s + i]]], usig[uid[order[s + j]]])
+            jmean[cl] = tot / jpairs
+        for i in range(d):
+            mark[dlist[i]] = 0
+
+
+@njit_parallel
+def _cluster_stats(order, cptr, uid, usig, seed, jpairs, n_chunks, rep, jmean):
+    n_clusters = cptr.shape[0] - 1
+    U = usig.shape[0]
+    for ch in numba.prange(n_chunks):
+        mark = np.zeros(U, dtype=np.int64)
+        firstt = np.empty(U, dtype=np.int64)
+        dlist = np.empty(U, dtype=np.int64)
+        _cluster_range(ch * n_clusters // n_chunks, (ch + 1) * n_clusters // n_chunks,
+                       order, cptr, uid, usig, seed, jpairs, rep, jmean, mark, firstt, dlist)
+
+
+@njit_cached
+def _group_by_cluster(cluster, n_clusters):
+    """Stable counting sort of tile indices by cluster: (order, cptr)."""
+    n = cluster.shape[0]
+    cptr = np.zeros(n_clusters + 1, dtype=np.int64)
+    for t in range(n):
+        cptr[cluster[t] + 1] += 1
+    for cl in range(n_clusters):
+        cptr[cl + 1] += cptr[cl]
+    pos = cptr[:-1].copy()
+    order = np.empty(n, dtype=np.int64)
+    for t in range(n):
+        cl = cluster[t]
+        order[pos[cl]] = t
+        pos[cl] += 1
+    return order, cptr
+
+
+@njit_cached
+def _cluster_keys(root, uid, dbin, bmin, nbins):
+    n = uid.shape[0]
+    keys = np.empty(n, dtype=np.uint64)
+    for t in range(n):
+        keys[t] = np.uint64(root[uid[t]] * nbins + (dbin[t] - bmin))
+    return keys
+
+
+# --------------------------------------------------------------------------- public
+
+def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig) -> dict:
+    """Cluster tiles by MinHash LSH on their occupancy signatures, split by density bin.
+
+    Parameters
+    ----------
+    signature : ndarray of uint64, shape (n,)
+        Occupancy bit sets (:func:`akfviz.analysis.features.tile_features`).
+    density_bin : ndarray of int64, shape (n,)
+        Log-density bins.
+    cfg : LSHConfig
+
+    Returns
+    -------
+    dict
+        ``cluster`` (n,) int64 ids by first appearance; ``n_clusters``; ``order``/``cptr``
+        (tile indices grouped by cluster, in tile order); ``representative`` and
+        ``jaccard_mean`` per cluster; ``unique_signatures`` and ``minhash`` (U, K) of the
+        unique signatures, ``tile_unique`` (n,) each tile's row in them; ``component``
+        (U,) LSH component root of each unique signature; ``timings``.
+
+    Notes
+    -----
+    Medoid: with d distinct signatures in a cluster of m tiles, if d ≤ 128 the medoid is
+    exact, ``argmin_i Σ_j n_j (1 − J(S_i, S_j))``; otherwise candidates are the most
+    frequent signature plus 64 seeded draws, each scored against 256 seeded member
+    tiles. Jaccard mean: exact over all m(m−1)/2 tile pairs when ``d(d+1)/2`` or
+    ``m(m−1)/2`` is at most ``jaccard_pairs``, else the mean over ``jaccard_pairs``
+    seeded random pairs of distinct tiles. A one-tile cluster has Jaccard 1.
+    Ties in the medoid go to the signature seen first in tile order; the representative
+    is the first tile (in tile order) carrying the medoid signature.
+    """
+    import time
+
+    timings = {}
+    n = signature.shape[0]
+    t0 = time.perf_counter()
+    uid, first = _first_appearance(signature.astype(np.uint64, copy=False))
+    usig = signature[first]
+    t1 = time.perf_counter()
+    mh = minhash_signatures(usig, cfg.num_hashes, cfg.seed, universe=cfg.grid * cfg.grid)
+    t2 = time.perf_counter()
+    root = _band_components(mh, cfg.bands) if n else np.empty(0, np.int64)
+    if n:
+        bmin = int(density_bin.min())
+        nbins = int(density_bin.max()) - bmin + 1
+        keys = _cluster_keys(root, uid, density_bin, bmin, nbins)
+        cluster, _ = _first_appearance(keys)
+        n_clusters = int(cluster.max()) + 1
+    else:
+        cluster = np.empty(0, np.int64)
+        n_clusters = 0
+    order, cptr = _group_by_cluster(cluster, n_clusters)
+    t3 = time.perf_counter()
+    rep = np.empty(n_clusters, dtype=np.int64)
+    jmean = np.empty(n_clusters, dtype=np.float64)
+    if n_clusters:
+        seed = np.uint64(np.random.default_rng(cfg.seed).integers(0, 2**63, dtype=np.int64))
+        # one O(U) scratch per chunk: keep the chunk count at the thread count
+        if n > 100_000 and n_clusters > 1:
+            n_chunks = min(n_clusters, numba.get_num_threads())
+            _cluster_stats(order, cptr, uid, usig, seed, cfg.jaccard_pairs, n_chunks, rep, jmean)
+        else:
+            U = usig.shape[0]
+            _cluster_range(0, n_clusters, order, cptr, uid, usig, seed, cfg.jaccard_pairs,
+                           rep, jmean, np.zeros(U, np.int64), np.empty(U, np.int64),
+                           np.empty(U, np.int64))
+    t4 = time.perf_counter()
+    timings.update(unique=t1 - t0, minhash=t2 - t1, lsh=t3 - t2, medoid_jaccard=t4 - t3)
+    return dict(cluster=cluster, n_clusters=n_clusters, order=order, cptr=cptr,
+                representative=rep, jaccard_mean=jmean, unique_signatures=usig,
+                minhash=mh, tile_unique=uid, component=root, timings=timings)

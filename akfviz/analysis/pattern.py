@@ -1,0 +1,241 @@
+"""Sparse pattern analysis: ``akfviz.analyze`` (akf-spec §2, §9; paper §3).
+
+``analyze(A, tile, lsh)`` tiles the matrix (:mod:`.tiling`), computes every tile's
+features (:mod:`.features`), clusters the tiles by MinHash LSH over their coarse
+occupancy signatures split by log-density bin (:mod:`.minhash`, :mod:`.lsh`), and returns
+a :class:`PatternAnalysis` holding the tiles table, the clusters table, the density
+histogram and the time spent per stage.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .features import FLOAT_FEATURES, INT_FEATURES, tile_features
+from .lsh import LSHConfig, cluster_tiles
+from .tiling import TileSet, _tiles_of_csr, check_tile
+from ..errors import InputError
+from ..workloads.validate import as_csr
+
+#: Column order of ``PatternAnalysis.tiles`` (the contract in docs/architecture.md).
+TILE_COLUMNS = ("bi", "bj", "h", "w", "nnz", "density", "rows_nonempty", "cols_nonempty",
+                "max_row_nnz", "max_col_nnz", "n_diagonals", "bandwidth", "nm4", "nm8",
+                "fro2", "top_mass", "signature", "density_bin", "cluster")
+#: Columns of ``PatternAnalysis.clusters`` (index: cluster id).
+CLUSTER_COLUMNS = ("size", "representative", "density_bin", "mean_density", "jaccard_mean")
+#: Columns of ``PatternAnalysis.density_hist``.
+HIST_COLUMNS = ("bin_left", "bin_right", "count")
+
+
+@dataclass(frozen=True, eq=False)
+class PatternAnalysis:
+    """Result of :func:`analyze` (picklable, so Streamlit can cache it).
+
+    Attributes
+    ----------
+    A : scipy.sparse.csr_array
+        Canonical float64 copy of the analysed matrix.
+    tile : int
+        Tile side T.
+    tileset : TileSet
+        The nonempty tiles and their entries.
+    tiles : pandas.DataFrame
+        One row per nonempty tile in TileSet order, columns :data:`TILE_COLUMNS`
+        (int64, except ``density``, ``fro2``, ``top_mass`` float64 and ``signature``
+        uint64).
+    clusters : pandas.DataFrame
+        Indexed by cluster id ``0 … n_clusters − 1``: ``size``, ``representative`` (row of
+        ``tiles``), ``density_bin``, ``mean_density``, ``jaccard_mean``.
+    n_clusters : int
+    signatures : ndarray of uint64
+        Per-tile coarse occupancy signature (same as ``tiles.signature``).
+    lsh : LSHConfig
+    fro_norm : float
+        ``‖A‖_F``.
+    density_hist : pandas.DataFrame
+        ``bin_left``, ``bin_right`` (log10 density) and ``count`` of tiles, one row per
+        log-density bin from the lowest to the highest occupied bin.
+    timings : dict
+        Seconds per stage, and ``total``.
+    cluster_order, cluster_ptr : ndarray of int64
+        Tile indices grouped by cluster: members of ``c`` are
+        ``cluster_order[cluster_ptr[c]:cluster_ptr[c+1]]`` (in tile order).
+    """
+
+    A: object
+    tile: int
+    tileset: TileSet
+    tiles: pd.DataFrame
+    clusters: pd.DataFrame
+    n_clusters: int
+    signatures: np.ndarray
+    lsh: LSHConfig
+    fro_norm: float
+    density_hist: pd.DataFrame
+    timings: dict
+    cluster_order: np.ndarray = field(repr=False)
+    cluster_ptr: np.ndarray = field(repr=False)
+
+    @property
+    def shape(self) -> tuple:
+        """Matrix shape."""
+        return tuple(int(s) for s in self.A.shape)
+
+    @property
+    def nnz(self) -> int:
+        """Stored nonzeros of ``A``."""
+        return int(self.A.nnz)
+
+    @property
+    def n_tiles(self) -> int:
+        """Number of nonempty tiles."""
+        return self.tileset.n_tiles
+
+    def cluster_members(self, c) -> np.ndarray:
+        """Tile indices (rows of ``tiles``) of cluster ``c``, in tile order."""
+        if isinstance(c, (bool, np.bool_)) or not isinstance(c, (int, np.integer)):
+            raise InputError(f"A cluster id must be an integer, got {c!r}.")
+        if not 0 <= int(c) < self.n_clusters:
+            raise InputError(
+                f"Cluster {c} does not exist; valid ids are 0..{self.n_clusters - 1}"
+                if self.n_clusters else f"Cluster {c} does not exist; this matrix has no tiles."
+            )
+        c = int(c)
+        return self.cluster_order[self.cluster_ptr[c]:self.cluster_ptr[c + 1]].copy()
+
+    def summary(self) -> dict:
+        """Plain-number summary for display and JSON.
+
+        ``jaccard_mean`` is the tile-weighted mean of the clusters' within-cluster Jaccard
+        over clusters with at least two tiles (``None`` when there is none).
+        """
+        sizes = self.clusters["size"].to_numpy() if self.n_clusters else np.empty(0, np.int64)
+        multi = sizes >= 2
+        if multi.any():
+            jm = self.clusters["jaccard_mean"].to_numpy()[multi]
+            jaccard = float(np.average(jm, weights=sizes[multi]))
+        else:
+            jaccard = None
+
+        def stat(f):
+            return float(f(sizes)) if sizes.size else 0.0
+
+        return {
+            "shape": list(self.shape),
+            "nnz": self.nnz,
+            "tile": int(self.tile),
+            "n_tiles": int(self.n_tiles),
+            "n_clusters": int(self.n_clusters),
+            "tiles_per_cluster": {
+                "min": stat(np.min), "median": stat(np.median),
+                "mean": stat(np.mean), "max": stat(np.max),
+            },
+            "jaccard_mean": jaccard,
+            "n_density_bins": int(len(self.density_hist)),
+            "fro_norm": float(self.fro_norm),
+            "lsh": self.lsh.to_dict(),
+            "timings": {k: float(v) for k, v in self.timings.items()},
+        }
+
+
+def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
+    """Analyse the sparsity pattern of ``A`` tile by tile (akf-spec §2).
+
+    1. Tiling into T×T tiles, only nonempty ones kept (O(nnz), numba).
+    2. Per-tile features (:mod:`akfviz.analysis.features`), incl. the g×g occupancy
+       signature and the log-density bin ``floor(log10(density) · bins_per_decade)``.
+    3. MinHash (K hashes, ``(a·x + b) mod (2^61 − 1)``) of each unique signature; tiles
+       colliding on all rows of any of the b bands are joined (union-find).
+    4. "Modified histogram": each LSH component is split by log-density bin; cluster ids
+       follow first appearance in tile order.
+    5. Per cluster: medoid representative (exact Jaccard distance) and within-cluster
+       Jaccard on sampled pairs.
+
+    Parameters
+    ----------
+    A : scipy.sparse matrix/array or 2-D numpy array
+        The matrix (any shape).
+    tile : int
+        Tile side T, 4..256 (the app offers 8–128).
+    lsh : None, LSHConfig or dict
+        LSH settings (see :class:`LSHConfig`); ``None`` uses the defaults.
+
+    Returns
+    -------
+    PatternAnalysis
+
+    Raises
+    ------
+    InputError
+        Invalid matrix, tile side or LSH settings.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> pa = analyze(np.eye(64), tile=16)
+    >>> pa.n_tiles, pa.n_clusters, pa.tiles["nnz"].tolist()
+    (4, 1, [16, 16, 16, 16])
+    """
+    t_start = time.perf_counter()
+    T = check_tile(tile)
+    cfg = LSHConfig.from_any(lsh)
+    M = as_csr(A)
+    t0 = time.perf_counter()
+    ts = _tiles_of_csr(M, T)
+    t1 = time.perf_counter()
+    ints, floats, sig, dbin = tile_features(ts, cfg.grid, cfg.top_q, cfg.bins_per_decade)
+    t2 = time.perf_counter()
+    cl = cluster_tiles(sig, dbin, cfg)
+    t3 = time.perf_counter()
+
+    n = ts.n_tiles
+    cluster = cl["cluster"]
+    nc = cl["n_clusters"]
+    cptr = cl["cptr"]
+    density = floats[:, 0]
+    # the table owns its arrays (tileset and signatures stay intact if the table is edited)
+    cols = {"bi": ts.bi.copy(), "bj": ts.bj.copy(), "h": ts.h.copy(), "w": ts.w.copy()}
+    for k, name in enumerate(INT_FEATURES):
+        cols[name] = ints[:, k]
+    for k, name in enumerate(FLOAT_FEATURES):
+        cols[name] = floats[:, k]
+    cols.update(signature=sig.copy(), density_bin=dbin, cluster=cluster.copy())
+    tiles = pd.DataFrame({name: cols[name] for name in TILE_COLUMNS}, copy=False)
+
+    size = np.diff(cptr)
+    rep = cl["representative"]
+    if nc:
+        mean_density = np.bincount(cluster, weights=density, minlength=nc) / size
+        cbin = dbin[rep]
+    else:
+        mean_density = np.empty(0, np.float64)
+        cbin = np.empty(0, np.int64)
+    clusters = pd.DataFrame(
+        {"size": size.astype(np.int64), "representative": rep.astype(np.int64),
+         "density_bin": cbin.astype(np.int64), "mean_density": mean_density,
+         "jaccard_mean": cl["jaccard_mean"]},
+        index=pd.RangeIndex(nc, name="cluster"))
+
+    bpd = cfg.bins_per_decade
+    if n:
+        bmin = int(dbin.min())
+        counts = np.bincount(dbin - bmin).astype(np.int64)
+        edges = np.arange(bmin, bmin + counts.size + 1, dtype=np.float64) / bpd
+    else:
+        counts = np.empty(0, np.int64)
+        edges = np.zeros(1)
+    density_hist = pd.DataFrame({"bin_left": edges[:-1], "bin_right": edges[1:],
+                                 "count": counts})
+    fro_norm = math.sqrt(float(floats[:, 1].sum())) if n else 0.0
+    t4 = time.perf_counter()
+    timings = {"validate": t0 - t_start, "tiling": t1 - t0, "features": t2 - t1}
+    timings.update(cl["timings"])
+    timings.update(clustering=t3 - t2, tables=t4 - t3, total=t4 - t_start)
+    return PatternAnalysis(A=M, tile=T, tileset=ts, tiles=tiles, clusters=clusters,
+                           n_clusters=int(nc), signatures=sig, lsh=cfg, fro_norm=fro_norm,
+                           density_hist=density_hist, timings=timings,
+                           cluster_order=cl["order"], cluster_ptr=cptr)

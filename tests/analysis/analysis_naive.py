@@ -1,0 +1,91 @@
+"""Slow, obvious references for the analysis kernels (plain Python / numpy)."""
+import math
+
+import numpy as np
+
+P61 = (1 << 61) - 1
+
+
+def naive_tiles(dense, T):
+    """[(bi, bj, h, w, r, c, v)] for every nonempty tile, by slicing the dense matrix."""
+    n, m = dense.shape
+    out = []
+    for bi in range(-(-n // T)):
+        for bj in range(-(-m // T)):
+            blk = dense[bi * T:(bi + 1) * T, bj * T:(bj + 1) * T]
+            r, c = np.nonzero(blk)  # row-major: ordered by (r, c)
+            if r.size:
+                out.append((bi, bj, blk.shape[0], blk.shape[1], r, c, blk[r, c]))
+    return out
+
+
+def naive_features(blk, g=8, top_q=0.1, bpd=2):
+    """Every feature of one dense tile, from its definition."""
+    h, w = blk.shape
+    r, c = np.nonzero(blk)
+    v = blk[r, c]
+    k = len(v)
+    nm = {}
+    for M in (4, 8):
+        best = 0
+        for i in range(h):
+            for j0 in range(0, w, M):
+                best = max(best, int(np.count_nonzero(blk[i, j0:j0 + M])))
+        nm[M] = best
+    sq = sorted((x * x for x in v), reverse=True)
+    ntop = max(1, int(math.floor(top_q * k + 1e-9)))
+    fro2 = float(np.sum(v * v))
+    sig = 0
+    for rr, cc in zip(r, c):
+        sig |= 1 << ((int(rr) * g // h) * g + (int(cc) * g // w))
+    dens = k / (h * w)
+    return {
+        "nnz": k,
+        "density": dens,
+        "rows_nonempty": int(np.count_nonzero(blk.any(axis=1))),
+        "cols_nonempty": int(np.count_nonzero(blk.any(axis=0))),
+        "max_row_nnz": int(np.count_nonzero(blk, axis=1).max()),
+        "max_col_nnz": int(np.count_nonzero(blk, axis=0).max()),
+        "n_diagonals": len(set((c - r).tolist())),
+        "bandwidth": int(np.abs(c - r).max()),
+        "nm4": nm[4],
+        "nm8": nm[8],
+        "fro2": fro2,
+        "top_mass": sum(sq[:ntop]) / fro2,
+        "signature": sig,
+        "density_bin": int(math.floor(math.log10(dens) * bpd)),
+    }
+
+
+def naive_minhash(bits, num_hashes, seed):
+    """MinHash of the set of set bits, hash family (a·x + b) mod (2^61 − 1), Python ints."""
+    rng = np.random.default_rng(seed)
+    a = [int(x) for x in rng.integers(1, P61, size=num_hashes, dtype=np.int64)]
+    b = [int(x) for x in rng.integers(0, P61, size=num_hashes, dtype=np.int64)]
+    elems = [x for x in range(64) if (int(bits) >> x) & 1]
+    return [min((a[k] * x + b[k]) % P61 for x in elems) for k in range(num_hashes)]
+
+
+def jaccard(a, b):
+    a, b = int(a), int(b)
+    u = bin(a | b).count("1")
+    return 1.0 if u == 0 else bin(a & b).count("1") / u
+
+
+def naive_components(mh, bands):
+    """Components of 'equal on all rows of any band' by repeated pairwise merging."""
+    U, K = mh.shape
+    r = K // bands
+    label = list(range(U))
+    changed = True
+    while changed:
+        changed = False
+        for i in range(U):
+            for j in range(i + 1, U):
+                if label[i] != label[j] and any(
+                        np.array_equal(mh[i, b * r:(b + 1) * r], mh[j, b * r:(b + 1) * r])
+                        for b in range(bands)):
+                    lo, hi = min(label[i], label[j]), max(label[i], label[j])
+                    label = [lo if x == hi else x for x in label]
+                    changed = True
+    return np.array(label)

@@ -1,0 +1,187 @@
+"""MinHash, LSH clustering and LSHConfig against references (akf-spec §2)."""
+import numpy as np
+import pytest
+
+from akfviz.analysis.lsh import LSHConfig, _band_components, _first_appearance, cluster_tiles
+from akfviz.analysis.minhash import minhash_signatures
+from akfviz.errors import InputError
+from analysis_naive import jaccard, naive_components, naive_minhash
+
+
+def _random_sigs(n, seed, p=0.3):
+    rng = np.random.default_rng(seed)
+    bits = rng.random((n, 64)) < p
+    bits[:, 0] |= ~bits.any(axis=1)  # never empty
+    return (bits.astype(np.uint64) << np.arange(64, dtype=np.uint64)).sum(axis=1, dtype=np.uint64)
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_minhash_matches_plain_python(seed):
+    sigs = np.concatenate([_random_sigs(40, seed), np.array([1, 1 << 63, 2**64 - 1], dtype=np.uint64)])
+    mh = minhash_signatures(sigs, num_hashes=16, seed=seed)
+    assert mh.dtype == np.uint64 and mh.shape == (43, 16)
+    for i, s in enumerate(sigs):
+        assert [int(x) for x in mh[i]] == naive_minhash(s, 16, seed)
+
+
+def test_minhash_seed_changes_values():
+    sigs = _random_sigs(10, 1)
+    a = minhash_signatures(sigs, 8, seed=0)
+    assert np.array_equal(a, minhash_signatures(sigs, 8, seed=0))
+    assert not np.array_equal(a, minhash_signatures(sigs, 8, seed=1))
+
+
+def test_minhash_estimates_jaccard():
+    # P[m_k(S) = m_k(S')] = J(S, S'): over many pairs the estimate is unbiased
+    rng = np.random.default_rng(3)
+    base = _random_sigs(400, 4, p=0.4)
+    flips = _random_sigs(400, 5, p=0.15)
+    other = base ^ flips
+    other[other == 0] = 1
+    K = 64
+    ma = minhash_signatures(base, K, seed=9)
+    mb = minhash_signatures(other, K, seed=9)
+    est = (ma == mb).mean(axis=1)
+    exact = np.array([jaccard(a, b) for a, b in zip(base, other)])
+    err = est - exact
+    assert abs(err.mean()) < 0.02
+    # the per-pair error has the binomial spread sqrt(J(1-J)/K)
+    assert np.sqrt(np.mean(err**2)) < 1.5 * np.sqrt(np.mean(exact * (1 - exact) / K)) + 1e-3
+    assert rng is not None
+
+
+def test_first_appearance():
+    keys = np.array([5, 3, 5, 9, 3, 3, 2**64 - 1, 0], dtype=np.uint64)
+    ids, first = _first_appearance(keys)
+    assert ids.tolist() == [0, 1, 0, 2, 1, 1, 3, 4]
+    assert first.tolist() == [0, 1, 3, 6, 7]
+    big = np.random.default_rng(0).integers(0, 50, 5000).astype(np.uint64)
+    ids, first = _first_appearance(big)
+    _, ref_first = np.unique(big, return_index=True)
+    assert sorted(first.tolist()) == sorted(ref_first.tolist())
+    np.testing.assert_array_equal(big[first][ids], big)
+
+
+def test_band_components_match_reference():
+    rng = np.random.default_rng(2)
+    # small alphabet so that band collisions are frequent
+    mh = rng.integers(0, 3, size=(60, 8)).astype(np.uint64)
+    root = _band_components(mh, 4)
+    ref = naive_components(mh, 4)
+    np.testing.assert_array_equal(root, ref)
+
+
+def test_identical_signatures_share_a_cluster_and_density_split():
+    sigs = np.array([0b1011, 1 << 40, 0b1011, 0b1011, 1 << 40, 0b1011], dtype=np.uint64)
+    dbin = np.array([-2, -2, -2, -1, -2, -2], dtype=np.int64)
+    cl = cluster_tiles(sigs, dbin, LSHConfig())
+    c = cl["cluster"]
+    assert c.tolist() == [0, 1, 0, 2, 1, 0]  # first-appearance numbering, split by bin
+    assert cl["n_clusters"] == 3
+    assert cl["jaccard_mean"].tolist() == [1.0, 1.0, 1.0]
+    assert cl["representative"].tolist() == [0, 1, 3]
+
+
+def test_clusters_pure_in_density_bin_and_reps_are_medoids():
+    rng = np.random.default_rng(8)
+    base = _random_sigs(6, 1, p=0.5)
+    # noisy copies of a few base signatures: clusters with several distinct signatures
+    sigs = base[rng.integers(0, 6, 300)] ^ (_random_sigs(300, 2, p=0.02) & (rng.random(300) < 0.3).astype(np.uint64) * np.uint64(2**64 - 1))
+    sigs[sigs == 0] = 1
+    dbin = rng.integers(-3, 0, 300)
+    cfg = LSHConfig(jaccard_pairs=100_000)
+    cl = cluster_tiles(sigs, dbin, cfg)
+    c = cl["cluster"]
+    firsts = [int(np.flatnonzero(c == k)[0]) for k in range(cl["n_clusters"])]
+    assert firsts == sorted(firsts) and c[0] == 0
+    for k in range(cl["n_clusters"]):
+        mem = np.flatnonzero(c == k)
+        assert len(set(dbin[mem].tolist())) == 1
+        np.testing.assert_array_equal(cl["order"][cl["cptr"][k]:cl["cptr"][k + 1]], mem)
+        # medoid: exact (few distinct signatures per cluster)
+        cost = [sum(1 - jaccard(sigs[i], sigs[j]) for j in mem) for i in mem]
+        rep = cl["representative"][k]
+        assert rep in mem
+        assert sum(1 - jaccard(sigs[rep], sigs[j]) for j in mem) == pytest.approx(min(cost))
+        # Jaccard mean: all pairs (jaccard_pairs is large)
+        if len(mem) > 1:
+            pairs = [jaccard(sigs[i], sigs[j]) for a, i in enumerate(mem) for j in mem[a + 1:]]
+            assert cl["jaccard_mean"][k] == pytest.approx(np.mean(pairs), rel=1e-12)
+        else:
+            assert cl["jaccard_mean"][k] == 1.0
+    # tiles in different LSH components never share a cluster
+    comp = cl["component"][cl["tile_unique"]]
+    for k in range(cl["n_clusters"]):
+        assert len(set(comp[c == k].tolist())) == 1
+
+
+def test_sampled_jaccard_and_medoid_on_big_diverse_cluster():
+    # one LSH component forced by a shared dominant cell pattern: many distinct signatures
+    rng = np.random.default_rng(4)
+    n = 2000
+    core = np.uint64((1 << 40) - 1)
+    extra = rng.integers(0, 1 << 20, n).astype(np.uint64) << np.uint64(40)
+    sigs = core | extra
+    dbin = np.full(n, -1, dtype=np.int64)
+    cfg = LSHConfig(num_hashes=32, bands=32, jaccard_pairs=2000, seed=5)
+    cl = cluster_tiles(sigs, dbin, cfg)
+    assert cl["n_clusters"] == 1
+    exact_pairs = rng.integers(0, n, (4000, 2))
+    exact_pairs = exact_pairs[exact_pairs[:, 0] != exact_pairs[:, 1]]
+    ref = np.mean([jaccard(sigs[i], sigs[j]) for i, j in exact_pairs])
+    assert cl["jaccard_mean"][0] == pytest.approx(ref, abs=0.01)
+    # the sampled medoid is close to the best tile
+    costs = np.array([np.mean([1 - jaccard(s, sigs[j]) for j in range(0, n, 7)]) for s in sigs[:300]])
+    rep_cost = np.mean([1 - jaccard(sigs[cl["representative"][0]], sigs[j]) for j in range(0, n, 7)])
+    assert rep_cost <= np.median(costs)
+    again = cluster_tiles(sigs, dbin, cfg)
+    assert again["representative"][0] == cl["representative"][0]
+    assert again["jaccard_mean"][0] == cl["jaccard_mean"][0]
+
+
+def test_empty_input():
+    cl = cluster_tiles(np.empty(0, np.uint64), np.empty(0, np.int64), LSHConfig())
+    assert cl["n_clusters"] == 0 and cl["cluster"].size == 0 and cl["cptr"].tolist() == [0]
+
+
+def test_lshconfig_validation():
+    cfg = LSHConfig()
+    assert (cfg.num_hashes, cfg.bands, cfg.grid, cfg.seed, cfg.bins_per_decade, cfg.top_q,
+            cfg.jaccard_pairs) == (32, 8, 8, 0, 2, 0.1, 256)
+    assert cfg.rows_per_band == 4
+    assert LSHConfig.from_any(None) == cfg
+    assert LSHConfig.from_any({"seed": 3}).seed == 3
+    assert LSHConfig.from_any(cfg) is cfg
+    for bad in [dict(num_hashes=0), dict(bands=5), dict(grid=9), dict(grid=0), dict(seed=-1),
+                dict(bins_per_decade=0), dict(top_q=0.0), dict(top_q=1.5), dict(top_q=float("nan")),
+                dict(jaccard_pairs=0), dict(num_hashes=2.5), dict(bands="8"), dict(seed=True)]:
+        with pytest.raises(InputError):
+            LSHConfig(**bad)
+    with pytest.raises(InputError):
+        LSHConfig.from_any({"colour": 1})
+    with pytest.raises(InputError):
+        LSHConfig.from_any(42)
+    with pytest.raises(Exception):
+        cfg.seed = 4  # frozen
+
+
+def test_parallel_kernels_match_serial():
+    from akfviz.analysis import lsh as L
+    from akfviz.analysis import minhash as M
+    sigs = _random_sigs(M.PARALLEL_MIN + 500, 13, p=0.05)
+    par = minhash_signatures(sigs, 8, seed=2)           # parallel path
+    ser = np.empty_like(par)
+    M._minhash_range(sigs, M.hash_table(8, 64, 2), 0, sigs.size, ser)
+    np.testing.assert_array_equal(par, ser)
+    rng = np.random.default_rng(1)
+    s = _random_sigs(40, 3, p=0.3)[rng.integers(0, 40, 3000)]
+    dbin = rng.integers(-2, 0, 3000)
+    cl = cluster_tiles(s, dbin, LSHConfig())           # serial path (small)
+    uid, first = L._first_appearance(s)
+    nc = cl["n_clusters"]
+    rep = np.empty(nc, np.int64)
+    jm = np.empty(nc)
+    seed = np.uint64(np.random.default_rng(0).integers(0, 2**63, dtype=np.int64))
+    L._cluster_stats(cl["order"], cl["cptr"], uid, s[first], seed, 256, 2, rep, jm)
+    np.testing.assert_array_equal(rep, cl["representative"])
+    np.testing.assert_array_equal(jm, cl["jaccard_mean"])

@@ -1,0 +1,203 @@
+"""akfviz.analyze end to end: contract fields, edge cases, determinism (akf-spec §2, §9)."""
+import math
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+import akfviz
+from akfviz.analysis import LSHConfig, PatternAnalysis
+from akfviz.analysis.pattern import CLUSTER_COLUMNS, HIST_COLUMNS, TILE_COLUMNS
+from analysis_naive import jaccard, naive_features, naive_tiles
+
+FLOATS = {"density", "fro2", "top_mass"}
+
+
+def _matrix(seed=0, n=200, m=170):
+    rng = np.random.default_rng(seed)
+    A = sp.random_array((n, m), density=0.03, format="lil", rng=rng)
+    A[:40, :40] = rng.standard_normal((40, 40))          # dense block
+    for i in range(min(n, m)):                            # diagonal
+        A[i, i] = 1.0 + i
+    return sp.csr_array(A)
+
+
+def _check_contract(pa, A, T):
+    assert isinstance(pa, PatternAnalysis)
+    assert tuple(pa.tiles.columns) == TILE_COLUMNS
+    for col in TILE_COLUMNS:
+        want = np.float64 if col in FLOATS else (np.uint64 if col == "signature" else np.int64)
+        assert pa.tiles[col].dtype == want, col
+    assert tuple(pa.clusters.columns) == CLUSTER_COLUMNS
+    assert pa.clusters.index.tolist() == list(range(pa.n_clusters))
+    assert tuple(pa.density_hist.columns) == HIST_COLUMNS
+    assert pa.tile == T and pa.shape == A.shape and pa.nnz == A.nnz
+    assert pa.n_tiles == len(pa.tiles) == pa.tileset.n_tiles
+    assert isinstance(pa.A, sp.csr_array) and pa.A.dtype == np.float64
+    assert pa.signatures.dtype == np.uint64
+    np.testing.assert_array_equal(pa.signatures, pa.tiles["signature"].to_numpy())
+    assert pa.fro_norm == pytest.approx(sp.linalg.norm(A) if A.nnz else 0.0, rel=1e-12)
+    assert isinstance(pa.lsh, LSHConfig)
+    assert pa.timings["total"] >= 0 and all(v >= 0 for v in pa.timings.values())
+    if pa.n_tiles:
+        assert pa.clusters["size"].sum() == pa.n_tiles
+        assert pa.density_hist["count"].sum() == pa.n_tiles
+    s = pa.summary()
+    assert s["n_tiles"] == pa.n_tiles and s["n_clusters"] == pa.n_clusters
+    import json
+    json.dumps(s)
+
+
+@pytest.mark.parametrize("T", [4, 16, 32, 128])
+def test_analyze_matches_references(T):
+    A = _matrix(T)
+    pa = akfviz.analyze(A, tile=T)
+    _check_contract(pa, A, T)
+    ref = naive_tiles(A.toarray(), T)
+    tiles = pa.tiles
+    assert len(ref) == len(tiles)
+    for t, (bi, bj, h, w, r, c, v) in enumerate(ref):
+        row = tiles.iloc[t]
+        assert (row.bi, row.bj, row.h, row.w) == (bi, bj, h, w)
+        blk = np.zeros((h, w))
+        blk[r, c] = v
+        f = naive_features(blk)
+        for name, val in f.items():
+            if name in FLOATS:
+                assert row[name] == pytest.approx(val, rel=1e-12)
+            else:
+                assert int(tiles[name].iat[t]) == val, name
+    # clusters: pure in density bin, reps are members, Jaccard within bounds
+    for c in range(pa.n_clusters):
+        mem = pa.cluster_members(c)
+        assert mem.size == pa.clusters["size"].iat[c]
+        assert (tiles["cluster"].to_numpy()[mem] == c).all()
+        assert tiles["density_bin"].iloc[mem].nunique() == 1
+        assert pa.clusters["density_bin"].iat[c] == tiles["density_bin"].iat[mem[0]]
+        assert pa.clusters["representative"].iat[c] in mem
+        assert pa.clusters["mean_density"].iat[c] == pytest.approx(tiles["density"].iloc[mem].mean())
+        assert 0.0 <= pa.clusters["jaccard_mean"].iat[c] <= 1.0
+    # histogram bins are consistent with density_bin
+    bpd = pa.lsh.bins_per_decade
+    for _, row in pa.density_hist.iterrows():
+        b = int(round(row.bin_left * bpd))
+        assert row.bin_right == pytest.approx((b + 1) / bpd)
+        assert row["count"] == (tiles["density_bin"] == b).sum()
+
+
+def test_density_split_separates_sparse_and_dense_tiles_with_same_outline():
+    # every tile of side 8 covers all 64 cells of an 8x8 grid, some 100 % dense, some 1/8 dense
+    T = 64
+    A = np.zeros((2 * T, T))
+    A[:T] = 1.0                       # dense tile
+    A[T:, :] = 0.0
+    A[T + np.arange(T), (np.arange(T) * 9) % T] = 1.0   # one nonzero per row, spread out
+    pa = akfviz.analyze(A, tile=T, lsh={"grid": 1})    # one cell: identical signatures
+    assert pa.tiles["signature"].nunique() == 1
+    assert pa.n_clusters == 2
+    assert pa.tiles["cluster"].tolist() == [0, 1]
+
+
+def test_identical_tiles_share_cluster():
+    blk = np.zeros((8, 8))
+    blk[[0, 3, 5], [1, 4, 7]] = 2.0
+    A = sp.csr_array(sp.block_diag([blk] * 6 + [np.ones((8, 8))]))
+    pa = akfviz.analyze(A, tile=8)
+    c = pa.tiles["cluster"].tolist()
+    assert c == [0] * 6 + [1]
+    assert pa.clusters["size"].tolist() == [6, 1]
+    assert pa.clusters["jaccard_mean"].tolist() == [1.0, 1.0]
+
+
+def test_edge_cases():
+    empty = akfviz.analyze(sp.csr_array((50, 30)), tile=8)
+    _check_contract(empty, sp.csr_array((50, 30)), 8)
+    assert empty.n_tiles == 0 and empty.n_clusters == 0
+    assert len(empty.clusters) == 0 and len(empty.density_hist) == 0
+    assert empty.summary()["jaccard_mean"] is None
+    with pytest.raises(akfviz.InputError):
+        empty.cluster_members(0)
+    one = akfviz.analyze(np.array([[3.0]]), tile=4)
+    assert one.n_tiles == 1 and one.tiles["density"].iat[0] == 1.0 and one.n_clusters == 1
+    single = sp.csr_array(([2.0], ([70], [3])), shape=(71, 90))
+    pa = akfviz.analyze(single, tile=32)
+    assert pa.tiles[["bi", "bj", "h", "w", "nnz"]].values.tolist() == [[2, 0, 7, 32, 1]]
+    rows = np.zeros((20, 20))
+    rows[[2, 17]] = 1.0
+    _check_contract(akfviz.analyze(rows, tile=8), sp.csr_array(rows), 8)
+
+
+@pytest.mark.parametrize("idx_dtype", [np.int32, np.int64])
+def test_index_dtypes_same_result(idx_dtype):
+    A = _matrix(5)
+    B = A.copy()
+    B.indices = B.indices.astype(idx_dtype)
+    B.indptr = B.indptr.astype(idx_dtype)
+    pd.testing.assert_frame_equal(akfviz.analyze(A, 16).tiles, akfviz.analyze(B, 16).tiles)
+
+
+def test_determinism_and_seed():
+    A = _matrix(9, 300, 300)
+    cfg = {"seed": 11, "num_hashes": 16, "bands": 16}
+    a, b = akfviz.analyze(A, 8, cfg), akfviz.analyze(A, 8, LSHConfig(**cfg))
+    pd.testing.assert_frame_equal(a.tiles, b.tiles)
+    pd.testing.assert_frame_equal(a.clusters, b.clusters)
+    pd.testing.assert_frame_equal(a.density_hist, b.density_hist)
+    other = akfviz.analyze(A, 8, {**cfg, "seed": 12})
+    pd.testing.assert_frame_equal(a.tiles.drop(columns="cluster"), other.tiles.drop(columns="cluster"))
+
+
+def test_pickle_roundtrip():
+    pa = akfviz.analyze(_matrix(1), 16)
+    back = pickle.loads(pickle.dumps(pa))
+    pd.testing.assert_frame_equal(back.tiles, pa.tiles)
+    np.testing.assert_array_equal(back.cluster_members(0), pa.cluster_members(0))
+    assert back.lsh == pa.lsh
+
+
+def test_table_edits_do_not_corrupt_tileset():
+    pa = akfviz.analyze(_matrix(2), 16)
+    bi0 = pa.tileset.bi[0]
+    tiles = pa.tiles
+    tiles.loc[0, "bi"] = 999
+    assert pa.tileset.bi[0] == bi0
+
+
+def test_jaccard_mean_exact_for_small_clusters():
+    pa = akfviz.analyze(_matrix(3, 256, 256), 8, {"jaccard_pairs": 100_000})
+    sig = pa.signatures
+    for c in range(pa.n_clusters):
+        mem = pa.cluster_members(c)
+        if 1 < mem.size <= 40:
+            ref = np.mean([jaccard(sig[i], sig[j]) for a, i in enumerate(mem) for j in mem[a + 1:]])
+            assert pa.clusters["jaccard_mean"].iat[c] == pytest.approx(ref, rel=1e-12)
+
+
+@pytest.mark.parametrize("bad_tile", [2, 300, 16.5, "a", None])
+def test_invalid_tile(bad_tile):
+    with pytest.raises(akfviz.InputError):
+        akfviz.analyze(np.eye(10), tile=bad_tile)
+
+
+@pytest.mark.parametrize("bad_lsh", [{"bands": 7}, {"nope": 1}, "fast", {"grid": 10}])
+def test_invalid_lsh(bad_lsh):
+    with pytest.raises(akfviz.InputError):
+        akfviz.analyze(np.eye(10), tile=4, lsh=bad_lsh)
+
+
+def test_invalid_matrix():
+    with pytest.raises(akfviz.InputError):
+        akfviz.analyze(np.array([[np.nan, 1.0]]), tile=4)
+    with pytest.raises(akfviz.InputError):
+        akfviz.analyze(np.ones(5), tile=4)
+
+
+def test_cluster_members_errors():
+    pa = akfviz.analyze(np.eye(16), tile=8)
+    with pytest.raises(akfviz.InputError):
+        pa.cluster_members(pa.n_clusters)
+    with pytest.raises(akfviz.InputError):
+        pa.cluster_members("0")
+    assert math.isfinite(pa.summary()["tiles_per_cluster"]["mean"])
