@@ -1,0 +1,328 @@
+"""Energy per action on the NPU, every number with its provenance (akf-spec §7).
+
+An :class:`EnergyTable` holds one :class:`EnergyEntry` per action the engine counts:
+
+================== ======================================= ==========
+name               action                                  unit
+================== ======================================= ==========
+``mac_fp32``       one fp32 multiply-accumulate            pJ/MAC
+``mac_int8``       one int8 multiply-accumulate            pJ/MAC
+``sram_read``      one byte read from PE SRAM              pJ/byte
+``noc_hop``        one flit crossing one NoC link          pJ/flit-hop
+``dram``           one byte moved to/from off-chip DRAM    pJ/byte
+``event_receive``  one event (spike) taken off a PE queue  pJ/event
+``index_decode``   one index / bitmap word decode          pJ/decode
+``leakage``        static energy of one PE for one cycle   pJ/PE-cycle
+================== ======================================= ==========
+
+Each entry carries ``value, unit, source, node, grade`` with grade one of
+``measured`` / ``simulated`` / ``assumed``. Entries without a published figure carry an
+*assumed* value whose reasoning is written in ``source``; validation rejects zero,
+negative and non-finite values, so nothing is ever silently zero.
+
+Presets are registered in :data:`ENERGY_PRESETS` (``"horowitz-45nm"``, ``"loihi-like"``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace as _dc_replace
+
+from ..errors import InputError
+
+GRADES = ("measured", "simulated", "assumed")
+
+#: Action name -> (unit, one-line description). The order is the order of the table.
+ACTIONS = {
+    "mac_fp32": ("pJ/MAC", "one fp32 multiply-accumulate (multiply + add)"),
+    "mac_int8": ("pJ/MAC", "one int8 multiply-accumulate (multiply + add)"),
+    "sram_read": ("pJ/byte", "one byte read from the PE's local SRAM"),
+    "noc_hop": ("pJ/flit-hop", "one flit crossing one network-on-chip link"),
+    "dram": ("pJ/byte", "one byte moved between off-chip DRAM and the chip"),
+    "event_receive": ("pJ/event", "one input event taken off a PE's queue"),
+    "index_decode": ("pJ/decode", "one index or bitmap word decode"),
+    "leakage": ("pJ/PE-cycle", "static (leakage) energy of one PE during one cycle"),
+}
+
+
+@dataclass(frozen=True)
+class EnergyEntry:
+    """One energy figure with its provenance.
+
+    Parameters
+    ----------
+    value : float
+        Energy in picojoules per ``unit`` (must be finite and > 0).
+    unit : str
+        What one count is (``pJ/MAC``, ``pJ/byte`` …).
+    source : str
+        Where the number comes from, or, for an assumed value, the reasoning.
+    node : str
+        Technology node the figure refers to (e.g. ``"45 nm"``).
+    grade : {"measured", "simulated", "assumed"}
+        How much to trust it.
+    """
+
+    value: float
+    unit: str
+    source: str
+    node: str
+    grade: str
+
+    def __post_init__(self):
+        v = self.value
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise InputError(f"An energy value must be a number of picojoules, got {v!r}.")
+        if not math.isfinite(float(v)) or float(v) <= 0.0:
+            raise InputError(
+                f"An energy value must be a finite number > 0 pJ, got {v!r} "
+                "(nothing in the energy table may be zero, negative or NaN)."
+            )
+        object.__setattr__(self, "value", float(v))
+        if self.grade not in GRADES:
+            raise InputError(
+                f"Energy grade {self.grade!r} is not one of {', '.join(GRADES)}."
+            )
+        for name in ("unit", "source", "node"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name).strip():
+                raise InputError(f"The energy entry's {name!r} must be a non-empty text.")
+
+
+@dataclass(frozen=True)
+class EnergyTable:
+    """Picojoules per counted action, with provenance (akf-spec §7).
+
+    Build one with :meth:`preset`, edit with :meth:`replace`, and exchange it with the
+    app's editable table via :meth:`to_frame` / :meth:`from_frame`.
+
+    Examples
+    --------
+    >>> t = EnergyTable.preset("horowitz-45nm")
+    >>> t.mac_fp32.value
+    4.6
+    >>> t.replace(dram=100.0).dram.grade
+    'assumed'
+    """
+
+    mac_fp32: EnergyEntry
+    mac_int8: EnergyEntry
+    sram_read: EnergyEntry
+    noc_hop: EnergyEntry
+    dram: EnergyEntry
+    event_receive: EnergyEntry
+    index_decode: EnergyEntry
+    leakage: EnergyEntry
+    name: str = "custom"
+
+    def __post_init__(self):
+        for a in ACTIONS:
+            e = getattr(self, a)
+            if not isinstance(e, EnergyEntry):
+                raise InputError(f"Energy entry {a!r} must be an EnergyEntry, got {type(e).__name__}.")
+        if not isinstance(self.name, str) or not self.name:
+            raise InputError("The energy table's name must be a non-empty text.")
+
+    # ------------------------------------------------------------------ access
+    def __getitem__(self, action: str) -> float:
+        """The value (pJ) of ``action``."""
+        if action not in ACTIONS:
+            raise InputError(f"Unknown energy action {action!r}; known: {', '.join(ACTIONS)}.")
+        return getattr(self, action).value
+
+    def values(self) -> dict:
+        """``{action: pJ}`` for every action."""
+        return {a: getattr(self, a).value for a in ACTIONS}
+
+    # ------------------------------------------------------------------ editing
+    def replace(self, **changes) -> "EnergyTable":
+        """A copy with some entries changed.
+
+        A plain number keeps the unit and node and marks the entry ``assumed`` with
+        source "edited by the user (was …)"; an :class:`EnergyEntry` replaces it whole.
+        """
+        new = {}
+        for k, v in changes.items():
+            if k == "name":
+                new[k] = v
+                continue
+            if k not in ACTIONS:
+                raise InputError(f"Unknown energy action {k!r}; known: {', '.join(ACTIONS)}.")
+            old = getattr(self, k)
+            if isinstance(v, EnergyEntry):
+                new[k] = v
+            else:
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and float(v) == old.value:
+                    continue
+                new[k] = EnergyEntry(v, old.unit, f"edited by the user (was {old.value:g} pJ: {old.source})",
+                                     old.node, "assumed")
+        if "name" not in new and any(k != "name" for k in new):
+            new["name"] = self.name if self.name.endswith("(edited)") else f"{self.name} (edited)"
+        return _dc_replace(self, **new)
+
+    # ------------------------------------------------------------------ exchange
+    def to_records(self) -> list:
+        """One dict per action: ``action, value, unit, source, node, grade, description``."""
+        return [dict(action=a, value=getattr(self, a).value, unit=getattr(self, a).unit,
+                     source=getattr(self, a).source, node=getattr(self, a).node,
+                     grade=getattr(self, a).grade, description=ACTIONS[a][1]) for a in ACTIONS]
+
+    def to_frame(self):
+        """A pandas DataFrame indexed by action (columns value, unit, source, node, grade, description)."""
+        import pandas as pd
+
+        return pd.DataFrame.from_records(self.to_records()).set_index("action")
+
+    @classmethod
+    def from_frame(cls, df, name: str = "custom") -> "EnergyTable":
+        """Rebuild a table from :meth:`to_frame`'s layout (e.g. after an ``st.data_editor``).
+
+        Every action must be present exactly once; values are validated.
+        """
+        import pandas as pd
+
+        if not isinstance(df, pd.DataFrame):
+            raise InputError("The energy table must be given as a pandas DataFrame.")
+        d = df.reset_index() if "action" not in df.columns else df
+        missing_cols = {"action", "value", "unit", "source", "node", "grade"} - set(d.columns)
+        if missing_cols:
+            raise InputError(f"The energy table lacks the column(s) {sorted(missing_cols)}.")
+        rows = {}
+        for rec in d.to_dict("records"):
+            a = rec["action"]
+            if a not in ACTIONS:
+                raise InputError(f"Unknown energy action {a!r}; known: {', '.join(ACTIONS)}.")
+            if a in rows:
+                raise InputError(f"The energy action {a!r} appears twice.")
+            try:
+                value = float(rec["value"])
+            except (TypeError, ValueError):
+                raise InputError(f"Energy of {a!r} must be a number, got {rec['value']!r}.") from None
+            rows[a] = EnergyEntry(value, str(rec["unit"]), str(rec["source"]), str(rec["node"]),
+                                  str(rec["grade"]))
+        missing = [a for a in ACTIONS if a not in rows]
+        if missing:
+            raise InputError(f"The energy table lacks the action(s) {missing}.")
+        return cls(**rows, name=name)
+
+    def to_plain(self) -> dict:
+        """Nested plain dict (for TOML / JSON): ``{"name": …, action: {value, unit, …}}``."""
+        out = {"name": self.name}
+        for a in ACTIONS:
+            e = getattr(self, a)
+            out[a] = {f.name: getattr(e, f.name) for f in fields(EnergyEntry)}
+        return out
+
+    @classmethod
+    def from_plain(cls, d: dict) -> "EnergyTable":
+        """Inverse of :meth:`to_plain`; unknown keys raise :class:`InputError`."""
+        if not isinstance(d, dict):
+            raise InputError("The [energy] section must be a table.")
+        allowed = set(ACTIONS) | {"name"}
+        unknown = set(d) - allowed
+        if unknown:
+            raise InputError(f"Unknown key(s) {sorted(unknown)} in [energy]; allowed: {sorted(allowed)}.")
+        kw = {}
+        for a in ACTIONS:
+            if a not in d:
+                raise InputError(f"The [energy] section lacks the entry {a!r}.")
+            e = d[a]
+            if not isinstance(e, dict):
+                raise InputError(f"[energy.{a}] must be a table with value, unit, source, node, grade.")
+            keys = {f.name for f in fields(EnergyEntry)}
+            if set(e) != keys:
+                raise InputError(
+                    f"[energy.{a}] must have exactly the keys {sorted(keys)}, got {sorted(e)}."
+                )
+            kw[a] = EnergyEntry(**e)
+        return cls(**kw, name=str(d.get("name", "custom")))
+
+    @staticmethod
+    def preset(name: str) -> "EnergyTable":
+        """A registered preset by name (see :data:`ENERGY_PRESETS`)."""
+        if name not in ENERGY_PRESETS:
+            raise InputError(
+                f"Unknown energy preset {name!r}; available: {', '.join(ENERGY_PRESETS)}."
+            )
+        return ENERGY_PRESETS[name]()
+
+    @staticmethod
+    def presets() -> list:
+        """Names of the registered presets."""
+        return list(ENERGY_PRESETS)
+
+
+# ---------------------------------------------------------------------- presets
+_HOROWITZ = "M. Horowitz, 'Computing's energy problem (and what we can do about it)', ISSCC 2014"
+_DAVIES = ("M. Davies et al., 'Loihi: a neuromorphic manycore processor with on-chip learning', "
+           "IEEE Micro 38(1), 2018 (pre-silicon figures)")
+
+
+def _horowitz_45nm() -> EnergyTable:
+    u = {a: ACTIONS[a][0] for a in ACTIONS}
+    return EnergyTable(
+        mac_fp32=EnergyEntry(4.6, u["mac_fp32"],
+                             f"{_HOROWITZ}: fp32 mult 3.7 pJ + fp32 add 0.9 pJ", "45 nm", "simulated"),
+        mac_int8=EnergyEntry(0.23, u["mac_int8"],
+                             f"{_HOROWITZ}: int8 mult 0.2 pJ + int8 add 0.03 pJ", "45 nm", "simulated"),
+        sram_read=EnergyEntry(10.0 / 8.0, u["sram_read"],
+                              f"{_HOROWITZ}: 64-bit read from an 8 KB SRAM 10 pJ -> 10/8 pJ per byte",
+                              "45 nm", "simulated"),
+        noc_hop=EnergyEntry(3.5, u["noc_hop"],
+                            "assumed: Horowitz gives no router figure; we take the midpoint of the "
+                            "3.0-4.0 pJ per hop of Davies et al. 2018 (Loihi) for one flit over one link",
+                            "45 nm (assumed)", "assumed"),
+        dram=EnergyEntry(1300.0 / 8.0, u["dram"],
+                         f"{_HOROWITZ}: DRAM 1.3-2.6 nJ per 64 bits; we take the LOW end, 1.3 nJ/8 B "
+                         "= 162.5 pJ/byte (the choice least favourable to avoiding DRAM traffic)",
+                         "45 nm", "simulated"),
+        event_receive=EnergyEntry(2 * 1.25, u["event_receive"],
+                                  "assumed: popping one event = reading a 2-byte queue entry from SRAM "
+                                  "(2 x 1.25 pJ/byte, Horowitz SRAM figure)", "45 nm (assumed)", "assumed"),
+        index_decode=EnergyEntry(0.1, u["index_decode"],
+                                 f"{_HOROWITZ}: one 32-bit integer add 0.1 pJ, taken as one index/word "
+                                 "decode (the SRAM bytes it reads are counted separately)",
+                                 "45 nm", "simulated"),
+        leakage=EnergyEntry(0.05, u["leakage"],
+                            "assumed: ~50 uW static power per PE (64 KiB SRAM + datapath at 45 nm) "
+                            "at 1 GHz = 0.05 pJ per PE-cycle (3.3 W for 65,536 PEs)",
+                            "45 nm (assumed)", "assumed"),
+        name="horowitz-45nm",
+    )
+
+
+def _loihi_like() -> EnergyTable:
+    u = {a: ACTIONS[a][0] for a in ACTIONS}
+    return EnergyTable(
+        mac_fp32=EnergyEntry(23.6, u["mac_fp32"],
+                             "assumed: Loihi has no fp32 datapath; every MAC is charged one synaptic "
+                             f"operation, 23.6 pJ ({_DAVIES})", "14 nm", "assumed"),
+        mac_int8=EnergyEntry(23.6, u["mac_int8"],
+                             f"{_DAVIES}: energy per synaptic operation 23.6 pJ", "14 nm", "simulated"),
+        sram_read=EnergyEntry(0.6, u["sram_read"],
+                              "assumed: Loihi's synop energy already includes its synaptic memory "
+                              "read; payload bytes beyond that are charged Horowitz's 1.25 pJ/byte "
+                              "scaled by ~0.5 for 14 nm", "14 nm (assumed)", "assumed"),
+        noc_hop=EnergyEntry(3.5, u["noc_hop"],
+                            f"{_DAVIES}: 3.0-4.0 pJ per spike hop between cores, midpoint",
+                            "14 nm", "simulated"),
+        dram=EnergyEntry(1300.0 / 8.0, u["dram"],
+                         "assumed: Loihi has no DRAM; off-chip traffic is charged Horowitz's DRAM "
+                         "figure (1.3 nJ per 64 bits), which depends little on the logic node",
+                         "45 nm (assumed)", "assumed"),
+        event_receive=EnergyEntry(1.7, u["event_receive"],
+                                  f"{_DAVIES}: within-tile spike energy 1.7 pJ", "14 nm", "simulated"),
+        index_decode=EnergyEntry(0.05, u["index_decode"],
+                                 "assumed: one 32-bit integer add (Horowitz 0.1 pJ at 45 nm) scaled by "
+                                 "~0.5 for 14 nm", "14 nm (assumed)", "assumed"),
+        leakage=EnergyEntry(0.02, u["leakage"],
+                            "assumed: ~20 uW static power per core-sized PE at 1 GHz = 0.02 pJ per "
+                            "PE-cycle (no published per-core leakage in Davies et al.)",
+                            "14 nm (assumed)", "assumed"),
+        name="loihi-like",
+    )
+
+
+#: Registry of energy presets: name -> factory.
+ENERGY_PRESETS = {
+    "horowitz-45nm": _horowitz_45nm,
+    "loihi-like": _loihi_like,
+}

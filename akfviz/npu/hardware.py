@@ -1,0 +1,257 @@
+"""What the NPU is: :class:`HardwareConfig` (akf-spec §7).
+
+Frozen, validated when built (every rejected field raises :class:`~akfviz.errors.InputError`
+naming the field, the value and the allowed range), saved and loaded as TOML, hashed
+(sha256 of its canonical TOML, stable across processes). Presets live in
+:data:`HARDWARE_PRESETS`.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field, fields, replace as _dc_replace
+
+from ..errors import InputError
+from .energy import EnergyTable
+
+#: Integer fields: name -> (min, max, unit / meaning).
+_INT_LIMITS = {
+    "rows": (1, 4096, "PE grid rows"),
+    "cols": (1, 4096, "PE grid columns"),
+    "sram_bytes_per_pe": (0, 1 << 34, "bytes of SRAM per PE"),
+    "mac_lanes": (1, 1024, "multiply-accumulates per cycle per PE"),
+    "hop_latency_cycles": (0, 1000, "cycles per NoC hop"),
+    "dram_bytes_per_cycle": (1, 1 << 20, "bytes per cycle of shared DRAM bandwidth"),
+    "setup_cycles": (0, 1 << 30, "cycles of setup per tile"),
+    "barrier_cycles": (0, 1 << 30, "cycles per global barrier"),
+    "reconfig_cycles": (0, 1 << 30, "cycles to reconfigure the PEs for another kernel"),
+    "launch_cycles": (0, 1 << 30, "cycles of kernel exit + launch (non-persistent iterations)"),
+    "decode_cycles": (0, 1000, "cycles per index decode"),
+    "event_cycles": (1, 1000, "cycles to take one event off a PE's queue"),
+    "reduce_cycles": (1, 1000, "cycles to add one partial-sum flit at a reduction PE"),
+    "inject_cycles": (1, 1000, "cycles between two events injected by one source PE"),
+    "flit_bytes": (1, 1024, "bytes per flit (one event or one partial sum)"),
+}
+_FLOAT_LIMITS = {
+    "clock_hz": (1e3, 1e12, "clock frequency in Hz"),
+}
+
+
+@dataclass(frozen=True)
+class HardwareConfig:
+    """The simulated event-driven NPU (akf-spec §7).
+
+    Parameters
+    ----------
+    rows, cols : int
+        PE grid (default 256 × 256 = 65,536 PEs, the paper's "64K units").
+    clock_hz : float
+        Clock (cycles per second), used to convert cycles to seconds.
+    sram_bytes_per_pe : int
+        Local SRAM of one PE; payload beyond it streams from DRAM.
+    mac_lanes : int
+        MACs one PE performs per cycle: an event with m MACs costs ``ceil(m / mac_lanes)`` cycles.
+    hop_latency_cycles : int
+        Cycles per NoC hop (XY routing; arrival = injection + hops × latency).
+    dram_bytes_per_cycle : int
+        Shared off-chip bandwidth (all PEs together).
+    setup_cycles : int
+        Per tile, before its first event (loading pointers, clearing accumulators).
+    barrier_cycles : int
+        One global barrier (between unfused phases and persistent iterations).
+    reconfig_cycles : int
+        Reconfiguring every PE for another kernel (unfused phases).
+    launch_cycles : int
+        Kernel exit + launch paid by every non-persistent iteration.
+    decode_cycles : int
+        Cycles per index / bitmap word decode.
+    event_cycles : int
+        Cycles to take one event off the queue (before its MACs).
+    reduce_cycles : int
+        Cycles to add one partial-sum flit at a reduction PE.
+    inject_cycles : int
+        A source PE injects one event every ``inject_cycles`` cycles.
+    flit_bytes : int
+        Bytes of one flit; an event (index + value) is one flit, so is one partial sum.
+    energy : EnergyTable
+        pJ per action with provenance (default: ``"horowitz-45nm"``).
+    preset : str
+        Name of the preset this configuration came from ("custom" once edited).
+
+    Examples
+    --------
+    >>> hw = HardwareConfig()
+    >>> hw.n_pes
+    65536
+    >>> HardwareConfig.from_toml(hw.to_toml()) == hw
+    True
+    """
+
+    rows: int = 256
+    cols: int = 256
+    clock_hz: float = 1e9
+    sram_bytes_per_pe: int = 64 * 1024
+    mac_lanes: int = 4
+    hop_latency_cycles: int = 1
+    dram_bytes_per_cycle: int = 64
+    setup_cycles: int = 16
+    barrier_cycles: int = 512
+    reconfig_cycles: int = 1024
+    launch_cycles: int = 2048
+    decode_cycles: int = 1
+    event_cycles: int = 1
+    reduce_cycles: int = 1
+    inject_cycles: int = 1
+    flit_bytes: int = 8
+    energy: EnergyTable = field(default_factory=lambda: EnergyTable.preset("horowitz-45nm"))
+    preset: str = "horowitz-45nm"
+
+    def __post_init__(self):
+        for name, (lo, hi, what) in _INT_LIMITS.items():
+            v = getattr(self, name)
+            if isinstance(v, float) and v.is_integer():
+                v = int(v)
+            if isinstance(v, bool) or not hasattr(v, "__index__"):
+                raise InputError(
+                    f"HardwareConfig.{name} ({what}) must be a whole number, got {v!r}."
+                )
+            v = int(v)
+            if not lo <= v <= hi:
+                raise InputError(
+                    f"HardwareConfig.{name} ({what}) must be between {lo} and {hi}, got {v}."
+                )
+            object.__setattr__(self, name, v)
+        for name, (lo, hi, what) in _FLOAT_LIMITS.items():
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)):
+                raise InputError(f"HardwareConfig.{name} ({what}) must be a finite number, got {v!r}.")
+            if not lo <= float(v) <= hi:
+                raise InputError(
+                    f"HardwareConfig.{name} ({what}) must be between {lo:g} and {hi:g}, got {v!r}."
+                )
+            object.__setattr__(self, name, float(v))
+        if not isinstance(self.energy, EnergyTable):
+            raise InputError(
+                f"HardwareConfig.energy must be an EnergyTable, got {type(self.energy).__name__}."
+            )
+        if not isinstance(self.preset, str) or not self.preset:
+            raise InputError("HardwareConfig.preset must be a non-empty name.")
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def n_pes(self) -> int:
+        """Number of PEs, ``rows * cols``."""
+        return self.rows * self.cols
+
+    @property
+    def total_sram_bytes(self) -> int:
+        """SRAM of the whole chip."""
+        return self.n_pes * self.sram_bytes_per_pe
+
+    # ------------------------------------------------------------------ editing
+    def replace(self, **changes) -> "HardwareConfig":
+        """A validated copy with ``changes``; the preset name becomes "custom" unless given."""
+        known = {f.name for f in fields(self)}
+        unknown = set(changes) - known
+        if unknown:
+            raise InputError(
+                f"Unknown HardwareConfig field(s) {sorted(unknown)}; known: {sorted(known)}."
+            )
+        if "preset" not in changes and any(getattr(self, k) != v for k, v in changes.items()):
+            changes["preset"] = "custom"
+        return _dc_replace(self, **changes)
+
+    # ------------------------------------------------------------------ TOML
+    def to_plain(self) -> dict:
+        """Plain nested dict (scalars at top level, the energy table under ``energy``)."""
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "energy"}
+        d["energy"] = self.energy.to_plain()
+        return d
+
+    def to_toml(self) -> str:
+        """Canonical TOML text (keys in field order); :meth:`from_toml` reads it back."""
+        import tomli_w
+
+        return tomli_w.dumps(self.to_plain())
+
+    @classmethod
+    def from_toml(cls, text) -> "HardwareConfig":
+        """Parse TOML text (str or bytes); unknown keys and bad values raise InputError."""
+        import tomllib
+
+        if isinstance(text, (bytes, bytearray)):
+            try:
+                text = bytes(text).decode("utf-8")
+            except UnicodeDecodeError:
+                raise InputError("The hardware TOML file is not UTF-8 text.") from None
+        if not isinstance(text, str):
+            raise InputError(f"from_toml expects TOML text, got {type(text).__name__}.")
+        try:
+            d = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise InputError(f"The hardware TOML could not be parsed: {exc}.") from None
+        return cls.from_plain(d)
+
+    @classmethod
+    def from_plain(cls, d: dict) -> "HardwareConfig":
+        """Inverse of :meth:`to_plain`."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise InputError(
+                f"Unknown key(s) {sorted(unknown)} in the hardware configuration; "
+                f"allowed: {sorted(known)}."
+            )
+        kw = dict(d)
+        if "energy" in kw:
+            kw["energy"] = EnergyTable.from_plain(kw["energy"])
+        return cls(**kw)
+
+    def config_hash(self) -> str:
+        """sha256 (hex) of the canonical TOML; equal configurations hash equally in any process."""
+        return hashlib.sha256(self.to_toml().encode("utf-8")).hexdigest()
+
+    # ------------------------------------------------------------------ presets
+    @staticmethod
+    def preset_names() -> list:
+        """Names of the registered hardware presets."""
+        return list(HARDWARE_PRESETS)
+
+    @classmethod
+    def from_preset(cls, name: str) -> "HardwareConfig":
+        """Same as :meth:`preset`."""
+        if name not in HARDWARE_PRESETS:
+            raise InputError(
+                f"Unknown hardware preset {name!r}; available: {', '.join(HARDWARE_PRESETS)}."
+            )
+        return HARDWARE_PRESETS[name]()
+
+
+def _preset(name: str) -> HardwareConfig:
+    return HardwareConfig.from_preset(name)
+
+
+# ``HardwareConfig.preset`` is a field (the preset's name) on instances; on the class it is
+# this lookup. A descriptor keeps both meanings.
+class _PresetAccessor:
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return _preset
+        return obj.__dict__["preset"]
+
+
+HardwareConfig.preset = _PresetAccessor()
+
+#: Registry of hardware presets: name -> factory.
+HARDWARE_PRESETS = {
+    "horowitz-45nm": lambda: HardwareConfig(),
+    "loihi-like": lambda: HardwareConfig(
+        sram_bytes_per_pe=128 * 1024, mac_lanes=1, hop_latency_cycles=1,
+        energy=EnergyTable.preset("loihi-like"), preset="loihi-like"),
+    "edge-32x32": lambda: HardwareConfig(
+        rows=32, cols=32, sram_bytes_per_pe=32 * 1024, dram_bytes_per_cycle=16,
+        barrier_cycles=64, preset="edge-32x32"),
+}

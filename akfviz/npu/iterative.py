@@ -1,0 +1,201 @@
+"""Iterative solvers on a fused plan: real numbers on the CPU, time and traffic on the NPU (spec §7).
+
+:func:`run_solver` runs Jacobi, power iteration or conjugate gradients twice on the CPU — once
+with the plan's (possibly lossy) operator ``Â`` (``plan.matvec``) and once with the exact ``A``
+— and measures both runs' residuals against the exact ``A``. It then simulates the same
+number of ``y = Â x`` iterations on the NPU in persistent and non-persistent mode and reports
+cycles and DRAM bytes per iteration (the solver's vector updates are not simulated).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+
+SOLVERS = {}
+
+
+def _solver(name):
+    def deco(f):
+        SOLVERS[name] = f
+        return f
+    return deco
+
+
+@_solver("jacobi")
+def _jacobi(matvec, A, b, iterations, tol):
+    """``x ← x + D⁻¹ (b − A x)`` (D = diag of the exact A); residual ``‖b − A x‖ / ‖b‖``."""
+    d = A.diagonal()
+    x = np.zeros_like(b)
+    nb = np.linalg.norm(b) or 1.0
+    res = []
+    for _ in range(iterations):
+        x = x + (b - matvec(x)) / d
+        res.append(np.linalg.norm(b - A @ x) / nb)
+        if res[-1] < tol or not np.isfinite(res[-1]):
+            break
+    return x, res
+
+
+@_solver("power")
+def _power(matvec, A, b, iterations, tol):
+    """``x ← Âx / ‖Âx‖``; residual ``‖A x − λ x‖ / |λ|`` with the Rayleigh quotient ``λ`` of A."""
+    x = b / (np.linalg.norm(b) or 1.0)
+    res = []
+    for _ in range(iterations):
+        y = matvec(x)
+        ny = np.linalg.norm(y)
+        if ny == 0 or not np.isfinite(ny):
+            res.append(float("nan"))
+            break
+        x = y / ny
+        Ax = A @ x
+        lam = float(x @ Ax)
+        res.append(np.linalg.norm(Ax - lam * x) / (abs(lam) or 1.0))
+        if res[-1] < tol:
+            break
+    return x, res
+
+
+@_solver("cg")
+def _cg(matvec, A, b, iterations, tol):
+    """Conjugate gradients with operator ``matvec``; residual ``‖b − A x‖ / ‖b‖`` (exact A)."""
+    x = np.zeros_like(b)
+    r = b - matvec(x)
+    p = r.copy()
+    rr = r @ r
+    nb = np.linalg.norm(b) or 1.0
+    res = []
+    for _ in range(iterations):
+        Ap = matvec(p)
+        pAp = p @ Ap
+        if pAp == 0 or not np.isfinite(pAp):
+            break
+        alpha = rr / pAp
+        x = x + alpha * p
+        r = r - alpha * Ap
+        res.append(np.linalg.norm(b - A @ x) / nb)
+        rr_new = r @ r
+        if res[-1] < tol:
+            break
+        p = r + (rr_new / rr) * p
+        rr = rr_new
+    return x, res
+
+
+@dataclass(eq=False)
+class SolverResult:
+    """Convergence of both operators and the NPU cost of the iterations.
+
+    Attributes
+    ----------
+    method : str
+    curves : DataFrame
+        ``iteration, residual_exact, residual_approx`` (NaN after a run stopped).
+    npu : DataFrame
+        Index ``persistent`` / ``non-persistent``: ``cycles, cycles_per_iteration,
+        seconds_per_iteration, dram_bytes, dram_bytes_per_iteration, energy_pj``.
+    iterations_to_tol : dict
+        First iteration whose residual is below ``tol`` for "exact" and "approx" (None if never).
+    relative_error : float
+        The plan's ‖A − Â‖_F / ‖A‖_F.
+    """
+
+    method: str
+    curves: pd.DataFrame
+    npu: pd.DataFrame
+    iterations_to_tol: dict
+    relative_error: float
+    sim: dict
+
+    def to_dict(self) -> dict:
+        return dict(method=self.method, curves=self.curves.to_dict("list"),
+                    npu=self.npu.reset_index().to_dict("records"),
+                    iterations_to_tol=self.iterations_to_tol, relative_error=self.relative_error)
+
+
+def run_solver(plan, hw=None, method: str = "jacobi", b=None, iterations: int = 50,
+               persistent: bool = True, tol: float = 1e-8, seed: int = 0) -> SolverResult:
+    """Run an iterative solver with the plan's operator and the exact one (akf-spec §7).
+
+    Parameters
+    ----------
+    plan : FusionPlan
+        Needs ``pa.A`` (the exact matrix, square) and ``matvec``.
+    hw : HardwareConfig, optional
+    method : {"jacobi", "power", "cg"}
+        Jacobi needs a nonzero diagonal; CG needs a symmetric matrix with a positive diagonal.
+    b : array (n,), optional
+        Right-hand side / start vector (default: deterministic random from ``seed``).
+    iterations : int
+        Maximum iterations (1 … 10,000); the NPU is simulated for this many.
+    persistent : bool
+        Which NPU mode ``sim`` keeps in full (both are always in ``npu``).
+    tol : float
+        Convergence threshold on the residual.
+
+    Returns
+    -------
+    SolverResult
+    """
+    from .simulate import simulate
+
+    if method not in SOLVERS:
+        raise InputError(f"Unknown solver {method!r}; use one of {', '.join(SOLVERS)}.")
+    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) \
+            or not 1 <= iterations <= 10_000:
+        raise InputError(f"iterations must be a whole number in 1..10000, got {iterations!r}.")
+    pa = getattr(plan, "pa", None)
+    if pa is None or not hasattr(plan, "matvec"):
+        raise InputError("run_solver needs a FusionPlan (from akfviz.select).")
+    A = pa.A.tocsr()
+    n, m = A.shape
+    if n != m:
+        raise InputError(f"Iterative solvers need a square matrix, got shape {A.shape}.")
+    d = A.diagonal()
+    if method in ("jacobi", "cg") and np.any(d == 0):
+        raise InputError(f"The {method} solver needs a nonzero diagonal; "
+                         f"{int(np.sum(d == 0))} diagonal entries are zero.")
+    if method == "cg":
+        asym = abs(A - A.T).max() if A.nnz else 0.0
+        scale = abs(A).max() if A.nnz else 1.0
+        if asym > 1e-12 * scale:
+            raise InputError(f"CG needs a symmetric matrix; max |A - Aᵀ| = {asym:.3g}.")
+        if np.any(d <= 0):
+            raise InputError("CG needs a symmetric positive definite matrix; the diagonal has "
+                             "entries <= 0, so it is not positive definite.")
+    if b is None:
+        b = np.random.default_rng(seed).standard_normal(n)
+    b = np.asarray(b, dtype=np.float64)
+    if b.shape != (n,) or not np.all(np.isfinite(b)):
+        raise InputError(f"b must be a finite vector of length {n}, got shape {b.shape}.")
+    solver = SOLVERS[method]
+    _, res_exact = solver(lambda v: A @ v, A, b, int(iterations), float(tol))
+    _, res_approx = solver(plan.matvec, A, b, int(iterations), float(tol))
+    L = max(len(res_exact), len(res_approx), 1)
+    pad = lambda r: np.r_[r, np.full(L - len(r), np.nan)]  # noqa: E731
+    curves = pd.DataFrame({"iteration": np.arange(1, L + 1), "residual_exact": pad(res_exact),
+                           "residual_approx": pad(res_approx)})
+
+    def first_below(r):
+        idx = [i + 1 for i, v in enumerate(r) if v < tol]
+        return idx[0] if idx else None
+
+    rows, sims = {}, {}
+    for mode, pers in (("persistent", True), ("non-persistent", False)):
+        s = simulate(plan, hw, iterations=int(iterations), persistent=pers, seed=seed, record=False)
+        sims[mode] = s
+        rows[mode] = dict(cycles=s.cycles, cycles_per_iteration=s.cycles / iterations,
+                          seconds_per_iteration=s.seconds / iterations, dram_bytes=s.dram_bytes,
+                          dram_bytes_per_iteration=s.dram_bytes / iterations,
+                          energy_pj=s.energy_total_pj)
+    npu = pd.DataFrame.from_dict(rows, orient="index")
+    return SolverResult(method=method, curves=curves, npu=npu,
+                        iterations_to_tol={"exact": first_below(res_exact),
+                                           "approx": first_below(res_approx)},
+                        relative_error=float(getattr(plan, "relative_error", float("nan"))),
+                        sim={"persistent" if persistent else "non-persistent":
+                             sims["persistent" if persistent else "non-persistent"]})

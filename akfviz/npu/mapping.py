@@ -1,0 +1,465 @@
+"""Placing tiles on the PE grid: locality-aware greedy + simulated annealing (akf-spec §6).
+
+Objective (minimised), for a placement ``pe[u]`` of the tiles:
+
+``J = max_p load_p + gamma · Σ_u hops_u + delta · Σ_p max(0, payload_p − sram_bytes_per_pe)``
+
+* ``load_p`` = Σ estimated cycles of the tiles on ``p`` (setup + expected event work + final
+  phase, see :mod:`akfviz.npu.costmodel`) + the reduction work of the row blocks it reduces;
+* ``hops_u = E_u · dist(src[bj_u], pe_u) + out_rows_u · dist(pe_u, red[bi_u])``, with ``E_u``
+  the expected number of events (``rho_x`` × routed columns) and Manhattan distances;
+* ``payload_p`` = Σ payload bytes of the tiles on ``p``.
+
+Greedy: row blocks get contiguous regions of the snake-ordered grid in proportion to their
+estimated work; the middle PE of a region is the row block's reduction PE (and the source of
+column block ``bj = bi`` events, see ``docs/model.md``); the tiles of a row block, longest
+first, go to the region's PEs nearest the reduction PE (one each), or, when they outnumber the
+region, each to the least-loaded PE of the region (LPT). Annealing then moves single tiles
+(to a random PE within a window around their reduction PE) or swaps two tiles, accepting by
+the Metropolis rule with geometric cooling, seeded with ``numpy.random.default_rng(seed)``;
+the objective is updated incrementally (a segment tree keeps ``max_p load_p``). Reduction
+PEs stay where greedy put them. The result is never worse than the greedy start.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._jit import njit_cached
+from ..errors import InputError
+
+
+@dataclass(frozen=True, eq=False)
+class Mapping:
+    """A placement of tiles on PEs.
+
+    Attributes
+    ----------
+    pe : int64 (n_tiles,)
+        PE id (``row * cols + col``) of each tile.
+    red : int64 (n_brows,)
+        Reduction PE of each row block.
+    src : int64 (n_bcols,)
+        Event-source PE of each column block.
+    trajectory : float64 (k,)
+        Objective during annealing (first entry = greedy objective).
+    greedy_objective, objective : float
+        Objective of the greedy start and of the returned placement.
+    iterations : int
+        Annealing proposals evaluated.
+    iterations_per_s : float
+    seconds : float
+        Wall time of the annealing.
+    method : str
+        "greedy" or "anneal".
+    components : dict
+        ``makespan_est``, ``hops``, ``overflow_bytes`` of the returned placement.
+    """
+
+    pe: np.ndarray
+    red: np.ndarray
+    src: np.ndarray
+    trajectory: np.ndarray
+    greedy_objective: float
+    objective: float
+    iterations: int
+    iterations_per_s: float
+    seconds: float
+    method: str
+    components: dict = field(default_factory=dict)
+
+    @property
+    def improvement(self) -> float:
+        """Relative improvement over greedy, ``1 − objective / greedy_objective``."""
+        if self.greedy_objective <= 0:
+            return 0.0
+        return 1.0 - self.objective / self.greedy_objective
+
+    def summary(self) -> dict:
+        """Small JSON-able summary."""
+        return dict(method=self.method, greedy_objective=float(self.greedy_objective),
+                    objective=float(self.objective), improvement=float(self.improvement),
+                    iterations=int(self.iterations), iterations_per_s=float(self.iterations_per_s),
+                    seconds=float(self.seconds), pes_used=int(np.count_nonzero(np.bincount(self.pe))) if self.pe.size else 0,
+                    **{k: float(v) for k, v in self.components.items()})
+
+
+# --------------------------------------------------------------------------- helpers
+def snake_order(rows: int, cols: int) -> np.ndarray:
+    """PE ids in boustrophedon order (row 0 left→right, row 1 right→left, …)."""
+    g = np.arange(rows * cols, dtype=np.int64).reshape(rows, cols)
+    g[1::2] = g[1::2, ::-1]
+    return g.ravel()
+
+
+def source_pes(red: np.ndarray, n_bcols: int, cols: int) -> np.ndarray:
+    """Source PE of each column block: the reduction PE of row block ``bj`` when it exists
+    (for square operators the vector slice ``x[bj]`` lives where ``y[bj]`` is reduced),
+    otherwise an I/O port on grid row 0 at column ``bj mod cols``."""
+    src = np.empty(n_bcols, dtype=np.int64)
+    nb = red.shape[0]
+    for bj in range(n_bcols):
+        src[bj] = red[bj] if bj < nb else bj % cols
+    return src
+
+
+@njit_cached
+def _sift_down(hk, hp, i, n):
+    while True:
+        m = i
+        a = 2 * i + 1
+        b = a + 1
+        if a < n and (hk[a] < hk[m] or (hk[a] == hk[m] and hp[a] < hp[m])):
+            m = a
+        if b < n and (hk[b] < hk[m] or (hk[b] == hk[m] and hp[b] < hp[m])):
+            m = b
+        if m == i:
+            return
+        hk[i], hk[m] = hk[m], hk[i]
+        hp[i], hp[m] = hp[m], hp[i]
+        i = m
+
+
+@njit_cached
+def _greedy(bi, work, n_brows, red_load, snake, cols):
+    n = bi.shape[0]
+    P = snake.shape[0]
+    # row-block work, ordered tiles per row block (longest first)
+    wb = np.zeros(n_brows, dtype=np.float64)
+    cntb = np.zeros(n_brows + 1, dtype=np.int64)
+    for u in range(n):
+        wb[bi[u]] += work[u]
+        cntb[bi[u] + 1] += 1
+    for b in range(n_brows):
+        wb[b] += red_load[b] + 1.0
+        cntb[b + 1] += cntb[b]
+    order = np.argsort(-work, kind="mergesort")
+    byb = np.empty(n, dtype=np.int64)
+    fill = cntb[:n_brows].copy()
+    for q in range(n):
+        u = order[q]
+        byb[fill[bi[u]]] = u
+        fill[bi[u]] += 1
+    total = wb.sum()
+    pe = np.empty(n, dtype=np.int64)
+    red = np.empty(n_brows, dtype=np.int64)
+    load = np.zeros(P, dtype=np.float64)
+    cum = 0.0
+    for b in range(n_brows):
+        s = int(np.floor(P * cum / total))
+        cum += wb[b]
+        e = int(np.floor(P * cum / total))
+        if s > P - 1:
+            s = P - 1
+        if e < s + 1:
+            e = s + 1
+        if e > P:
+            e = P
+        R = e - s
+        rpe = snake[(s + e - 1) // 2]
+        red[b] = rpe
+        load[rpe] += red_load[b]
+        rr, rc = rpe // cols, rpe % cols
+        region = snake[s:e]
+        dist = np.empty(R, dtype=np.int64)
+        for i in range(R):
+            p = region[i]
+            dist[i] = abs(p // cols - rr) + abs(p % cols - rc)
+        near = region[np.argsort(dist, kind="mergesort")]
+        lo, hi = cntb[b], cntb[b + 1]
+        c = hi - lo
+        if c <= R and R > 1:
+            # one tile per PE, nearest first; the reduction PE itself last when there is room
+            i = 0
+            for q in range(lo, hi):
+                if near[i] == rpe and c < R:
+                    i += 1
+                p = near[i]
+                pe[byb[q]] = p
+                load[p] += work[byb[q]]
+                i += 1
+        else:
+            # LPT: longest remaining tile to the least-loaded PE of the region (binary min-heap
+            # keyed by (load, position in the nearness order))
+            hk = np.empty(R, dtype=np.float64)
+            hp = np.empty(R, dtype=np.int64)
+            for i in range(R):
+                hk[i] = load[near[i]]
+                hp[i] = i
+            # heapify
+            for i0 in range(R // 2 - 1, -1, -1):
+                _sift_down(hk, hp, i0, R)
+            for q in range(lo, hi):
+                p = near[hp[0]]
+                pe[byb[q]] = p
+                load[p] += work[byb[q]]
+                hk[0] = load[p]
+                _sift_down(hk, hp, 0, R)
+    return pe, red
+
+
+@njit_cached
+def _objective_parts(pe, bi, bj, work, ev, outr, payload, red, src, red_load, P, cols, sram):
+    load = np.zeros(P, dtype=np.float64)
+    pay = np.zeros(P, dtype=np.float64)
+    for b in range(red.shape[0]):
+        load[red[b]] += red_load[b]
+    hops = 0.0
+    for u in range(pe.shape[0]):
+        p = pe[u]
+        load[p] += work[u]
+        pay[p] += payload[u]
+        s = src[bj[u]]
+        q = red[bi[u]]
+        hops += ev[u] * (abs(p // cols - s // cols) + abs(p % cols - s % cols)) \
+            + outr[u] * (abs(p // cols - q // cols) + abs(p % cols - q % cols))
+    ovf = 0.0
+    for p in range(P):
+        if pay[p] > sram:
+            ovf += pay[p] - sram
+    return load.max(), hops, ovf
+
+
+@njit_cached
+def _tree_build(load, size):
+    tree = np.full(2 * size, -np.inf)
+    for p in range(load.shape[0]):
+        tree[size + p] = load[p]
+    for i in range(size - 1, 0, -1):
+        tree[i] = max(tree[2 * i], tree[2 * i + 1])
+    return tree
+
+
+@njit_cached
+def _tree_set(tree, size, p, v):
+    i = size + p
+    tree[i] = v
+    i >>= 1
+    while i >= 1:
+        tree[i] = max(tree[2 * i], tree[2 * i + 1])
+        i >>= 1
+
+
+@njit_cached
+def _tile_hops(p, u, bi, bj, ev, outr, red, src, cols):
+    s = src[bj[u]]
+    q = red[bi[u]]
+    return ev[u] * (abs(p // cols - s // cols) + abs(p % cols - s % cols)) \
+        + outr[u] * (abs(p // cols - q // cols) + abs(p % cols - q % cols))
+
+
+@njit_cached
+def _anneal(pe, bi, bj, work, ev, outr, payload, red, src, red_load, rows, cols, sram,
+            gamma, delta, iters, window, rnd, n_traj):
+    """Simulated annealing in place on ``pe``; ``rnd`` are uniform [0,1) numbers (5 per step)."""
+    n = pe.shape[0]
+    P = rows * cols
+    load = np.zeros(P, dtype=np.float64)
+    pay = np.zeros(P, dtype=np.float64)
+    for b in range(red.shape[0]):
+        load[red[b]] += red_load[b]
+    hops = 0.0
+    for u in range(n):
+        load[pe[u]] += work[u]
+        pay[pe[u]] += payload[u]
+        hops += _tile_hops(pe[u], u, bi, bj, ev, outr, red, src, cols)
+    ovf = 0.0
+    for p in range(P):
+        if pay[p] > sram:
+            ovf += pay[p] - sram
+    size = 1
+    while size < P:
+        size *= 2
+    tree = _tree_build(load, size)
+    obj = tree[1] + gamma * hops + delta * ovf
+    traj = np.empty(n_traj + 1, dtype=np.float64)
+    traj[0] = obj
+    every = max(1, iters // n_traj)
+    # initial temperature: mean |delta| of a few random moves (not applied)
+    t0 = 0.0
+    nsamp = 0
+    for z in range(min(200, iters)):
+        u = int(rnd[5 * z] * n)
+        q = red[bi[u]]
+        rr = q // cols + int((rnd[5 * z + 1] * 2 - 1) * window)
+        cc = q % cols + int((rnd[5 * z + 2] * 2 - 1) * window)
+        rr = min(max(rr, 0), rows - 1)
+        cc = min(max(cc, 0), cols - 1)
+        p2 = rr * cols + cc
+        dh = _tile_hops(p2, u, bi, bj, ev, outr, red, src, cols) - \
+            _tile_hops(pe[u], u, bi, bj, ev, outr, red, src, cols)
+        t0 += abs(gamma * dh) + abs(work[u])
+        nsamp += 1
+    t0 = max(t0 / max(nsamp, 1), 1e-9)
+    t_end = t0 * 1e-4
+    cool = (t_end / t0) ** (1.0 / max(iters, 1))
+    temp = t0
+    k = 1
+    for it in range(iters):
+        r0 = rnd[5 * it]
+        r1 = rnd[5 * it + 1]
+        r2 = rnd[5 * it + 2]
+        r3 = rnd[5 * it + 3]
+        u = int(r0 * n)
+        pa = pe[u]
+        if r3 < 0.5 or n < 2:
+            # move u to a random PE near its reduction PE
+            q = red[bi[u]]
+            rr = q // cols + int((r1 * 2 - 1) * (window + 1))
+            cc = q % cols + int((r2 * 2 - 1) * (window + 1))
+            rr = min(max(rr, 0), rows - 1)
+            cc = min(max(cc, 0), cols - 1)
+            pb = rr * cols + cc
+            if pb == pa:
+                temp *= cool
+                continue
+            v = -1
+        else:
+            v = int(r1 * n)
+            pb = pe[v]
+            if pb == pa:
+                temp *= cool
+                continue
+        # deltas
+        wu = work[u]
+        dhop = _tile_hops(pb, u, bi, bj, ev, outr, red, src, cols) - \
+            _tile_hops(pa, u, bi, bj, ev, outr, red, src, cols)
+        la = load[pa] - wu
+        lb = load[pb] + wu
+        ya = pay[pa] - payload[u]
+        yb = pay[pb] + payload[u]
+        if v >= 0:
+            wv = work[v]
+            dhop += _tile_hops(pa, v, bi, bj, ev, outr, red, src, cols) - \
+                _tile_hops(pb, v, bi, bj, ev, outr, red, src, cols)
+            la += wv
+            lb -= wv
+            ya += payload[v]
+            yb -= payload[v]
+        dovf = (max(ya - sram, 0.0) + max(yb - sram, 0.0)) - \
+            (max(pay[pa] - sram, 0.0) + max(pay[pb] - sram, 0.0))
+        old_a = load[pa]
+        old_b = load[pb]
+        _tree_set(tree, size, pa, la)
+        _tree_set(tree, size, pb, lb)
+        new_obj = tree[1] + gamma * (hops + dhop) + delta * (ovf + dovf)
+        d = new_obj - obj
+        accept = d <= 0.0
+        if not accept:
+            accept = rnd[5 * it + 4] < np.exp(-d / temp)
+        if accept:
+            load[pa] = la
+            load[pb] = lb
+            pay[pa] = ya
+            pay[pb] = yb
+            hops += dhop
+            ovf += dovf
+            obj = new_obj
+            pe[u] = pb
+            if v >= 0:
+                pe[v] = pa
+        else:
+            _tree_set(tree, size, pa, old_a)
+            _tree_set(tree, size, pb, old_b)
+        temp *= cool
+        if (it + 1) % every == 0 and k <= n_traj:
+            traj[k] = obj
+            k += 1
+    return obj, traj[:k].copy()
+
+
+# --------------------------------------------------------------------------- public
+def map_tiles(work, hw, *, rho_x: float = 1.0, method: str = "anneal", seed: int = 0,
+              iterations: int | None = None, gamma: float | None = None,
+              delta: float | None = None, n_brows: int | None = None,
+              n_bcols: int | None = None, window: int | None = None) -> Mapping:
+    """Place the tiles of ``work`` on the ``hw.rows × hw.cols`` grid (akf-spec §6).
+
+    Parameters
+    ----------
+    work : TileWork
+    hw : HardwareConfig
+    rho_x : float
+        Activation density used for the expected event counts.
+    method : {"anneal", "greedy"}
+    seed : int
+        Seed of ``numpy.random.default_rng`` for the annealing moves.
+    iterations : int, optional
+        Annealing proposals (default ``clip(30 · n_tiles, 20_000, 600_000)``).
+    gamma : float, optional
+        Weight of a flit-hop in cycles (default ``0.01 · hop_latency_cycles`` per hop, min 0.001).
+    delta : float, optional
+        Weight of an SRAM overflow byte (default ``1 / dram_bytes_per_cycle``: the cycles the
+        shared DRAM needs to stream it).
+    n_brows, n_bcols : int, optional
+        Row / column blocks of the matrix (default: from ``work.bi`` / ``work.bj``).
+    window : int, optional
+        Half-width of the move window around the reduction PE (default ``max(4, 2·sqrt(P/n_brows))``).
+
+    Returns
+    -------
+    Mapping
+    """
+    from .costmodel import event_work_cycles, final_work_cycles
+
+    if method not in MAPPING_METHODS:
+        raise InputError(f"Unknown mapping method {method!r}; use one of {', '.join(MAPPING_METHODS)}.")
+    n = work.n_tiles
+    nbr = int(n_brows if n_brows is not None else (work.bi.max() + 1 if n else 1))
+    nbc = int(n_bcols if n_bcols is not None else (work.bj.max() + 1 if n else 1))
+    P = hw.n_pes
+    ptr = work.col_ptr
+    wev = np.concatenate([[0], np.cumsum(event_work_cycles(work, hw))]).astype(np.float64)
+    ev_work = rho_x * (wev[ptr[1:]] - wev[ptr[:-1]])
+    est = (hw.setup_cycles + ev_work + final_work_cycles(work, hw)).astype(np.float64)
+    ev = rho_x * np.diff(ptr).astype(np.float64)
+    outr = work.out_rows.astype(np.float64)
+    red_load = np.zeros(nbr, dtype=np.float64)
+    np.add.at(red_load, work.bi, outr * hw.reduce_cycles)
+    payload = work.payload_bytes.astype(np.float64)
+    bi = work.bi.astype(np.int64)
+    bj = work.bj.astype(np.int64)
+    snake = snake_order(hw.rows, hw.cols)
+    if n:
+        pe, red = _greedy(bi, est, nbr, red_load, snake, hw.cols)
+    else:
+        pe, red = np.zeros(0, np.int64), _greedy(np.zeros(0, np.int64), np.zeros(0), nbr,
+                                                  red_load, snake, hw.cols)[1]
+    src = source_pes(red, nbc, hw.cols)
+    if gamma is None:
+        gamma = max(0.01 * hw.hop_latency_cycles, 0.001)
+    if delta is None:
+        delta = 1.0 / hw.dram_bytes_per_cycle
+    sram = float(hw.sram_bytes_per_pe)
+    mk, hp, ov = _objective_parts(pe, bi, bj, est, ev, outr, payload, red, src, red_load, P,
+                                  hw.cols, sram)
+    g_obj = mk + gamma * hp + delta * ov
+    iters, secs, traj, obj = 0, 0.0, np.array([g_obj]), g_obj
+    if method == "anneal" and n >= 1 and P > 1:
+        iters = int(iterations if iterations is not None else min(max(30 * n, 20_000), 600_000))
+        if iters < 0:
+            raise InputError(f"Annealing iterations must be >= 0, got {iters}.")
+        if window is None:
+            window = int(max(4, 2 * np.sqrt(P / max(nbr, 1))))
+        rnd = np.random.default_rng(seed).random(5 * max(iters, 200))
+        pe_a = pe.copy()
+        t = time.perf_counter()
+        obj_a, traj = _anneal(pe_a, bi, bj, est, ev, outr, payload, red, src, red_load, hw.rows,
+                              hw.cols, sram, float(gamma), float(delta), iters, int(window), rnd, 200)
+        secs = time.perf_counter() - t
+        # exact recomputation (guards against drift of the incremental sums)
+        mk2, hp2, ov2 = _objective_parts(pe_a, bi, bj, est, ev, outr, payload, red, src, red_load,
+                                         P, hw.cols, sram)
+        obj_a = mk2 + gamma * hp2 + delta * ov2
+        if obj_a <= g_obj:
+            pe, obj, mk, hp, ov = pe_a, obj_a, mk2, hp2, ov2
+    return Mapping(pe=pe, red=red, src=src, trajectory=np.asarray(traj, dtype=np.float64),
+                   greedy_objective=float(g_obj), objective=float(obj), iterations=iters,
+                   iterations_per_s=float(iters / secs) if secs > 0 else 0.0, seconds=secs,
+                   method=method, components=dict(makespan_est=mk, hops=hp, overflow_bytes=ov))
+
+
+#: Registry of mapping methods.
+MAPPING_METHODS = ("anneal", "greedy")

@@ -1,0 +1,201 @@
+"""What a simulation produced: :class:`SimResult` (raw counters; metrics derived once).
+
+Energy (pJ) by component = Σ counted actions × the energy table (akf-spec §7):
+
+* ``compute``      = fp32 MACs · mac_fp32 + int8 MACs · mac_int8 + reduction adds · mac_fp32
+* ``sram``         = SRAM bytes read · sram_read
+* ``dram``         = DRAM bytes (x in, y out, payload streams) · dram
+* ``noc``          = flit-hops · noc_hop
+* ``decode_setup`` = index decodes · index_decode + events received · event_receive
+* ``static``       = leakage · (rows · cols) · cycles  (every PE of the chip leaks all the time)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from .costmodel import COMPONENTS
+
+#: Per-PE counters every SimResult carries (int64 arrays of length rows·cols).
+COUNTERS = ("busy", "events", "macs", "macs_int8", "decodes", "sram_bytes", "flit_hops",
+            "dram_bytes", "reduce_adds")
+
+_KIND_NAMES = {0: "setup", 1: "compute", 2: "reduce"}
+
+
+@dataclass(eq=False)
+class SimResult:
+    """Counters and derived metrics of one :func:`akfviz.simulate` run.
+
+    Attributes
+    ----------
+    counters : dict of str -> int64 array (rows·cols,)
+        Raw per-PE counters summed over phases and iterations (see :data:`COUNTERS`).
+    cycles : int
+        Makespan of the whole run (all iterations, loads, barriers).
+    hw : HardwareConfig
+    config_hash : str
+    mapping : dict
+        Mapping summary (objective, improvement, iterations/s …).
+    per_iteration : pandas.DataFrame
+        One row per iteration: ``iteration, cycles, load_cycles, engine_cycles,
+        writeback_cycles, sync_cycles, dram_bytes, events, macs``.
+    hop_histogram : int64 array
+        ``hop_histogram[d]`` = flits (events + partial sums) that travelled ``d`` hops, whole run.
+    meta : dict
+        Options of the run (fused, persistent, iterations, batch, rho_x, tiles, kernels…).
+    intervals : dict of arrays
+        Busy intervals of the first iteration (``pe, start, end, tile, kind``).
+    tile_kernels : tuple of str
+        Kernel name of each simulated tile (TileWork order).
+    """
+
+    counters: dict
+    cycles: int
+    hw: object
+    config_hash: str
+    mapping: dict
+    per_iteration: pd.DataFrame
+    hop_histogram: np.ndarray
+    meta: dict = field(default_factory=dict)
+    intervals: dict = field(default_factory=dict)
+    tile_kernels: tuple = ()
+
+    # ------------------------------------------------------------------ totals
+    def total(self, name: str) -> int:
+        """Sum over PEs of the counter ``name``."""
+        if name not in self.counters:
+            raise InputError(f"Unknown counter {name!r}; known: {', '.join(self.counters)}.")
+        return int(self.counters[name].sum())
+
+    @property
+    def events(self) -> int:
+        """Events delivered to tiles (synaptic events), whole run."""
+        return self.total("events")
+
+    @property
+    def macs(self) -> int:
+        """MACs of the tiles (fp32 + int8), whole run; reduction adds not included."""
+        return self.total("macs") + self.total("macs_int8")
+
+    @property
+    def dram_bytes(self) -> int:
+        """Bytes moved to/from DRAM, whole run."""
+        return self.total("dram_bytes")
+
+    @property
+    def seconds(self) -> float:
+        """``cycles / clock_hz``."""
+        return self.cycles / self.hw.clock_hz
+
+    @property
+    def utilization(self) -> np.ndarray:
+        """``busy / cycles`` per PE as a ``(rows, cols)`` float array in [0, 1]."""
+        busy = self.counters["busy"].astype(np.float64)
+        u = busy / self.cycles if self.cycles > 0 else np.zeros_like(busy)
+        return u.reshape(self.hw.rows, self.hw.cols)
+
+    @property
+    def energy_pj(self) -> dict:
+        """Energy by component (pJ): compute, sram, dram, noc, decode_setup, static."""
+        e = self.hw.energy
+        t = self.total
+        return {
+            "compute": t("macs") * e["mac_fp32"] + t("macs_int8") * e["mac_int8"]
+            + t("reduce_adds") * e["mac_fp32"],
+            "sram": t("sram_bytes") * e["sram_read"],
+            "dram": t("dram_bytes") * e["dram"],
+            "noc": t("flit_hops") * e["noc_hop"],
+            "decode_setup": t("decodes") * e["index_decode"] + t("events") * e["event_receive"],
+            "static": e["leakage"] * self.hw.n_pes * self.cycles,
+        }
+
+    @property
+    def energy_total_pj(self) -> float:
+        """Sum of :attr:`energy_pj`."""
+        return float(sum(self.energy_pj.values()))
+
+    @property
+    def energy_breakdown(self) -> pd.DataFrame:
+        """Energy by component with shares (for charts)."""
+        e = self.energy_pj
+        tot = sum(e.values())
+        return pd.DataFrame({"component": list(e), "energy_pj": list(e.values()),
+                             "share": [v / tot if tot else 0.0 for v in e.values()]})
+
+    def pe_frame(self) -> pd.DataFrame:
+        """One row per PE: ``pe, row, col``, every counter, ``idle`` and ``utilization``."""
+        P = self.hw.n_pes
+        df = pd.DataFrame({"pe": np.arange(P), "row": np.arange(P) // self.hw.cols,
+                           "col": np.arange(P) % self.hw.cols})
+        for k in COUNTERS:
+            df[k] = self.counters[k]
+        df["idle"] = self.cycles - df["busy"]
+        df["utilization"] = self.utilization.ravel()
+        return df
+
+    # ------------------------------------------------------------------ timeline
+    def timeline(self, pes=None, max_intervals: int = 200_000) -> pd.DataFrame:
+        """Busy intervals of the first iteration: ``pe, start, end, tile, kernel, kind``.
+
+        Parameters
+        ----------
+        pes : iterable of int, optional
+            PE ids (``row * cols + col``); default: the 8 busiest PEs.
+        max_intervals : int
+            Refuse to build a larger frame (InputError).
+        """
+        iv = self.intervals
+        if not iv:
+            raise InputError("This result was simulated without recording intervals (record=False).")
+        if pes is None:
+            pes = np.argsort(-self.counters["busy"], kind="stable")[:8]
+        pes = np.asarray(list(pes) if not isinstance(pes, np.ndarray) else pes, dtype=np.int64)
+        if pes.size and (pes.min() < 0 or pes.max() >= self.hw.n_pes):
+            raise InputError(f"PE ids must be in [0, {self.hw.n_pes - 1}], got {pes.tolist()[:5]}…")
+        sel = np.isin(iv["pe"], pes)
+        if sel.sum() > max_intervals:
+            raise InputError(f"{int(sel.sum())} intervals for these PEs exceed max_intervals={max_intervals}.")
+        tile = iv["tile"][sel]
+        names = np.asarray(self.tile_kernels + ("",), dtype=object)
+        kern = names[np.where(tile >= 0, tile, len(self.tile_kernels))]
+        return pd.DataFrame({
+            "pe": iv["pe"][sel], "start": iv["start"][sel], "end": iv["end"][sel], "tile": tile,
+            "kernel": kern, "kind": [_KIND_NAMES[int(k)] for k in iv["kind"][sel]],
+        }).sort_values(["pe", "start"], kind="stable").reset_index(drop=True)
+
+    # ------------------------------------------------------------------ export
+    def to_dict(self, arrays: bool = False) -> dict:
+        """JSON-able summary; ``arrays=True`` adds the per-PE counters and utilisation as lists."""
+        u = self.utilization
+        d = {
+            "cycles": int(self.cycles), "seconds": float(self.seconds),
+            "energy_pj": {k: float(v) for k, v in self.energy_pj.items()},
+            "energy_total_pj": self.energy_total_pj,
+            "events": self.events, "macs": self.macs, "dram_bytes": self.dram_bytes,
+            "totals": {k: self.total(k) for k in COUNTERS},
+            "utilization_mean": float(u.mean()), "utilization_max": float(u.max()),
+            "pes_busy": int((self.counters["busy"] > 0).sum()),
+            "config_hash": self.config_hash, "hardware_preset": self.hw.preset,
+            "mapping": {k: (float(v) if isinstance(v, (float, np.floating)) else
+                            int(v) if isinstance(v, (int, np.integer)) else v)
+                        for k, v in self.mapping.items()},
+            "per_iteration": self.per_iteration.to_dict("records"),
+            "hop_histogram": [int(v) for v in self.hop_histogram],
+            "meta": {k: (v if not isinstance(v, np.generic) else v.item()) for k, v in self.meta.items()},
+        }
+        d["per_iteration"] = [{k: (v.item() if isinstance(v, np.generic) else v) for k, v in r.items()}
+                              for r in d["per_iteration"]]
+        if arrays:
+            d["counters"] = {k: v.tolist() for k, v in self.counters.items()}
+            d["utilization"] = u.tolist()
+        return d
+
+    def __repr__(self) -> str:
+        return (f"SimResult(cycles={self.cycles}, energy_total_pj={self.energy_total_pj:.4g}, "
+                f"events={self.events}, macs={self.macs}, dram_bytes={self.dram_bytes}, "
+                f"fused={self.meta.get('fused')}, persistent={self.meta.get('persistent')}, "
+                f"iterations={self.meta.get('iterations')})")

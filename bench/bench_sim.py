@@ -1,0 +1,149 @@
+"""NPU simulator benchmark: simulated events per wall second, speed vs the Python reference,
+annealing time for ~10k tiles. Prints ratios measured in one run on the same inputs.
+
+    .venv/bin/python bench/bench_sim.py [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "npu"))
+
+from akfviz.npu import _engine  # noqa: E402
+import importlib  # noqa: E402
+
+S = importlib.import_module("akfviz.npu.simulate")
+from akfviz.npu.hardware import HardwareConfig  # noqa: E402
+from akfviz.npu.mapping import map_tiles  # noqa: E402
+from akfviz.npu.tilework_builders import csc_tilework  # noqa: E402
+from npu_reference import ref_simulate  # noqa: E402
+
+
+def median_time(f, repeats):
+    ts = []
+    out = None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        out = f()
+        ts.append(time.perf_counter() - t)
+    return statistics.median(ts), out
+
+
+def llm_like(n, keep, seed=1):
+    rng = np.random.default_rng(seed)
+    W = rng.standard_normal((n, n)) * np.exp(rng.standard_normal(n))[None, :]
+    thr = np.quantile(np.abs(W), 1 - keep)
+    W[np.abs(W) < thr] = 0
+    return sp.csr_array(W)
+
+
+def uniform(n, nnz, seed=1):
+    rng = np.random.default_rng(seed)
+    A = sp.csr_array((rng.standard_normal(nnz), (rng.integers(0, n, nnz), rng.integers(0, n, nnz))),
+                     shape=(n, n))
+    A.sum_duplicates()
+    return A
+
+
+def engine_only(tw, hw, mp, n_cols, tile):
+    ph = S._Phase(tw, np.arange(tw.n_tiles), mp, hw, tile, n_cols)
+    active = np.ones(n_cols, bool)
+    P = hw.n_pes
+
+    def run():
+        inj = _engine.injection_times(active, 1, ph.routed, tile, mp.src, hw.inject_cycles, P)
+        c = [np.zeros(P, np.int64) for _ in range(8)]
+        out = _engine.run_phase(ph.t_pe, ph.t_red, ph.t_src, ph.t_coloff, ph.col_ptr, ph.col_local,
+                                ph.w_ev, ph.ev_macs, ph.ev_decodes, ph.ev_sram, ph.final_cyc,
+                                ph.final_macs, ph.final_sram, ph.out_rows, ph.int8, inj, 1,
+                                np.zeros(P, np.int64), hw.cols, hw.hop_latency_cycles,
+                                hw.setup_cycles, hw.reduce_cycles, False, *c,
+                                np.zeros(P, np.int64), np.zeros(tw.n_tiles, np.int64))
+        return out[1], int(c[2].sum())
+    run()
+    return run
+
+
+def throughput(name, A, tile, hw, repeats):
+    tw = csc_tilework(A, tile)
+    nb = -(-A.shape[0] // tile)
+    mp = map_tiles(tw, hw, method="greedy", n_brows=nb, n_bcols=-(-A.shape[1] // tile))
+    S.simulate(tw, hw, shape=A.shape, tile=tile, mapping=mp, record=False)  # warm
+    t_sim, res = median_time(lambda: S.simulate(tw, hw, shape=A.shape, tile=tile, mapping=mp,
+                                                record=False), repeats)
+    t_eng, (nd, macs) = median_time(engine_only(tw, hw, mp, A.shape[1], tile), repeats + 2)
+    print(f"[{name}] {A.shape[0]}x{A.shape[1]} nnz={A.nnz:,} tiles={tw.n_tiles:,} "
+          f"grid={hw.rows}x{hw.cols}")
+    print(f"  deliveries (tile events) = {res.events:,}   synaptic ops (MACs) = {res.macs:,}   "
+          f"makespan = {res.cycles:,} cycles")
+    print(f"  engine kernel : {t_eng * 1e3:8.1f} ms  -> {nd / t_eng / 1e6:6.1f} M deliveries/s, "
+          f"{macs / t_eng / 1e6:6.1f} M synaptic ops/s")
+    print(f"  simulate()    : {t_sim * 1e3:8.1f} ms  -> {res.events / t_sim / 1e6:6.1f} M deliveries/s, "
+          f"{res.macs / t_sim / 1e6:6.1f} M synaptic ops/s (mapping excluded)")
+    return dict(name=name, t_eng=t_eng, t_sim=t_sim, events=res.events, macs=res.macs)
+
+
+def vs_reference(repeats):
+    A = sp.random(384, 384, density=0.06, random_state=2, format="csr")
+    tile = 16
+    tw = csc_tilework(A, tile)
+    hw = HardwareConfig(rows=8, cols=8)
+    nb = 384 // tile
+    mp = map_tiles(tw, hw, method="greedy", n_brows=nb, n_bcols=nb)
+    x = np.ones(384)
+    S.simulate(tw, hw, x=x, shape=A.shape, tile=tile, mapping=mp)
+    t_fast, res = median_time(lambda: S.simulate(tw, hw, x=x, shape=A.shape, tile=tile, mapping=mp,
+                                                 record=False), repeats)
+    t_eng, _ = median_time(engine_only(tw, hw, mp, 384, tile), repeats)
+    t_ref, (cyc, _, _) = median_time(lambda: ref_simulate(tw, hw, mp.pe, mp.red, mp.src,
+                                                          (x != 0)[:, None], A.shape, tile),
+                                     max(1, repeats // 2))
+    assert cyc == res.cycles, (cyc, res.cycles)
+    print(f"[vs reference] 384x384 nnz={A.nnz:,} tiles={tw.n_tiles} deliveries={res.events:,} "
+          f"(same cycles: {cyc})")
+    print(f"  python reference {t_ref * 1e3:8.1f} ms | simulate() {t_fast * 1e3:7.2f} ms "
+          f"-> {t_ref / t_fast:6.0f}x | engine kernel {t_eng * 1e3:6.2f} ms -> {t_ref / t_eng:6.0f}x")
+
+
+def annealing(n, density, repeats):
+    A = sp.random(n, n, density=density, random_state=3, format="csr")
+    tw = csc_tilework(A, 32)
+    hw = HardwareConfig()
+    nb = -(-n // 32)
+    map_tiles(tw, hw, n_brows=nb, n_bcols=nb, iterations=1000)  # warm
+    t, m = median_time(lambda: map_tiles(tw, hw, n_brows=nb, n_bcols=nb, seed=0), repeats)
+    print(f"[annealing] tiles={tw.n_tiles:,} on {hw.rows}x{hw.cols}: wall {t:.2f} s "
+          f"(anneal loop {m.seconds:.2f} s), {m.iterations:,} iterations, "
+          f"{m.iterations_per_s / 1e6:.2f} M it/s, objective greedy {m.greedy_objective:,.1f} -> "
+          f"{m.objective:,.1f} ({100 * m.improvement:.1f} % better)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="small inputs, few repeats")
+    a = ap.parse_args()
+    hw = HardwareConfig()
+    rep = 2 if a.quick else 3
+    print(time.strftime("%Y-%m-%d %H:%M"), "quick" if a.quick else "full")
+    if a.quick:
+        throughput("LLM-like 94 % pruned", llm_like(1024, 0.06), 32, hw, rep)
+        vs_reference(rep)
+        annealing(2048, 0.0009, 1)
+    else:
+        throughput("LLM-like 94 % pruned", llm_like(4096, 0.06), 32, hw, rep)
+        throughput("uniform random", uniform(100_000, 1_000_000), 32, hw, rep)
+        vs_reference(rep)
+        annealing(4096, 0.0009, rep)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""HardwareConfig and EnergyTable: validation, TOML round-trip, hash, presets, provenance."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import akfviz
+from akfviz.errors import InputError
+from akfviz.npu.energy import ACTIONS, EnergyEntry, EnergyTable
+from akfviz.npu.hardware import HardwareConfig
+
+
+def test_defaults_and_public_entry():
+    hw = akfviz.HardwareConfig()
+    assert (hw.rows, hw.cols, hw.n_pes) == (256, 256, 65536)
+    assert hw.energy.name == "horowitz-45nm" and hw.preset == "horowitz-45nm"
+    assert hw.energy.mac_fp32.value == pytest.approx(3.7 + 0.9)
+    assert hw.energy.mac_int8.value == pytest.approx(0.2 + 0.03)
+    assert hw.energy.sram_read.value == pytest.approx(10 / 8)
+    assert hw.energy.dram.value == pytest.approx(1300 / 8)
+
+
+@pytest.mark.parametrize("field,value", [("rows", 0), ("cols", 5000), ("mac_lanes", 0),
+                                         ("clock_hz", float("nan")), ("dram_bytes_per_cycle", 0),
+                                         ("rows", 2.5), ("setup_cycles", -1), ("rows", "8")])
+def test_validation_names_field_and_value(field, value):
+    with pytest.raises(InputError, match=field):
+        HardwareConfig(**{field: value})
+
+
+def test_toml_round_trip_and_unknown_keys():
+    hw = HardwareConfig.preset("loihi-like").replace(rows=16, cols=8)
+    back = HardwareConfig.from_toml(hw.to_toml())
+    assert back == hw and back.config_hash() == hw.config_hash()
+    assert back.preset == "custom"
+    with pytest.raises(InputError, match="Unknown key"):
+        HardwareConfig.from_toml("warp_drive = 1\n" + hw.to_toml())
+    with pytest.raises(InputError, match="parsed"):
+        HardwareConfig.from_toml("rows = = 3")
+    bad = hw.to_toml().replace('grade = "simulated"', 'grade = "guessed"', 1)
+    with pytest.raises(InputError, match="grade"):
+        HardwareConfig.from_toml(bad)
+
+
+def test_hash_stable_across_processes():
+    code = "import akfviz; print(akfviz.HardwareConfig().config_hash())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd="/work/main").stdout.strip()
+    assert out == HardwareConfig().config_hash()
+    assert HardwareConfig(rows=8).config_hash() != HardwareConfig().config_hash()
+
+
+def test_replace_validates_and_presets():
+    hw = HardwareConfig()
+    with pytest.raises(InputError, match="mac_lanes"):
+        hw.replace(mac_lanes=-3)
+    with pytest.raises(InputError, match="Unknown HardwareConfig field"):
+        hw.replace(lanes=3)
+    for name in HardwareConfig.preset_names():
+        assert HardwareConfig.preset(name).preset == name
+    with pytest.raises(InputError, match="available"):
+        HardwareConfig.preset("tpu")
+
+
+def test_energy_presets_have_provenance_and_no_zero():
+    for name in EnergyTable.presets():
+        t = EnergyTable.preset(name)
+        for a in ACTIONS:
+            e = getattr(t, a)
+            assert e.value > 0 and np.isfinite(e.value)
+            assert e.grade in ("measured", "simulated", "assumed") and e.source and e.node
+            if e.grade == "assumed":
+                assert "assumed" in e.source or "Loihi has no" in e.source
+    loihi = EnergyTable.preset("loihi-like")
+    assert loihi.mac_int8.value == 23.6 and loihi.event_receive.value == 1.7
+    assert 3.0 <= loihi.noc_hop.value <= 4.0
+
+
+def test_energy_edit_and_frame_round_trip():
+    t = EnergyTable.preset("horowitz-45nm")
+    t2 = t.replace(dram=100.0)
+    assert t2.dram.value == 100.0 and t2.dram.grade == "assumed" and "edited" in t2.dram.source
+    assert t.dram.value == 162.5
+    back = EnergyTable.from_frame(t2.to_frame(), name=t2.name)
+    assert back == t2
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(InputError):
+            t.replace(leakage=bad)
+    df = t.to_frame()
+    df.loc["noc_hop", "value"] = 0
+    with pytest.raises(InputError, match="> 0"):
+        EnergyTable.from_frame(df)
+    with pytest.raises(InputError, match="lacks"):
+        EnergyTable.from_frame(t.to_frame().drop(index="dram"))
+    with pytest.raises(InputError):
+        EnergyEntry(1.0, "pJ", "x", "45 nm", "guessed")
