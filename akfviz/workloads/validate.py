@@ -48,6 +48,8 @@ def as_csr(A, *, name: str = "matrix", copy: bool = True) -> sp.csr_array:
             raise InputError(
                 f"The {name} must be 2-D (rows × columns), but it has shape {arr.shape}."
             )
+        if arr.dtype.kind in "fiub" and arr.dtype != np.float64:
+            arr = arr.astype(np.float64)  # scipy.sparse has no float16; one dtype downstream
         M = sp.csr_array(arr)
     if M.shape[0] < 1 or M.shape[1] < 1:
         raise InputError(f"The {name} has shape {M.shape}; it needs at least one row and one column.")

@@ -1,0 +1,548 @@
+"""Seeded workload generators, registered by name (akf-spec §1, issue 2 item 2).
+
+``generate(kind, n=..., seed=0, **params)`` looks ``kind`` up in :data:`GENERATORS`,
+validates every parameter against the generator's declared :class:`ParamSpec` list,
+estimates the size of what it is about to allocate (checked against
+:class:`~akfviz.workloads.limits.LoadLimits`), then builds the matrix with
+``numpy.random.default_rng(seed)`` and returns it through
+:func:`~akfviz.workloads.validate.as_csr` (canonical float64 ``csr_array``). Same seed, same
+matrix, bit for bit. The shape is always exactly ``(n, m)`` (``m`` defaults to ``n``;
+square-only kinds have no ``m``).
+
+Adding a generator is adding one function and one :class:`Generator` entry.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from ..errors import InputError
+from .limits import LoadLimits, resolve_limits
+from .prune import PRUNERS, parse_pattern, prune, sorted_unique
+from .validate import as_csr
+
+DEFAULT_N = 1024
+
+
+# --------------------------------------------------------------------------- parameter specs
+@dataclass(frozen=True)
+class ParamSpec:
+    """A generator parameter: name, default, type and accepted range.
+
+    ``kind`` is one of ``"int"``, ``"float"``, ``"choice"``, ``"pattern"``; ``optional`` means
+    ``None`` is accepted (and means "derived default", described in ``help``).
+    """
+
+    name: str
+    default: Any
+    kind: str
+    help: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple = ()
+    optional: bool = False
+    low_open: bool = False
+
+    def describe_range(self) -> str:
+        if self.kind == "choice":
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        if self.kind == "pattern":
+            return "an 'N:M' pattern such as '2:4', '1:4' or '4:8'"
+        what = "a whole number" if self.kind == "int" else "a number"
+        lo = "" if self.low is None else (f"> {self.low}" if self.low_open else f">= {self.low}")
+        hi = "" if self.high is None else f"<= {self.high}"
+        rng = " and ".join(x for x in (lo, hi) if x)
+        return f"{what} {rng}".strip() + (" (or None)" if self.optional else "")
+
+    def validate(self, value, kind_name: str):
+        if value is None and self.optional:
+            return None
+        bad = InputError(
+            f"Generator {kind_name!r}: parameter {self.name}={value!r} is not accepted; "
+            f"it must be {self.describe_range()}."
+        )
+        if self.kind == "choice":
+            if not isinstance(value, str) or value not in self.choices:
+                raise bad
+            return value
+        if self.kind == "pattern":
+            try:
+                n_keep, group = parse_pattern(value)
+            except InputError:
+                raise bad from None
+            return f"{n_keep}:{group}"
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise bad
+        if self.kind == "int":
+            if isinstance(value, numbers.Integral):
+                value = int(value)
+            elif float(value).is_integer():
+                value = int(value)
+            else:
+                raise bad
+        else:
+            value = float(value)
+            if not math.isfinite(value):
+                raise bad
+        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+            raise bad
+        if self.high is not None and value > self.high:
+            raise bad
+        return value
+
+
+@dataclass(frozen=True)
+class Generator:
+    """A registered generator: ``func(rng, n, m, limits, **params) -> sparse/dense matrix``."""
+
+    name: str
+    description: str
+    func: Callable
+    params: tuple[ParamSpec, ...] = field(default_factory=tuple)
+    rectangular: bool = True
+
+    def defaults(self) -> dict:
+        out = {"n": DEFAULT_N, "seed": 0}
+        if self.rectangular:
+            out["m"] = None
+        out.update({p.name: p.default for p in self.params})
+        return out
+
+
+def _m_spec():
+    return ParamSpec("m", None, "int", "number of columns (default: n)", low=1, optional=True)
+
+
+# --------------------------------------------------------------------------- size checks
+def _check_nnz(limits: LoadLimits, kind: str, estimate: float) -> None:
+    limits.check_nnz(int(math.ceil(estimate)), what=f"generated {kind!r} matrix")
+
+
+def _check_dense(limits: LoadLimits, kind: str, elements: int) -> None:
+    limits.check_dense(int(elements), what=f"generated {kind!r} matrix")
+
+
+def _values(rng, size):
+    """Nonzero values: standard normal draws (never exactly zero in practice)."""
+    return rng.standard_normal(size)
+
+
+def _distinct_keys(rng, total: int, k: int, limits: LoadLimits, kind: str) -> np.ndarray:
+    """``k`` distinct integers drawn uniformly from ``[0, total)``, sorted (int64).
+
+    Dense requests (``k > total/50``) use ``rng.choice(total, k, replace=False)``, which needs
+    O(total) memory (checked against the dense limit). Sparse requests draw with replacement,
+    drop repeats and top up until at least ``k`` distinct keys exist, then keep a uniformly
+    random ``k`` of them: by symmetry every ``k``-subset is equally likely, in O(k) memory.
+    """
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    if k > total // 50:
+        _check_dense(limits, kind, total)
+        return np.sort(rng.choice(total, size=k, replace=False).astype(np.int64))
+    keys = sorted_unique(rng.integers(0, total, size=k, dtype=np.int64))
+    while keys.size < k:
+        extra = rng.integers(0, total, size=int((k - keys.size) * 1.1) + 16, dtype=np.int64)
+        keys = sorted_unique(np.concatenate([keys, extra]))
+    if keys.size > k:
+        keys = np.sort(rng.choice(keys, size=k, replace=False))
+    return keys
+
+
+# --------------------------------------------------------------------------- generators
+def _uniform(rng, n, m, limits, *, density):
+    """Uniform random pattern: ``round(density·n·m)`` distinct positions, N(0,1) values."""
+    total = n * m
+    k = int(round(density * total))
+    _check_nnz(limits, "uniform", k)
+    keys = _distinct_keys(rng, total, k, limits, "uniform")
+    vals = _values(rng, k)
+    return sp.coo_array((vals, (keys // m, keys % m)), shape=(n, m))
+
+
+def _banded(rng, n, m, limits, *, bandwidth, density):
+    """Band ``|i − j| <= bandwidth``; the main diagonal is always full, other band entries
+    are kept with probability ``density``."""
+    bw = min(bandwidth, max(n, m) - 1)
+    _check_nnz(limits, "banded", min(n, m) * (2 * bw + 1))
+    rows, cols = [], []
+    for d in range(-bw, bw + 1):
+        i0, i1 = max(0, -d), min(n, m - d)
+        if i1 <= i0:
+            continue
+        i = np.arange(i0, i1, dtype=np.int64)
+        rows.append(i)
+        cols.append(i + d)
+    rows = np.concatenate(rows)
+    cols = np.concatenate(cols)
+    keep = (rng.random(rows.size) < density) | (rows == cols)
+    rows, cols = rows[keep], cols[keep]
+    return sp.coo_array((_values(rng, rows.size), (rows, cols)), shape=(n, m))
+
+
+def _stencil_offsets(points: int):
+    if points == 5:
+        return [(-1, 0), (1, 0), (0, -1), (0, 1)], 4.0
+    return [(dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)], 8.0
+
+
+def _stencil(points):
+    def build(rng, n, m, limits, *, nx):
+        nx_ = int(round(math.sqrt(n))) if nx is None else nx
+        nx_ = max(1, min(nx_, n))
+        if nx is not None and nx > n:
+            raise InputError(
+                f"Generator 'stencil{points}': nx={nx} is larger than n={n}; the grid row length "
+                f"must be between 1 and n."
+            )
+        _check_nnz(limits, f"stencil{points}", n * (points))
+        offsets, diag = _stencil_offsets(points)
+        i = np.arange(n, dtype=np.int64)
+        r, c = i // nx_, i % nx_
+        rows, cols, vals = [i], [i], [np.full(n, diag)]
+        for dr, dc in offsets:
+            cc = c + dc
+            j = (r + dr) * nx_ + cc
+            ok = (cc >= 0) & (cc < nx_) & (j >= 0) & (j < n)
+            rows.append(i[ok])
+            cols.append(j[ok])
+            vals.append(np.full(int(ok.sum()), -1.0))
+        return sp.coo_array(
+            (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)
+        )
+
+    build.__doc__ = (
+        f"{points}-point 2-D Poisson/Jacobi operator: unknown i at grid (i // nx, i % nx), "
+        f"diagonal {4 if points == 5 else 8}, neighbours -1."
+    )
+    return build
+
+
+def _block_diagonal(rng, n, m, limits, *, block, density):
+    """Square blocks of side ``block`` on the diagonal (last one partial), each entry kept
+    with probability ``density``."""
+    b = min(block, n)
+    _check_nnz(limits, "block_diagonal", n * b)
+    full, rest = divmod(n, b)
+    rows, cols = [], []
+    for count, size, start in ((full, b, 0), (1 if rest else 0, rest, full * b)):
+        if count == 0:
+            continue
+        base = start + np.arange(count, dtype=np.int64)[:, None, None] * size
+        local = np.arange(size, dtype=np.int64)
+        rows.append(np.broadcast_to(base + local[None, :, None], (count, size, size)).ravel())
+        cols.append(np.broadcast_to(base + local[None, None, :], (count, size, size)).ravel())
+    rows = np.concatenate(rows)
+    cols = np.concatenate(cols)
+    keep = rng.random(rows.size) < density
+    rows, cols = rows[keep], cols[keep]
+    return sp.coo_array((_values(rng, rows.size), (rows, cols)), shape=(n, n))
+
+
+def _clustered(rng, n, m, limits, *, blocks, min_block, max_block, density, noise):
+    """``blocks`` dense-ish blocks (sides uniform in [min_block, max_block], random
+    positions, in-block density ``density``) plus uniform background noise ``noise``."""
+    k_blocks = max(1, n // 64) if blocks is None else blocks
+    lo, hi = min(min_block, max_block), max(min_block, max_block)
+    _check_nnz(limits, "clustered", k_blocks * hi * hi + noise * n * m)
+    heights = np.minimum(rng.integers(lo, hi + 1, size=k_blocks), n)
+    widths = np.minimum(rng.integers(lo, hi + 1, size=k_blocks), m)
+    r0 = rng.integers(0, n - heights + 1)
+    c0 = rng.integers(0, m - widths + 1)
+    rows, cols = [], []
+    for h, w, r, c in zip(heights, widths, r0, c0):
+        keep = rng.random(h * w) < density
+        flat = np.flatnonzero(keep)
+        rows.append(r + flat // w)
+        cols.append(c + flat % w)
+    keys = _distinct_keys(rng, n * m, int(round(noise * n * m)), limits, "clustered")
+    rows.append(keys // m)
+    cols.append(keys % m)
+    rows = np.concatenate(rows).astype(np.int64)
+    cols = np.concatenate(cols).astype(np.int64)
+    # overlapping blocks hit a position twice: keep each position once
+    key = sorted_unique(rows * m + cols)
+    return sp.coo_array((_values(rng, key.size), (key // m, key % m)), shape=(n, m))
+
+
+def _powerlaw(rng, n, m, limits, *, avg_nnz, exponent, density=None):
+    """Row lengths with a power-law tail ``p(L) ∝ L^(−exponent)`` (Pareto draws rescaled to
+    mean ``avg_nnz``, clipped to [1, m]); columns uniform per row (graph-like). ``density``,
+    when given, sets ``avg_nnz = density · m``."""
+    if density is not None:
+        avg_nnz = max(density * m, 1e-9)
+    _check_nnz(limits, "powerlaw", n * min(avg_nnz, m))
+    u = rng.random(n)
+    raw = (1.0 - u) ** (-1.0 / (exponent - 1.0))
+    lengths = np.clip(np.round(raw / raw.mean() * avg_nnz), 1, m).astype(np.int64)
+    _check_nnz(limits, "powerlaw", lengths.sum())
+    rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
+    cols = rng.integers(0, m, size=rows.size, dtype=np.int64)
+    key = sorted_unique(rows * m + cols)
+    return sp.coo_array((_values(rng, key.size), (key // m, key % m)), shape=(n, m))
+
+
+def _nm(rng, n, m, limits, *, pattern):
+    """N:M structured: every group of M consecutive columns of every row holds exactly N
+    nonzeros (the last, shorter group holds min(N, its width)) at random positions."""
+    n_keep, group = parse_pattern(pattern)
+    n_full, rest = divmod(m, group)
+    _check_nnz(limits, "nm", n * (n_full * n_keep + min(n_keep, rest)))
+    rows, cols = [], []
+    for width, count, offset in ((group, n_full, 0), (rest, 1 if rest else 0, n_full * group)):
+        if count == 0 or width == 0:
+            continue
+        k = min(n_keep, width)
+        combos = np.array(list(itertools.combinations(range(width), k)), dtype=np.int64)
+        pick = rng.integers(0, combos.shape[0], size=(n, count))
+        pos = combos[pick]  # (n, count, k)
+        gcol = offset + np.arange(count, dtype=np.int64)[None, :, None] * group + pos
+        rows.append(np.broadcast_to(np.arange(n, dtype=np.int64)[:, None, None], gcol.shape).ravel())
+        cols.append(gcol.ravel())
+    rows = np.concatenate(rows)
+    cols = np.concatenate(cols)
+    return sp.coo_array((_values(rng, rows.size), (rows, cols)), shape=(n, m))
+
+
+def _llm_dense(rng, n, m, limits, kind, df, outlier_frac, outlier_scale):
+    """Heavy-tailed dense weights: Student-t(df)·0.02, with ``outlier_frac`` of the rows and
+    of the columns scaled by ``outlier_scale``."""
+    _check_dense(limits, kind, n * m)
+    W = rng.standard_t(df, size=(n, m)) * 0.02
+    k_rows = int(round(outlier_frac * n))
+    k_cols = int(round(outlier_frac * m))
+    if k_rows:
+        W[rng.choice(n, size=k_rows, replace=False), :] *= outlier_scale
+    if k_cols:
+        W[:, rng.choice(m, size=k_cols, replace=False)] *= outlier_scale
+    return W
+
+
+def _llm_with(method):
+    def build(rng, n, m, limits, *, df, outlier_frac, outlier_scale, prune=method,
+              sparsity=0.9, pattern="2:4", block=4, density=None):
+        if density is not None:  # density = fraction kept = 1 - sparsity
+            sparsity = 1.0 - density
+        W = _llm_dense(rng, n, m, limits, "llm", df, outlier_frac, outlier_scale)
+        return _prune_fn(W, prune, sparsity=sparsity, pattern=pattern, block=block)
+
+    return build
+
+
+_prune_fn = prune
+
+_LLM_COMMON = (
+    ParamSpec("df", 3.0, "float", "Student-t degrees of freedom (smaller = heavier tails)",
+              low=1.0, high=1000.0),
+    ParamSpec("outlier_frac", 0.005, "float", "fraction of rows and of columns that are outliers",
+              low=0.0, high=0.5),
+    ParamSpec("outlier_scale", 10.0, "float", "magnitude factor of outlier rows/columns",
+              low=1.0, high=1e6),
+)
+_SPARSITY = ParamSpec("sparsity", 0.9, "float", "fraction of weights removed (0.5–0.95 typical)",
+                      low=0.0, high=0.999)
+_BLOCK_SPARSITY = ParamSpec("sparsity", 0.9, "float", "fraction of blocks removed",
+                            low=0.0, high=0.999)
+_DENSITY_ALIAS = ParamSpec("density", None, "float",
+                           "fraction kept, 1 - sparsity (alternative to sparsity)",
+                           low=0.001, high=1.0, optional=True)
+_PATTERN = ParamSpec("pattern", "2:4", "pattern", "N:M pattern, e.g. '2:4', '1:4', '4:8'")
+_PRUNE_BLOCK = ParamSpec("block", 4, "int", "side b of the pruned b×b blocks", low=1, high=4096)
+
+GENERATORS: dict[str, Generator] = {
+    g.name: g
+    for g in (
+        Generator(
+            "uniform", "uniform random pattern, N(0,1) values", _uniform,
+            (_m_spec(), ParamSpec("density", 0.01, "float", "fraction of nonzero entries",
+                                  low=0.0, high=1.0)),
+        ),
+        Generator(
+            "banded", "band |i-j| <= bandwidth, full diagonal, band filled with density", _banded,
+            (_m_spec(),
+             ParamSpec("bandwidth", 8, "int", "half-bandwidth (max |i-j|)", low=0),
+             ParamSpec("density", 1.0, "float", "fill probability inside the band",
+                       low=0.0, high=1.0)),
+        ),
+        Generator(
+            "stencil5", "2-D 5-point Poisson/Jacobi operator (diag 4, neighbours -1), SPD",
+            _stencil(5),
+            (ParamSpec("nx", None, "int", "grid row length (default round(sqrt(n)))", low=1,
+                       optional=True),),
+            rectangular=False,
+        ),
+        Generator(
+            "stencil9", "2-D 9-point operator (diag 8, 8 neighbours -1), SPD", _stencil(9),
+            (ParamSpec("nx", None, "int", "grid row length (default round(sqrt(n)))", low=1,
+                       optional=True),),
+            rectangular=False,
+        ),
+        Generator(
+            "block_diagonal", "square diagonal blocks of side `block` with in-block density",
+            _block_diagonal,
+            (ParamSpec("block", 32, "int", "block side", low=1),
+             ParamSpec("density", 1.0, "float", "fill probability inside a block",
+                       low=0.0, high=1.0)),
+            rectangular=False,
+        ),
+        Generator(
+            "clustered", "dense-ish blocks of varying size at random positions + light noise",
+            _clustered,
+            (_m_spec(),
+             ParamSpec("blocks", None, "int", "number of blocks (default max(1, n // 64))",
+                       low=1, high=1_000_000, optional=True),
+             ParamSpec("min_block", 8, "int", "smallest block side", low=1),
+             ParamSpec("max_block", 64, "int", "largest block side", low=1),
+             ParamSpec("density", 0.6, "float", "fill probability inside a block",
+                       low=0.0, high=1.0),
+             ParamSpec("noise", 0.0005, "float", "density of the uniform background",
+                       low=0.0, high=0.1)),
+        ),
+        Generator(
+            "powerlaw", "graph-like: power-law (Zipf-like) row lengths, uniform columns",
+            _powerlaw,
+            (_m_spec(),
+             ParamSpec("avg_nnz", 8.0, "float", "average nonzeros per row", low=0.0,
+                       low_open=True),
+             ParamSpec("exponent", 2.5, "float", "power-law exponent of p(L) ∝ L^-exponent",
+                       low=1.0, high=10.0, low_open=True),
+             ParamSpec("density", None, "float", "sets avg_nnz = density·m (alternative to avg_nnz)",
+                       low=0.0, high=1.0, low_open=True, optional=True)),
+        ),
+        Generator(
+            "nm", "N:M structured along the reduction dimension (groups of M columns per row)",
+            _nm, (_m_spec(), _PATTERN),
+        ),
+        Generator(
+            "llm", "LLM-like weights (Student-t, outlier rows/cols) pruned by magnitude/nm/block",
+            _llm_with("magnitude"),
+            (_m_spec(),
+             ParamSpec("prune", "magnitude", "choice", "pruning method",
+                       choices=tuple(sorted(PRUNERS))),
+             _SPARSITY, _DENSITY_ALIAS, _PATTERN, _PRUNE_BLOCK, *_LLM_COMMON),
+        ),
+        Generator(
+            "llm_magnitude", "LLM-like weights, unstructured magnitude pruning",
+            _llm_with("magnitude"), (_m_spec(), _SPARSITY, _DENSITY_ALIAS, *_LLM_COMMON),
+        ),
+        Generator(
+            "llm_nm", "LLM-like weights, N:M pruning (keep N largest of every M)",
+            _llm_with("nm"), (_m_spec(), _PATTERN, *_LLM_COMMON),
+        ),
+        Generator(
+            "llm_block", "LLM-like weights, block pruning (keep the b×b blocks of largest norm)",
+            _llm_with("block"), (_m_spec(), _BLOCK_SPARSITY, _DENSITY_ALIAS, _PRUNE_BLOCK,
+                                 *_LLM_COMMON),
+        ),
+    )
+}
+
+_SIZE_INT = ParamSpec("n", DEFAULT_N, "int", "rows", low=1)
+_SEED = ParamSpec("seed", 0, "int", "seed of numpy.random.default_rng", low=0)
+
+
+def generators() -> list[str]:
+    """Names of the registered generators, sorted (akf-spec §9: ``akfviz.generators()``)."""
+    return sorted(GENERATORS)
+
+
+def generator_params(kind: str) -> dict:
+    """Parameters of generator ``kind`` with their defaults (``n``, ``seed``, ``m`` included)."""
+    return _lookup(kind).defaults()
+
+
+def generator_specs(kind: str) -> tuple[ParamSpec, ...]:
+    """The :class:`ParamSpec` list of generator ``kind`` (for building forms, e.g. in the app)."""
+    g = _lookup(kind)
+    return (_SIZE_INT, _SEED, *g.params)
+
+
+def generator_info() -> pd.DataFrame:
+    """One row per generator: ``name``, ``description``, ``parameters`` (text with defaults),
+    ``rectangular`` (accepts ``m``) and ``defaults`` (a dict)."""
+    rows = []
+    for name in generators():
+        g = GENERATORS[name]
+        d = g.defaults()
+        rows.append({
+            "name": name,
+            "description": g.description,
+            "parameters": ", ".join(f"{k}={v!r}" for k, v in d.items()),
+            "rectangular": g.rectangular,
+            "defaults": d,
+        })
+    return pd.DataFrame(rows, columns=["name", "description", "parameters", "rectangular", "defaults"])
+
+
+def _lookup(kind) -> Generator:
+    if not isinstance(kind, str) or kind not in GENERATORS:
+        raise InputError(
+            f"Unknown generator kind {kind!r}; choose one of: {', '.join(generators())}."
+        )
+    return GENERATORS[kind]
+
+
+def generate(kind: str, n: int = DEFAULT_N, seed: int = 0, *, limits: LoadLimits | None = None,
+             **params) -> sp.csr_array:
+    """Generate a seeded synthetic workload matrix (akf-spec §1, §9).
+
+    Parameters
+    ----------
+    kind : str
+        A name from :func:`generators` (see :func:`generator_info` for each one's parameters).
+    n : int
+        Number of rows (default 1024).
+    seed : int
+        Seed for ``numpy.random.default_rng``; the same seed gives the same matrix bit for bit.
+    limits : LoadLimits, optional
+        Size limits; the expected nnz (and any dense intermediate) is checked before allocating
+        and :class:`~akfviz.errors.ResourceLimitError` raised when over.
+    **params
+        The generator's own parameters, e.g. ``m`` (columns, rectangular kinds), ``density``,
+        ``bandwidth``, ``pattern``, ``sparsity``. Unknown names are rejected.
+
+    Returns
+    -------
+    scipy.sparse.csr_array
+        Shape exactly ``(n, m)`` (``(n, n)`` for square kinds), canonical float64.
+
+    Examples
+    --------
+    >>> A = generate("stencil5", n=16)
+    >>> A.shape, A.nnz
+    ((16, 16), 64)
+    """
+    g = _lookup(kind)
+    lim = resolve_limits(limits)
+    n = _SIZE_INT.validate(n, kind)
+    seed = _SEED.validate(seed, kind)
+    allowed = {p.name: p for p in g.params}
+    if g.rectangular:
+        allowed.setdefault("m", _m_spec())
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        raise InputError(
+            f"Generator {kind!r} does not take parameter(s) {', '.join(unknown)}; it accepts n, seed"
+            + (", " + ", ".join(allowed) if allowed else "") + "."
+        )
+    for a, b in (("density", "sparsity"), ("density", "avg_nnz")):
+        if a in params and b in params and params[a] is not None and b in allowed:
+            raise InputError(
+                f"Generator {kind!r}: give either {a} or {b}, not both ({a}={params[a]!r}, "
+                f"{b}={params[b]!r})."
+            )
+    values = {name: spec.validate(params.get(name, spec.default), kind) for name, spec in allowed.items()}
+    m = values.pop("m", None)
+    m = n if m is None else m
+    lim.check_shape(n, m, what=f"generated {kind!r} matrix")
+    rng = np.random.default_rng(seed)
+    A = g.func(rng, n, m, lim, **values)
+    A = as_csr(A, name=f"generated {kind!r} matrix", copy=False)
+    return A

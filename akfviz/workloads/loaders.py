@@ -1,0 +1,696 @@
+"""Loaders for matrices in files: Matrix Market, scipy ``.npz``, ``.npy``, ``.safetensors``.
+
+``load(path_or_bytes, fmt=None, tensor=None, *, limits=None, name=None)`` (akf-spec §1, §9;
+issue 2 item 3) returns a canonical float64 ``csr_array``. Every reader first reads the
+*declared* size (Matrix Market banner and size line, ``.npy`` headers, the safetensors JSON
+header) and checks it against :class:`~akfviz.workloads.limits.LoadLimits` before allocating
+anything, so a hostile header cannot exhaust memory. Every rejection is an
+:class:`~akfviz.errors.InputError` (or its subclass
+:class:`~akfviz.errors.ResourceLimitError`) with a plain-language message; unexpected parser
+exceptions are wrapped with the file name and the parser's reason.
+
+Readers are registered in :data:`READERS`; the format comes from ``fmt``, else from the
+content's magic bytes, else from the file extension (of the path, of ``name=``, or of a
+file-like object's ``.name``).
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import os
+import pathlib
+import struct
+import zipfile
+import zlib
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import scipy.io
+import scipy.sparse as sp
+
+from ..errors import InputError, ResourceLimitError
+from .limits import LoadLimits, resolve_limits
+from .validate import as_csr
+
+MAX_SAFETENSORS_HEADER = 100_000_000  # bytes; the safetensors library uses the same bound
+
+
+# --------------------------------------------------------------------------- the source
+@dataclass
+class Source:
+    """Where the bytes come from: a file path, or bytes held in memory."""
+
+    label: str
+    filename: str | None
+    path: pathlib.Path | None = None
+    data: bytes | None = None
+
+    @property
+    def size(self) -> int:
+        return self.path.stat().st_size if self.path is not None else len(self.data)
+
+    def open(self):
+        """A fresh binary stream positioned at the start."""
+        return open(self.path, "rb") if self.path is not None else io.BytesIO(self.data)
+
+    def head(self, k: int) -> bytes:
+        with self.open() as f:
+            return f.read(k)
+
+    def read_range(self, start: int, stop: int) -> bytes:
+        if self.data is not None:
+            return self.data[start:stop]
+        with self.open() as f:
+            f.seek(start)
+            return f.read(stop - start)
+
+
+def _as_source(obj, name: str | None) -> Source:
+    if isinstance(obj, (str, os.PathLike)):
+        path = pathlib.Path(obj)
+        if not path.exists():
+            raise InputError(f"No file at {str(path)!r}; check the path.")
+        if not path.is_file():
+            raise InputError(f"{str(path)!r} is not a regular file (is it a folder?).")
+        return Source(label=f"file {path.name!r}", filename=name or path.name, path=path)
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        label = f"upload {name!r}" if name else "the given data"
+        return Source(label=label, filename=name, data=bytes(obj))
+    if hasattr(obj, "read"):
+        fname = name or getattr(obj, "name", None)
+        fname = os.path.basename(fname) if isinstance(fname, str) else None
+        if hasattr(obj, "seek"):
+            try:
+                obj.seek(0)
+            except Exception:  # non-seekable streams are read from where they are
+                pass
+        data = obj.read()
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise InputError("The file object's read() did not return bytes; open the file in binary mode.")
+        label = f"upload {fname!r}" if fname else "the uploaded file"
+        return Source(label=label, filename=fname, data=bytes(data))
+    raise InputError(
+        f"load() needs a file path (str or pathlib.Path), bytes, or a binary file object; "
+        f"got {type(obj).__name__}."
+    )
+
+
+# --------------------------------------------------------------------------- helpers
+def _cap(label: str) -> str:
+    """Capitalise a label that starts a sentence."""
+    return label[:1].upper() + label[1:]
+
+
+def _check_dims(shape, limits: LoadLimits, label: str):
+    if len(shape) != 2:
+        raise InputError(
+            f"The matrix in {label} must be 2-D (rows × columns), but it has shape {tuple(shape)}."
+        )
+    rows, cols = int(shape[0]), int(shape[1])
+    if rows < 1 or cols < 1:
+        raise InputError(
+            f"The matrix in {label} has shape {rows} × {cols}; it needs at least one row and one column."
+        )
+    limits.check_shape(rows, cols, what=f"matrix in {label}")
+    return rows, cols
+
+
+def _check_numeric_dtype(dtype: np.dtype, label: str):
+    if dtype.hasobject:
+        raise InputError(
+            f"{_cap(label)} holds Python objects; akfviz never loads pickled data. Save a numeric array instead."
+        )
+    if dtype.names is not None or dtype.subdtype is not None:
+        raise InputError(f"{_cap(label)} holds a structured array ({dtype}); give a plain numeric array.")
+    if dtype.kind == "c":
+        raise InputError(f"{_cap(label)} has complex values ({dtype}); akfviz works with real matrices only.")
+    if dtype.kind not in "fiub":
+        raise InputError(f"{_cap(label)} has values of type {dtype}, which is not a number type.")
+
+
+def _read_npy_header(fp, label: str):
+    """Read a ``.npy`` header from ``fp``: returns ``(shape, fortran_order, dtype)``."""
+    fmt = np.lib.format
+    try:
+        version = fmt.read_magic(fp)
+        if version == (1, 0):
+            return fmt.read_array_header_1_0(fp)
+        if version == (2, 0):
+            return fmt.read_array_header_2_0(fp)
+        reader = getattr(fmt, "_read_array_header", None)
+        if reader is None:
+            raise ValueError(f"unsupported .npy version {version}")
+        return reader(fp, version)
+    except InputError:
+        raise
+    except Exception as exc:
+        raise InputError(f"{_cap(label)} does not have a valid .npy header ({exc}); the file is corrupt or truncated.") from None
+
+
+# --------------------------------------------------------------------------- Matrix Market
+def _mm_prepare(src: Source):
+    """Make Matrix Market text safe for scipy's reader; returns a zero-argument target factory.
+
+    scipy 1.17's fast_matrix_market backend has crash bugs that must never reach it:
+
+    * given an open ``BufferedReader`` it aborts the process (``terminate called ... OSError``),
+      so it only ever gets a path string or an in-memory ``BytesIO``;
+    * a file whose last token is cut inside a number (e.g. ``... 9.3E-`` with no final newline)
+      makes it read past its buffer and segfault, so a final newline is added when missing;
+    * NUL bytes inside the text (as written by ``mmwrite(precision>=22)``, scipy issue #19949)
+      also segfault it, so text containing NUL bytes is rejected.
+    """
+    if src.path is not None:
+        last = b""
+        with src.open() as f:
+            while True:
+                chunk = f.read(1 << 22)
+                if not chunk:
+                    break
+                if b"\x00" in chunk:
+                    raise InputError(f"{_cap(src.label)} contains NUL bytes; it is not a valid Matrix Market text file.")
+                last = chunk[-1:]
+        if last == b"\n":
+            path = str(src.path)
+            return lambda: path
+        data = src.path.read_bytes() + b"\n"
+    else:
+        if b"\x00" in src.data:
+            raise InputError(f"{_cap(src.label)} contains NUL bytes; it is not a valid Matrix Market text file.")
+        data = src.data if src.data.endswith(b"\n") else src.data + b"\n"
+    return lambda: io.BytesIO(data)
+
+
+def _read_mtx(src: Source, limits: LoadLimits, tensor):
+    label = src.label
+    target = _mm_prepare(src)
+    try:
+        rows, cols, entries, layout, field, symmetry = scipy.io.mminfo(target())
+    except Exception as exc:
+        raise InputError(f"{_cap(label)} is not a valid Matrix Market file: {exc}") from None
+    if field in ("complex",) or symmetry == "hermitian":
+        raise InputError(
+            f"{_cap(label)} is a {field} {symmetry} Matrix Market matrix; akfviz accepts real, integer "
+            f"and pattern matrices only."
+        )
+    rows, cols = _check_dims((rows, cols), limits, label)
+    if layout == "array":
+        limits.check_dense(int(rows) * int(cols), what=f"dense Matrix Market array in {label}")
+    else:
+        factor = 1 if symmetry == "general" else 2
+        limits.check_nnz(int(entries) * factor, what=f"matrix in {label}")
+    try:
+        M = scipy.io.mmread(target())
+    except MemoryError:
+        raise ResourceLimitError(f"{_cap(label)} needs more memory than is available.") from None
+    except Exception as exc:
+        raise InputError(f"Could not read the Matrix Market file {label}: {exc}") from None
+    if sp.issparse(M):
+        M = sp.coo_array(M)
+        if M.nnz and (M.row.min() < 0 or M.col.min() < 0 or M.row.max() >= rows or M.col.max() >= cols):
+            raise InputError(f"{_cap(label)} has entries whose row or column index is outside the declared size.")
+    return M
+
+
+# --------------------------------------------------------------------------- .npy
+def _read_npy(src: Source, limits: LoadLimits, tensor):
+    label = src.label
+    with src.open() as f:
+        shape, fortran, dtype = _read_npy_header(f, label)
+        offset = f.tell()
+    _check_numeric_dtype(dtype, f"The array in {label}")
+    _check_dims(shape, limits, label)
+    elements = int(np.prod(shape, dtype=object))
+    limits.check_dense(elements, what=f"dense array in {label}")
+    needed = offset + elements * dtype.itemsize
+    if src.size < needed:
+        raise InputError(
+            f"{_cap(label)} is truncated: its header declares {elements} values of type {dtype} "
+            f"({needed} bytes in all) but the file has only {src.size} bytes."
+        )
+    try:
+        with src.open() as f:
+            arr = np.load(f, allow_pickle=False)
+    except Exception as exc:
+        raise InputError(f"Could not read the .npy file {label}: {exc}") from None
+    return arr
+
+
+# --------------------------------------------------------------------------- .npz
+_SPARSE_KEYS = {
+    "csr": ("data", "indices", "indptr"),
+    "csc": ("data", "indices", "indptr"),
+    "bsr": ("data", "indices", "indptr"),
+    "coo": ("data", "row", "col"),
+    "dia": ("data", "offsets"),
+}
+
+
+def _npz_member_headers(zf: zipfile.ZipFile, label: str) -> dict:
+    """``{key: (shape, dtype, header_end, file_size)}`` for every ``.npy`` member."""
+    out = {}
+    for info in zf.infolist():
+        if not info.filename.endswith(".npy"):
+            continue
+        key = info.filename[:-4]
+        with zf.open(info) as fp:
+            shape, fortran, dtype = _read_npy_header(fp, f"Array {key!r} in {label}")
+            out[key] = (shape, dtype, fp.tell(), info.file_size)
+    return out
+
+
+def _npz_load_member(zf, key, headers, label, limits: LoadLimits, *, max_elements=None):
+    shape, dtype, hdr_end, fsize = headers[key]
+    if dtype.kind not in "SU":  # the 'format' member of a sparse .npz is a short string
+        _check_numeric_dtype(dtype, f"Array {key!r} in {label}")
+    elements = int(np.prod(shape, dtype=object))
+    if max_elements is not None and elements > max_elements:
+        raise ResourceLimitError(
+            f"Array {key!r} in {label} declares {elements} elements, over the limit of {max_elements}."
+        )
+    if fsize < hdr_end + elements * dtype.itemsize:
+        raise InputError(
+            f"{_cap(label)} is truncated: array {key!r} declares {elements} values but its data is shorter."
+        )
+    with zf.open(key + ".npy") as fp:
+        return np.load(fp, allow_pickle=False)
+
+
+def _index_array(arr, name, label, length=None):
+    arr = np.asarray(arr)
+    if arr.ndim != 1 or arr.dtype.kind not in "iu":
+        raise InputError(f"{label}: the sparse '{name}' array must be a 1-D integer array, got {arr.dtype} {arr.shape}.")
+    if length is not None and arr.size != length:
+        raise InputError(f"{label}: the sparse '{name}' array has {arr.size} entries, expected {length}; the file is corrupt.")
+    return arr.astype(np.int64, copy=False)
+
+
+def _in_range(arr, upper, name, label):
+    if arr.size and (arr.min() < 0 or arr.max() >= upper):
+        raise InputError(
+            f"{label}: the sparse '{name}' array has indices outside [0, {upper}) "
+            f"(min {int(arr.min())}, max {int(arr.max())}); the file is corrupt."
+        )
+
+
+def _read_npz(src: Source, limits: LoadLimits, tensor):
+    label = src.label
+    try:
+        with src.open() as f, zipfile.ZipFile(f) as zf:
+            headers = _npz_member_headers(zf, label)
+            if not headers:
+                raise InputError(f"{_cap(label)} is a zip archive with no .npy arrays inside; it is not a .npz file.")
+            if "format" in headers and "shape" in headers:
+                return _npz_sparse(zf, headers, label, limits)
+            return _npz_dense(zf, headers, label, limits, tensor)
+    except InputError:
+        raise
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+        raise InputError(f"{_cap(label)} is a corrupt or truncated .npz (zip) file: {exc}") from None
+
+
+def _npz_dense(zf, headers, label, limits, tensor):
+    two_d = [k for k, (shape, _, _, _) in headers.items() if len(shape) == 2]
+    if tensor is not None:
+        if tensor not in headers:
+            raise InputError(
+                f"{_cap(label)} has no array named {tensor!r}; its 2-D arrays are: {', '.join(two_d) or 'none'}."
+            )
+        key = tensor
+    elif len(headers) == 1:
+        key = next(iter(headers))
+    elif len(two_d) == 1:
+        key = two_d[0]
+    else:
+        raise InputError(
+            f"{_cap(label)} holds several arrays and is not a scipy sparse .npz; pick one with tensor=... "
+            f"(2-D arrays: {', '.join(two_d) or 'none'})."
+        )
+    shape, dtype, _, _ = headers[key]
+    _check_numeric_dtype(dtype, f"Array {key!r} in {label}")
+    _check_dims(shape, limits, label)
+    limits.check_dense(int(np.prod(shape, dtype=object)), what=f"dense array {key!r} in {label}")
+    return _npz_load_member(zf, key, headers, label, limits)
+
+
+def _npz_sparse(zf, headers, label, limits: LoadLimits):
+    # small members first: format and shape (bounded sizes, never pickled)
+    fmt_arr = _npz_load_member(zf, "format", headers, label, limits, max_elements=16)
+    shape_arr = _npz_load_member(zf, "shape", headers, label, limits, max_elements=16)
+    fmt = fmt_arr.item() if fmt_arr.size == 1 else None
+    fmt = fmt.decode("ascii", "replace") if isinstance(fmt, bytes) else fmt
+    if fmt not in _SPARSE_KEYS:
+        raise InputError(
+            f"{_cap(label)} declares sparse format {fmt!r}; accepted: {', '.join(sorted(_SPARSE_KEYS))}."
+        )
+    if shape_arr.dtype.kind not in "iu":
+        raise InputError(f"{label}: the 'shape' entry must hold integers, got {shape_arr.dtype}.")
+    rows, cols = _check_dims(tuple(int(v) for v in shape_arr.ravel()), limits, label)
+    missing = [k for k in _SPARSE_KEYS[fmt] if k not in headers]
+    if missing:
+        raise InputError(f"{_cap(label)} is a {fmt} .npz without the array(s) {', '.join(missing)}; the file is corrupt.")
+    data_shape, data_dtype, _, _ = headers["data"]
+    _check_numeric_dtype(data_dtype, f"The values of {label}")
+    stored = int(np.prod(data_shape, dtype=object))
+    limits.check_nnz(stored, what=f"matrix in {label}")
+    for k in _SPARSE_KEYS[fmt][1:]:
+        limits.check_nnz(int(np.prod(headers[k][0], dtype=object)), what=f"index array {k!r} in {label}")
+    arrays = {k: _npz_load_member(zf, k, headers, label, limits) for k in _SPARSE_KEYS[fmt]}
+    data = arrays["data"]
+    if fmt in ("csr", "csc"):
+        major, minor = (rows, cols) if fmt == "csr" else (cols, rows)
+        if data.ndim != 1:
+            raise InputError(f"{label}: the 'data' array must be 1-D for {fmt}, got shape {data.shape}.")
+        indptr = _index_array(arrays["indptr"], "indptr", label, major + 1)
+        indices = _index_array(arrays["indices"], "indices", label, data.size)
+        if indptr[0] != 0 or indptr[-1] != data.size or np.any(np.diff(indptr) < 0):
+            raise InputError(f"{label}: the 'indptr' array is not a valid row pointer (must rise from 0 to nnz); the file is corrupt.")
+        _in_range(indices, minor, "indices", label)
+        cls = sp.csr_array if fmt == "csr" else sp.csc_array
+        return cls((data, indices, indptr), shape=(rows, cols))
+    if fmt == "coo":
+        if data.ndim != 1:
+            raise InputError(f"{label}: the 'data' array must be 1-D for coo, got shape {data.shape}.")
+        r = _index_array(arrays["row"], "row", label, data.size)
+        c = _index_array(arrays["col"], "col", label, data.size)
+        _in_range(r, rows, "row", label)
+        _in_range(c, cols, "col", label)
+        return sp.coo_array((data, (r, c)), shape=(rows, cols))
+    if fmt == "bsr":
+        if data.ndim != 3:
+            raise InputError(f"{label}: the 'data' array of a bsr matrix must be 3-D, got shape {data.shape}.")
+        R, C = data.shape[1], data.shape[2]
+        if R < 1 or C < 1 or rows % R or cols % C:
+            raise InputError(f"{label}: block size {R}×{C} does not divide the shape {rows}×{cols}.")
+        indptr = _index_array(arrays["indptr"], "indptr", label, rows // R + 1)
+        indices = _index_array(arrays["indices"], "indices", label, data.shape[0])
+        if indptr[0] != 0 or indptr[-1] != data.shape[0] or np.any(np.diff(indptr) < 0):
+            raise InputError(f"{label}: the 'indptr' array is not a valid block-row pointer; the file is corrupt.")
+        _in_range(indices, cols // C, "indices", label)
+        return sp.bsr_array((data, indices, indptr), shape=(rows, cols))
+    # dia
+    offsets = _index_array(arrays["offsets"], "offsets", label)
+    if data.ndim != 2 or data.shape[0] != offsets.size:
+        raise InputError(f"{label}: a dia matrix needs one data row per offset; the file is corrupt.")
+    if offsets.size and (offsets.min() <= -rows or offsets.max() >= cols):
+        raise InputError(f"{label}: a diagonal offset lies outside the {rows}×{cols} matrix.")
+    if data.shape[1] > cols:
+        data = data[:, :cols]
+    return sp.dia_array((data, offsets), shape=(rows, cols))
+
+
+# --------------------------------------------------------------------------- safetensors
+_ST_DTYPES = {
+    "F64": np.dtype("<f8"), "F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2"),
+    "I64": np.dtype("<i8"), "I32": np.dtype("<i4"), "I16": np.dtype("<i2"), "I8": np.dtype("i1"),
+    "U64": np.dtype("<u8"), "U32": np.dtype("<u4"), "U16": np.dtype("<u2"), "U8": np.dtype("u1"),
+    "BOOL": np.dtype("?"),
+}
+
+
+@dataclass(frozen=True)
+class _STEntry:
+    name: str
+    dtype: str
+    shape: tuple
+    begin: int
+    end: int
+
+
+def _parse_safetensors(src: Source, *, check_data: bool = True):
+    """Validate the header of a safetensors file; returns ``(entries, data_start)``.
+
+    With ``check_data=False`` the data offsets are not compared with the file size yet (so
+    that a size limit can be reported before "truncated"); call :func:`_check_st_data`.
+    """
+    label = src.label
+    size = src.size
+    if size < 8:
+        raise InputError(f"{_cap(label)} is too short to be a safetensors file ({size} bytes); it is truncated.")
+    (hlen,) = struct.unpack("<Q", src.head(8))
+    if hlen < 2 or hlen > MAX_SAFETENSORS_HEADER:
+        raise InputError(f"{_cap(label)} declares a safetensors header of {hlen} bytes, which is not plausible; the file is corrupt.")
+    if 8 + hlen > size:
+        raise InputError(
+            f"{_cap(label)} is truncated: its safetensors header declares {hlen} bytes but the file has only {size - 8} after the length."
+        )
+    raw = src.read_range(8, 8 + hlen)
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{_cap(label)} has a corrupt safetensors header (not valid JSON: {exc}).") from None
+    if not isinstance(header, dict):
+        raise InputError(f"{_cap(label)} has a corrupt safetensors header (not a JSON object).")
+    data_len = size - 8 - hlen
+    entries = []
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= set(info):
+            raise InputError(f"{label}: tensor {name!r} has an incomplete header entry; the file is corrupt.")
+        dtype, shape, offs = info["dtype"], info["shape"], info["data_offsets"]
+        if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+            raise InputError(f"{label}: tensor {name!r} has an invalid shape {shape!r}.")
+        if (not isinstance(offs, list) or len(offs) != 2
+                or not all(isinstance(o, int) and not isinstance(o, bool) for o in offs)
+                or offs[0] < 0 or offs[1] < offs[0]):
+            raise InputError(f"{label}: tensor {name!r} has invalid data offsets {offs!r}; the file is corrupt.")
+        if isinstance(dtype, str) and dtype in _ST_DTYPES:
+            expected = math.prod(shape) * _ST_DTYPES[dtype].itemsize
+            if offs[1] - offs[0] != expected:
+                raise InputError(
+                    f"{label}: tensor {name!r} ({dtype} {shape}) should take {expected} bytes but its "
+                    f"offsets span {offs[1] - offs[0]}; the file is corrupt."
+                )
+        entries.append(_STEntry(name, str(dtype), tuple(shape), offs[0], offs[1]))
+    if check_data:
+        _check_st_data(entries, data_len, label)
+    return entries, 8 + hlen
+
+
+def _check_st_data(entries, data_len: int, label: str) -> None:
+    for e in entries:
+        if e.end > data_len:
+            raise InputError(
+                f"{_cap(label)} is truncated: tensor {e.name!r} needs bytes {e.begin}–{e.end} of the data "
+                f"section but it holds only {data_len} bytes."
+            )
+
+
+def list_tensors(path_or_bytes, *, name: str | None = None) -> pd.DataFrame:
+    """The tensors of a ``.safetensors`` file: a DataFrame with columns ``name``, ``shape``
+    (tuple) and ``dtype`` (safetensors dtype string, e.g. ``"F32"``), in file order.
+
+    Only the JSON header is read (validated against the file size), never the tensor data.
+    """
+    src = _as_source(path_or_bytes, name)
+    if src.size == 0:
+        raise InputError(f"{_cap(src.label)} is empty (0 bytes).")
+    with _guard(src, "safetensors"):
+        entries, _ = _parse_safetensors(src)
+    return pd.DataFrame(
+        {"name": [e.name for e in entries], "shape": [e.shape for e in entries],
+         "dtype": [e.dtype for e in entries]},
+        columns=["name", "shape", "dtype"],
+    )
+
+
+def _pick_tensor(entries, tensor, label) -> _STEntry:
+    two_d = [e.name for e in entries if len(e.shape) == 2]
+    names = ", ".join(two_d) if two_d else "none"
+    if tensor is None:
+        if len(two_d) == 1:
+            tensor = two_d[0]
+        else:
+            raise InputError(
+                f"{_cap(label)} holds {len(two_d)} 2-D tensors; choose one with tensor=... "
+                f"(2-D tensors: {names})."
+            )
+    by_name = {e.name: e for e in entries}
+    if tensor not in by_name:
+        raise InputError(f"{_cap(label)} has no tensor named {tensor!r}; its 2-D tensors are: {names}.")
+    entry = by_name[tensor]
+    if len(entry.shape) != 2:
+        raise InputError(
+            f"Tensor {tensor!r} in {label} has shape {entry.shape}, not 2-D; its 2-D tensors are: {names}."
+        )
+    return entry
+
+
+def _decode_tensor(raw: bytes, entry: _STEntry) -> np.ndarray:
+    arr = np.frombuffer(raw, dtype=_ST_DTYPES[entry.dtype]).reshape(entry.shape)
+    if entry.dtype == "BF16":  # bfloat16 = the high 16 bits of a float32
+        arr = (arr.astype(np.uint32) << 16).view(np.float32)
+    return arr
+
+
+def read_tensor(path_or_bytes, tensor: str | None = None, *, limits: LoadLimits | None = None,
+                name: str | None = None) -> np.ndarray:
+    """Read one 2-D tensor of a ``.safetensors`` file as a dense float64 array.
+
+    Same tensor choice rules as :func:`load` (``tensor=None`` works when the file holds exactly
+    one 2-D tensor). Use it with :func:`~akfviz.workloads.prune.prune` to prune weights.
+    """
+    src = _as_source(path_or_bytes, name)
+    if src.size == 0:
+        raise InputError(f"{_cap(src.label)} is empty (0 bytes).")
+    lim = resolve_limits(limits)
+    with _guard(src, "safetensors"):
+        W = np.asarray(_safetensors_dense(src, lim, tensor), dtype=np.float64)
+    if not np.all(np.isfinite(W)):
+        raise InputError(f"Tensor in {src.label} contains NaN or infinite values; every weight must be finite.")
+    return W
+
+
+def _safetensors_dense(src: Source, limits: LoadLimits, tensor) -> np.ndarray:
+    label = src.label
+    entries, start = _parse_safetensors(src, check_data=False)
+    entry = _pick_tensor(entries, tensor, label)
+    if entry.dtype not in _ST_DTYPES:
+        raise InputError(
+            f"Tensor {entry.name!r} in {label} has dtype {entry.dtype}; accepted: "
+            f"{', '.join(_ST_DTYPES)}."
+        )
+    _check_dims(entry.shape, limits, f"tensor {entry.name!r} of {label}")
+    limits.check_dense(math.prod(entry.shape), what=f"tensor {entry.name!r} in {label}")
+    _check_st_data(entries, src.size - start, label)
+    if src.path is not None and entry.dtype != "BF16":
+        try:
+            from safetensors import safe_open
+
+            with safe_open(str(src.path), framework="numpy") as f:
+                return f.get_tensor(entry.name)
+        except Exception:  # fall back to the plain reader below, which reports precisely
+            pass
+    raw = src.read_range(start + entry.begin, start + entry.end)
+    if len(raw) != entry.end - entry.begin:
+        raise InputError(f"{_cap(label)} is truncated inside tensor {entry.name!r}.")
+    return _decode_tensor(raw, entry)
+
+
+def _read_safetensors(src: Source, limits: LoadLimits, tensor):
+    return _safetensors_dense(src, limits, tensor)
+
+
+# --------------------------------------------------------------------------- registry
+@dataclass(frozen=True)
+class Reader:
+    """A file format: its name, extensions, a magic-bytes test and the reader function."""
+
+    name: str
+    extensions: tuple[str, ...]
+    sniff: Callable[[bytes, int], bool]
+    read: Callable
+
+
+def _sniff_safetensors(head: bytes, size: int) -> bool:
+    if len(head) < 9:
+        return False
+    (hlen,) = struct.unpack("<Q", head[:8])
+    return 2 <= hlen <= MAX_SAFETENSORS_HEADER and head[8:9] == b"{"
+
+
+READERS: dict[str, Reader] = {
+    r.name: r
+    for r in (
+        Reader("mtx", (".mtx", ".mm"), lambda h, s: h.lstrip()[:14].lower() == b"%%matrixmarket", _read_mtx),
+        Reader("npz", (".npz",), lambda h, s: h[:4] == b"PK\x03\x04", _read_npz),
+        Reader("npy", (".npy",), lambda h, s: h[:6] == b"\x93NUMPY", _read_npy),
+        Reader("safetensors", (".safetensors",), _sniff_safetensors, _read_safetensors),
+    )
+}
+
+
+def formats() -> list[str]:
+    """Names of the accepted file formats."""
+    return sorted(READERS)
+
+
+def _detect_format(src: Source, fmt) -> str:
+    if fmt is not None:
+        key = fmt.lower().lstrip(".") if isinstance(fmt, str) else fmt
+        if key not in READERS:
+            raise InputError(f"Unknown format {fmt!r}; accepted formats: {', '.join(formats())}.")
+        return key
+    head = src.head(64)
+    for key, reader in READERS.items():
+        if reader.sniff(head, src.size):
+            return key
+    ext = pathlib.PurePath(src.filename).suffix.lower() if src.filename else ""
+    for key, reader in READERS.items():
+        if ext in reader.extensions:
+            return key
+    shown = f"extension {ext!r}" if ext else "no known extension"
+    raise InputError(
+        f"Could not tell the format of {src.label} ({shown}, and the first bytes match no known "
+        f"format). Accepted: .mtx (Matrix Market), .npz (scipy sparse or one dense array), "
+        f".npy, .safetensors; or pass fmt=..."
+    )
+
+
+def load(path_or_bytes, fmt: str | None = None, tensor: str | None = None, *,
+         limits: LoadLimits | None = None, name: str | None = None) -> sp.csr_array:
+    """Load a matrix from a file, bytes, or a file-like object (akf-spec §1, §9).
+
+    Parameters
+    ----------
+    path_or_bytes : str, pathlib.Path, bytes or binary file-like
+        The file. File-like objects (e.g. Streamlit uploads) need ``.read()``; their ``.name``
+        is used for the extension and in messages.
+    fmt : {"mtx", "npz", "npy", "safetensors"}, optional
+        The format. By default the content's magic bytes decide ("%%MatrixMarket", zip
+        "PK\\x03\\x04", "\\x93NUMPY", or an 8-byte little-endian header length followed by "{"),
+        then the file extension.
+    tensor : str, optional
+        For ``.safetensors``: the 2-D tensor to load (optional when the file has exactly one);
+        for a ``.npz`` of several dense arrays: the array's name.
+    limits : LoadLimits, optional
+        Size limits checked against the declared header before allocating
+        (:class:`~akfviz.errors.ResourceLimitError` when over). Defaults fit a 24 GB laptop.
+    name : str, optional
+        File name for bytes input (used for the extension and in messages).
+
+    Returns
+    -------
+    scipy.sparse.csr_array
+        Canonical float64 (duplicates summed, explicit zeros dropped, sorted indices), any shape.
+
+    Raises
+    ------
+    InputError
+        Unknown format, empty, not 2-D, non-finite values, out-of-range indices, truncated or
+        corrupt content, complex values, pickled objects.
+    ResourceLimitError
+        The declared size is over ``limits``.
+    """
+    lim = resolve_limits(limits)
+    src = _as_source(path_or_bytes, name)
+    if src.size == 0:
+        raise InputError(f"{_cap(src.label)} is empty (0 bytes); there is no matrix in it.")
+    key = _detect_format(src, fmt)
+    with _guard(src, key):
+        M = READERS[key].read(src, lim, tensor)
+        if isinstance(M, np.ndarray) and M.dtype.kind in "fiub":
+            # dense: convert before building the sparse matrix (scipy.sparse has no float16,
+            # and converting the dense array once is cheaper than converting CSR data later)
+            M = np.asarray(M, dtype=np.float64)
+        return as_csr(M, name=f"matrix in {src.label}", copy=False)
+
+
+@contextlib.contextmanager
+def _guard(src: Source, key: str):
+    """Turn any unexpected parser exception into a readable :class:`InputError`."""
+    try:
+        yield
+    except InputError:
+        raise
+    except MemoryError:
+        raise ResourceLimitError(f"Reading {src.label} needs more memory than is available.") from None
+    except Exception as exc:  # any parser surprise becomes a readable InputError
+        raise InputError(f"Could not read {src.label} as {key}: {type(exc).__name__}: {exc}") from None

@@ -1,0 +1,279 @@
+"""Tests of akfviz.workloads.generators: registry, shapes, determinism, structure, errors."""
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import akfviz
+from akfviz.errors import InputError, ResourceLimitError
+from akfviz.workloads import LoadLimits, generate, generator_info, generator_params, generators
+from akfviz.workloads.generators import GENERATORS
+
+REQUIRED = {"uniform", "banded", "stencil5", "stencil9", "block_diagonal", "clustered", "powerlaw",
+            "nm", "llm", "llm_magnitude", "llm_nm", "llm_block"}
+SEEDLESS = {"stencil5", "stencil9"}  # fully determined by n and nx
+
+
+def _canonical(A):
+    assert isinstance(A, sp.csr_array)
+    assert A.dtype == np.float64
+    assert A.has_canonical_format
+    assert not np.any(A.data == 0)
+    assert np.all(np.isfinite(A.data))
+
+
+def _same(A, B):
+    return (A.shape == B.shape and np.array_equal(A.indptr, B.indptr)
+            and np.array_equal(A.indices, B.indices) and np.array_equal(A.data, B.data))
+
+
+def test_registry_lists_required_kinds():
+    names = generators()
+    assert isinstance(names, list) and all(isinstance(n, str) for n in names)
+    assert names == sorted(names)
+    assert REQUIRED <= set(names)
+    assert akfviz.generators() == names
+
+
+def test_generator_info_has_every_kind_with_defaults():
+    info = generator_info()
+    assert list(info.name) == generators()
+    assert {"name", "description", "parameters", "rectangular", "defaults"} <= set(info.columns)
+    row = info.set_index("name").loc["uniform"]
+    assert row.defaults["density"] == 0.01 and "density=0.01" in row.parameters
+    assert generator_params("llm")["sparsity"] == 0.9
+    assert all(d["seed"] == 0 for d in info.defaults)
+
+
+@pytest.mark.parametrize("kind", sorted(REQUIRED))
+def test_shape_dtype_and_determinism(kind):
+    rect = GENERATORS[kind].rectangular
+    kw = {"m": 96} if rect else {}
+    A = generate(kind, n=128, seed=5, **kw)
+    B = generate(kind, n=128, seed=5, **kw)
+    _canonical(A)
+    assert A.shape == ((128, 96) if rect else (128, 128))
+    assert A.nnz > 0
+    assert _same(A, B), "same seed must give the same matrix bit for bit"
+    if kind not in SEEDLESS:
+        C = generate(kind, n=128, seed=6, **kw)
+        assert not _same(A, C), "a different seed must give a different matrix"
+
+
+@pytest.mark.parametrize("kind", sorted(REQUIRED))
+@pytest.mark.parametrize("n", [1, 2, 7, 33])
+def test_tiny_and_odd_sizes(kind, n):
+    A = generate(kind, n=n, seed=1)
+    _canonical(A)
+    assert A.shape == (n, n)
+
+
+def test_top_level_generate_is_the_same_function():
+    assert _same(akfviz.generate("uniform", n=64, density=0.1, seed=3),
+                 generate("uniform", n=64, density=0.1, seed=3))
+
+
+def test_uniform_nnz_and_positions():
+    A = generate("uniform", n=200, m=300, density=0.05, seed=0)
+    assert A.nnz == round(0.05 * 200 * 300)
+    assert generate("uniform", n=10, density=0.0).nnz == 0
+    assert generate("uniform", n=10, m=3, density=1.0).nnz == 30
+
+
+def test_banded_bandwidth_and_full_band():
+    A = generate("banded", n=100, m=80, bandwidth=5, density=1.0, seed=0)
+    r, c = A.nonzero()
+    assert np.max(np.abs(r - c)) == 5
+    ref = sum(1 for i in range(100) for j in range(80) if abs(i - j) <= 5)
+    assert A.nnz == ref
+    B = generate("banded", n=300, bandwidth=10, density=0.3, seed=1)
+    r, c = B.nonzero()
+    assert np.max(np.abs(r - c)) <= 10
+    assert np.all(B.diagonal() != 0), "the main diagonal is always full"
+    frac = (B.nnz - 300) / (300 * 21 - 110 - 300)
+    assert 0.2 < frac < 0.4
+
+
+def _stencil_reference(n, nx, points):
+    """Slow reference: loop over unknowns and grid offsets."""
+    A = np.zeros((n, n))
+    offs = ([(-1, 0), (1, 0), (0, -1), (0, 1)] if points == 5 else
+            [(a, b) for a in (-1, 0, 1) for b in (-1, 0, 1) if (a, b) != (0, 0)])
+    for i in range(n):
+        A[i, i] = 4.0 if points == 5 else 8.0
+        r, c = divmod(i, nx)
+        for dr, dc in offs:
+            rr, cc = r + dr, c + dc
+            j = rr * nx + cc
+            if 0 <= cc < nx and 0 <= j < n:
+                A[i, j] = -1.0
+    return A
+
+
+@pytest.mark.parametrize("points", [5, 9])
+@pytest.mark.parametrize("n,nx", [(16, None), (17, None), (30, 7), (5, 1), (12, 12), (1, None)])
+def test_stencil_matches_reference_and_is_spd(points, n, nx):
+    kw = {} if nx is None else {"nx": nx}
+    A = generate(f"stencil{points}", n=n, **kw)
+    nx_eff = nx if nx is not None else round(math.sqrt(n))
+    ref = _stencil_reference(n, nx_eff, points)
+    np.testing.assert_array_equal(A.toarray(), ref)
+    D = A.toarray()
+    np.testing.assert_array_equal(D, D.T)
+    assert np.linalg.eigvalsh(D).min() > 1e-9
+
+
+def test_stencil5_equals_kronecker_laplacian():
+    T = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(6, 6))
+    I = sp.identity(6)
+    L = (sp.kron(I, T) + sp.kron(T, I)).toarray()
+    np.testing.assert_array_equal(generate("stencil5", n=36).toarray(), L)
+
+
+def test_block_diagonal_structure():
+    A = generate("block_diagonal", n=100, block=16, density=1.0, seed=0)
+    r, c = A.nonzero()
+    assert np.all(r // 16 == c // 16)
+    assert A.nnz == 6 * 16 * 16 + 4 * 4
+    B = generate("block_diagonal", n=256, block=32, density=0.5, seed=0)
+    assert 0.4 < B.nnz / (8 * 32 * 32) < 0.6
+
+
+def test_clustered_has_dense_blocks_and_noise():
+    A = generate("clustered", n=512, blocks=6, min_block=20, max_block=40, density=0.8, noise=0.0, seed=2)
+    assert A.nnz <= 6 * 40 * 40
+    assert A.nnz >= 0.6 * 6 * 20 * 20
+    B = generate("clustered", n=512, blocks=6, min_block=20, max_block=40, density=0.8, noise=0.01, seed=2)
+    assert B.nnz > A.nnz + 0.005 * 512 * 512
+    C = generate("clustered", n=300, m=50, max_block=64, seed=0)
+    assert C.shape == (300, 50)
+
+
+def test_powerlaw_heavy_tailed_rows():
+    A = generate("powerlaw", n=4096, avg_nnz=8.0, exponent=2.5, seed=0)
+    lengths = np.diff(A.indptr)
+    assert lengths.min() >= 1
+    assert 6.0 < lengths.mean() < 10.0
+    assert lengths.max() > 8 * np.median(lengths)
+    steep = np.diff(generate("powerlaw", n=4096, avg_nnz=8.0, exponent=6.0, seed=0).indptr)
+    assert lengths.max() > steep.max()
+
+
+def _nm_counts_reference(A, group):
+    """Slow reference: nonzeros in every (row, group of M columns)."""
+    D = A.toarray() != 0
+    n, m = D.shape
+    return [[int(D[i, g:g + group].sum()) for g in range(0, m, group)] for i in range(n)]
+
+
+@pytest.mark.parametrize("pattern,m", [("2:4", 64), ("1:4", 66), ("4:8", 70), ("2:4", 3)])
+def test_nm_compliance(pattern, m):
+    N, M = map(int, pattern.split(":"))
+    A = generate("nm", n=40, m=m, pattern=pattern, seed=0)
+    counts = _nm_counts_reference(A, M)
+    for row in counts:
+        widths = [min(M, m - g) for g in range(0, m, M)]
+        assert row == [min(N, w) for w in widths]
+
+
+@pytest.mark.parametrize("s", [0.5, 0.9, 0.95])
+def test_llm_magnitude_sparsity(s):
+    A = generate("llm", n=256, m=128, sparsity=s, seed=0)
+    assert abs((1 - A.nnz / (256 * 128)) - s) < 1e-3
+    B = generate("llm_magnitude", n=256, m=128, sparsity=s, seed=0)
+    assert _same(A, B)
+
+
+def test_llm_outliers_and_heavy_tails():
+    A = generate("llm", n=512, m=512, sparsity=0.5, outlier_frac=0.01, outlier_scale=10.0, seed=0)
+    rn = np.sqrt(np.asarray(A.multiply(A).sum(axis=1)).ravel())
+    assert rn.max() > 5 * np.median(rn)
+    light = generate("llm", n=512, m=512, sparsity=0.0, df=1000.0, outlier_frac=0.0, seed=0).data
+    heavy = generate("llm", n=512, m=512, sparsity=0.0, df=3.0, outlier_frac=0.0, seed=0).data
+
+    def kurt(x):
+        return np.mean((x - x.mean()) ** 4) / np.var(x) ** 2
+
+    assert kurt(heavy) > kurt(light) + 1.0
+
+
+def test_llm_nm_and_block():
+    A = generate("llm_nm", n=64, m=64, pattern="2:4", seed=0)
+    assert all(row == [2] * 16 for row in _nm_counts_reference(A, 4))
+    assert _same(A, generate("llm", n=64, m=64, prune="nm", pattern="2:4", seed=0))
+    B = generate("llm_block", n=64, m=48, block=8, sparsity=0.75, seed=0)
+    D = B.toarray() != 0
+    blocks = D.reshape(8, 8, 6, 8).transpose(0, 2, 1, 3).reshape(48, 64).sum(axis=1)
+    assert set(np.unique(blocks)) <= {0, 64}, "kept blocks are whole"
+    assert int(np.count_nonzero(blocks)) == round(0.25 * 48)
+
+
+@pytest.mark.parametrize("kind,kw", [
+    ("nope", {}),
+    ("uniform", {"density": -0.1}),
+    ("uniform", {"density": 1.5}),
+    ("uniform", {"density": "high"}),
+    ("uniform", {"density": float("nan")}),
+    ("uniform", {"bogus": 1}),
+    ("uniform", {"n": 0}),
+    ("uniform", {"n": 2.5}),
+    ("uniform", {"n": True}),
+    ("uniform", {"seed": -1}),
+    ("uniform", {"m": 0}),
+    ("stencil5", {"m": 10}),
+    ("stencil5", {"nx": 0}),
+    ("stencil5", {"n": 10, "nx": 11}),
+    ("banded", {"bandwidth": -1}),
+    ("nm", {"pattern": "3:2"}),
+    ("nm", {"pattern": "a:b"}),
+    ("nm", {"pattern": 24}),
+    ("llm", {"prune": "random"}),
+    ("llm", {"sparsity": 1.0}),
+    ("llm_nm", {"sparsity": 0.5}),
+    ("powerlaw", {"exponent": 1.0}),
+    ("powerlaw", {"avg_nnz": 0}),
+])
+def test_bad_parameters_raise_input_error(kind, kw):
+    kw = dict(kw)
+    n = kw.pop("n", 32)
+    with pytest.raises(InputError):
+        generate(kind, n=n, **kw)
+
+
+def test_error_messages_list_valid_choices():
+    with pytest.raises(InputError, match="stencil5"):
+        generate("nope")
+    with pytest.raises(InputError, match="density"):
+        generate("uniform", n=8, bogus=1)
+
+
+def test_size_limits_checked_before_allocating():
+    with pytest.raises(ResourceLimitError):
+        generate("uniform", n=10**7, density=0.5)
+    with pytest.raises(ResourceLimitError):
+        generate("llm", n=10**5, m=10**5)
+    with pytest.raises(ResourceLimitError):
+        generate("stencil5", n=10**8)
+    small = LoadLimits(max_nnz=100)
+    with pytest.raises(ResourceLimitError):
+        generate("uniform", n=100, density=0.5, limits=small)
+    assert generate("uniform", n=100, density=0.005, limits=small).nnz == 50
+    with pytest.raises(InputError):
+        generate("uniform", n=10, limits={"max_nnz": 5})
+
+
+def test_numpy_integer_sizes_accepted():
+    A = generate("uniform", n=np.int64(40), m=np.int32(20), seed=np.int64(1), density=0.1)
+    assert A.shape == (40, 20)
+
+
+def test_density_alias_for_llm_and_powerlaw():
+    A = generate("llm", n=128, m=64, density=0.2, seed=0)
+    assert _same(A, generate("llm", n=128, m=64, sparsity=0.8, seed=0))
+    B = generate("powerlaw", n=2048, m=1000, density=0.008, seed=0)
+    assert _same(B, generate("powerlaw", n=2048, m=1000, avg_nnz=8.0, seed=0))
+    with pytest.raises(InputError, match="either"):
+        generate("llm", n=32, density=0.2, sparsity=0.8)
+    with pytest.raises(InputError, match="density"):
+        generate("stencil5", n=32, density=0.2)  # meaningless for a stencil: rejected, listed params

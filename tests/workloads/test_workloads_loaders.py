@@ -1,0 +1,473 @@
+"""Tests of akfviz.load: round trips for every format and every error path."""
+import io
+import json
+import struct
+import tracemalloc
+import zipfile
+
+import numpy as np
+import pytest
+import scipy.io
+import scipy.sparse as sp
+from safetensors.numpy import save as st_save
+
+import akfviz
+from akfviz.errors import InputError, ResourceLimitError
+from akfviz.workloads import LoadLimits, list_tensors, load, read_tensor
+from akfviz.workloads import loaders as loaders_mod
+
+RECT = np.array([[1.5, 0, 0, 2.0, 0], [0, 0, -3.0, 0, 0], [0, 4.0, 0, 0, 0.5]])
+
+
+def _eq(A, D):
+    assert isinstance(A, sp.csr_array) and A.dtype == np.float64 and A.has_canonical_format
+    np.testing.assert_array_equal(A.toarray(), np.asarray(D, dtype=float))
+
+
+def _npz_bytes(M):
+    buf = io.BytesIO()
+    sp.save_npz(buf, M)
+    return buf.getvalue()
+
+
+def _npy_bytes(arr, **kw):
+    buf = io.BytesIO()
+    np.save(buf, arr, **kw)
+    return buf.getvalue()
+
+
+def _st_bytes(tensors, header_extra=None):
+    """Hand-built safetensors file: tensors = {name: (dtype, shape, raw bytes)}."""
+    header, blobs, off = {}, [], 0
+    for name, (dtype, shape, raw) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    if header_extra:
+        header.update(header_extra)
+    hdr = json.dumps(header).encode()
+    hdr += b" " * (-len(hdr) % 8)
+    return struct.pack("<Q", len(hdr)) + hdr + b"".join(blobs)
+
+
+# --------------------------------------------------------------------------- Matrix Market
+MTX_CASES = {
+    # (layout, field, symmetry): (text body after banner, expected dense)
+    ("coordinate", "real", "general"): ("3 5 5\n1 1 1.5\n1 4 2\n2 3 -3\n3 2 4\n3 5 0.5\n", RECT),
+    ("coordinate", "integer", "general"): ("2 3 2\n1 3 7\n2 1 -2\n", [[0, 0, 7], [-2, 0, 0]]),
+    ("coordinate", "pattern", "general"): ("2 3 2\n1 3\n2 1\n", [[0, 0, 1], [1, 0, 0]]),
+    ("coordinate", "real", "symmetric"): ("3 3 3\n1 1 2.5\n3 1 -1\n2 2 4\n",
+                                          [[2.5, 0, -1], [0, 4, 0], [-1, 0, 0]]),
+    ("coordinate", "integer", "symmetric"): ("2 2 2\n2 1 3\n2 2 1\n", [[0, 3], [3, 1]]),
+    ("coordinate", "pattern", "symmetric"): ("3 3 2\n1 1\n3 2\n", [[1, 0, 0], [0, 0, 1], [0, 1, 0]]),
+    ("coordinate", "real", "skew-symmetric"): ("3 3 1\n3 1 5\n", [[0, 0, -5], [0, 0, 0], [5, 0, 0]]),
+    ("array", "real", "general"): ("2 3\n1\n2\n0\n4\n5.5\n0\n", [[1, 0, 5.5], [2, 4, 0]]),
+    ("array", "integer", "general"): ("3 2\n1\n0\n3\n4\n5\n6\n", [[1, 4], [0, 5], [3, 6]]),
+    ("array", "real", "symmetric"): ("2 2\n1\n2\n3\n", [[1, 2], [2, 3]]),
+    ("array", "integer", "symmetric"): ("3 3\n1\n2\n3\n4\n5\n6\n", [[1, 2, 3], [2, 4, 5], [3, 5, 6]]),
+}
+
+
+def _mtx(layout, field, symmetry, body):
+    return f"%%MatrixMarket matrix {layout} {field} {symmetry}\n% a comment\n{body}".encode()
+
+
+@pytest.mark.parametrize("case", sorted(MTX_CASES))
+def test_mtx_variants(case):
+    body, expected = MTX_CASES[case]
+    _eq(load(_mtx(*case, body)), expected)
+
+
+def test_mtx_roundtrip_scipy_writer(tmp_path):
+    A = akfviz.generate("uniform", n=40, m=70, density=0.1, seed=1)
+    p = tmp_path / "a.mtx"
+    scipy.io.mmwrite(p, A)
+    _eq(load(p), A.toarray())
+    _eq(load(str(p)), A.toarray())
+    scipy.io.mmwrite(tmp_path / "d.mtx", A.toarray())  # dense "array" layout
+    _eq(load(tmp_path / "d.mtx"), A.toarray())
+
+
+@pytest.mark.parametrize("header,body", [
+    ("coordinate complex general", "2 2 1\n1 1 1 2\n"),
+    ("coordinate complex hermitian", "2 2 1\n1 1 1 0\n"),
+])
+def test_mtx_complex_rejected(header, body):
+    with pytest.raises(InputError, match="real"):
+        load(f"%%MatrixMarket matrix {header}\n{body}".encode())
+
+
+@pytest.mark.parametrize("body,what", [
+    ("3 3 2\n1 1 1\n4 1 2\n", "out of"),       # row index too large
+    ("3 3 2\n1 1 1\n0 1 2\n", "out of"),       # 0 is out of range (1-based)
+    ("3 3 3\n1 1 1\n2 2 2\n", "runcated"),     # fewer entries than declared
+    ("3 3 1\n1 x 1\n", "Matrix Market"),      # garbage
+    ("3 3 1\n1 1 1\n2 2 2\n", "Matrix Market"),  # more entries than declared
+])
+def test_mtx_bad_bodies(body, what):
+    with pytest.raises(InputError, match=what):
+        load(_mtx("coordinate", "real", "general", body))
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_mtx_non_finite(value):
+    with pytest.raises(InputError, match="NaN or infinite"):
+        load(_mtx("coordinate", "real", "general", f"2 2 1\n1 1 {value}\n"))
+
+
+def test_mtx_corrupt_header():
+    with pytest.raises(InputError):
+        load(b"%%MatrixMarket matrix sideways real general\n2 2 1\n1 1 1\n")
+    with pytest.raises(InputError):
+        load(b"%%MatrixMarket matrix coordinate real general\nnot a size line\n")
+
+
+def test_mtx_huge_header_rejected_before_allocation(monkeypatch):
+    def boom(*a, **k):
+        raise AssertionError("mmread must not be called")
+
+    monkeypatch.setattr(loaders_mod.scipy.io, "mmread", boom)
+    text = b"%%MatrixMarket matrix coordinate real general\n1000000000 1000000000 1000000000000\n1 1 1\n"
+    tracemalloc.start()
+    with pytest.raises(ResourceLimitError):
+        load(text)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 10_000_000
+    with pytest.raises(ResourceLimitError):  # dense array layout: rows × cols is what counts
+        load(b"%%MatrixMarket matrix array real general\n100000 100000\n1\n")
+    with pytest.raises(ResourceLimitError):  # custom limits
+        load(_mtx("coordinate", "real", "general", "3 3 3\n1 1 1\n2 2 2\n3 3 3\n"),
+             limits=LoadLimits(max_nnz=2))
+    with pytest.raises(ResourceLimitError):
+        load(_mtx("coordinate", "real", "general", "3 3 1\n1 1 1\n"), limits=LoadLimits(max_rows=2))
+
+
+# --------------------------------------------------------------------------- .npz
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "dia", "bsr"])
+def test_npz_sparse_formats(fmt):
+    M = sp.csr_array(RECT).asformat(fmt) if fmt != "bsr" else sp.bsr_array(np.vstack([RECT, RECT[:1]]), blocksize=(2, 5))
+    expected = M.toarray()
+    _eq(load(_npz_bytes(M)), expected)
+
+
+def test_npz_coo_matrix_and_int32_and_int64_indices(tmp_path):
+    A = akfviz.generate("uniform", n=30, m=12, density=0.2, seed=0)
+    for dtype in (np.int32, np.int64):
+        M = sp.csr_array((A.data, A.indices.astype(dtype), A.indptr.astype(dtype)), shape=A.shape)
+        p = tmp_path / f"a{np.dtype(dtype).itemsize}.npz"
+        sp.save_npz(p, M, compressed=False)
+        _eq(load(p), A.toarray())
+    sp.save_npz(tmp_path / "m.npz", sp.coo_matrix(A))  # the older spmatrix type
+    _eq(load(tmp_path / "m.npz"), A.toarray())
+
+
+def test_npz_dense_arrays():
+    buf = io.BytesIO()
+    np.savez(buf, RECT)
+    _eq(load(buf.getvalue()), RECT)
+    buf = io.BytesIO()
+    np.savez(buf, w=RECT, b=np.ones(3))  # one 2-D array among others: it is used
+    _eq(load(buf.getvalue()), RECT)
+    buf = io.BytesIO()
+    np.savez(buf, w=RECT, v=RECT.T)
+    with pytest.raises(InputError, match="tensor="):
+        load(buf.getvalue())
+    _eq(load(buf.getvalue(), tensor="v"), RECT.T)
+    with pytest.raises(InputError, match="no array named"):
+        load(buf.getvalue(), tensor="zzz")
+
+
+def _zip(members):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, arr in members.items():
+            zf.writestr(name + ".npy", _npy_bytes(arr))
+    return buf.getvalue()
+
+
+def _csr_members(data, indices, indptr, shape):
+    return {"format": np.array(b"csr"), "shape": np.array(shape), "data": np.asarray(data, float),
+            "indices": np.asarray(indices), "indptr": np.asarray(indptr)}
+
+
+def test_npz_handmade_matches_scipy():
+    _eq(load(_zip(_csr_members([1.0, 2.0], [0, 2], [0, 1, 2], (2, 3)))), [[1, 0, 0], [0, 0, 2]])
+
+
+@pytest.mark.parametrize("members,match", [
+    (_csr_members([1.0, 2.0], [0, 3], [0, 1, 2], (2, 3)), "outside"),         # column index 3 of 3
+    (_csr_members([1.0, 2.0], [0, -1], [0, 1, 2], (2, 3)), "outside"),
+    (_csr_members([1.0, 2.0], [0, 1], [0, 2, 1], (2, 3)), "indptr"),          # falling pointer
+    (_csr_members([1.0, 2.0], [0, 1], [0, 1], (2, 3)), "indptr"),             # wrong length
+    (_csr_members([1.0, np.nan], [0, 1], [0, 1, 2], (2, 3)), "NaN"),
+    (_csr_members([1.0, np.inf], [0, 1], [0, 1, 2], (2, 3)), "NaN"),
+    (dict(_csr_members([1.0], [0], [0, 1], (1, 3)), format=np.array(b"xyz")), "format"),
+    ({"format": np.array(b"coo"), "shape": np.array((2, 2)), "data": np.ones(2),
+      "row": np.array([0, 2]), "col": np.array([0, 1])}, "outside"),
+    ({"format": np.array(b"csr"), "shape": np.array((2, 2, 2)), "data": np.ones(1),
+      "indices": np.array([0]), "indptr": np.array([0, 1, 1])}, "2-D"),
+    ({"format": np.array(b"csr"), "shape": np.array((2, 2)), "data": np.ones(1)}, "without"),
+])
+def test_npz_invalid_contents(members, match):
+    with pytest.raises(InputError, match=match):
+        load(_zip(members))
+
+
+def test_npz_huge_declared_size_rejected_before_loading(monkeypatch):
+    members = _csr_members([1.0], [0], [0, 1, 1], (2, 3))
+    members["shape"] = np.array((10**9, 10**9))
+    with pytest.raises(ResourceLimitError):
+        load(_zip(members))
+    # a data array whose header declares 10^12 values: only the header is read
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("format.npy", _npy_bytes(np.array(b"csr")))
+        zf.writestr("shape.npy", _npy_bytes(np.array((1000, 1000))))
+        hdr = io.BytesIO()
+        np.lib.format.write_array_header_1_0(hdr, {"descr": "<f8", "fortran_order": False, "shape": (10**12,)})
+        zf.writestr("data.npy", hdr.getvalue() + b"\0" * 64)
+        zf.writestr("indices.npy", _npy_bytes(np.zeros(1, np.int32)))
+        zf.writestr("indptr.npy", _npy_bytes(np.zeros(1001, np.int32)))
+    calls = []
+    real_load = np.load
+    monkeypatch.setattr(loaders_mod.np, "load", lambda *a, **k: calls.append(1) or real_load(*a, **k))
+    with pytest.raises(ResourceLimitError):
+        load(buf.getvalue())
+    assert len(calls) == 2  # only the tiny format and shape members were loaded
+
+
+def test_npz_object_arrays_never_unpickled():
+    buf = io.BytesIO()
+    np.savez(buf, w=np.array([[object(), 1]], dtype=object))
+    with pytest.raises(InputError, match="pickle"):
+        load(buf.getvalue())
+
+
+def test_npz_truncated_and_corrupt():
+    data = _npz_bytes(sp.csr_array(akfviz.generate("uniform", n=50, density=0.2, seed=0)))
+    for cut in (10, len(data) // 2, len(data) - 5):
+        with pytest.raises(InputError):
+            load(data[:cut])
+    bad = bytearray(data)
+    mid = len(bad) // 3
+    bad[mid:mid + 40] = b"\xff" * 40  # corrupt the compressed stream / CRC
+    with pytest.raises(InputError):
+        load(bytes(bad))
+    with pytest.raises(InputError, match="no .npy"):
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as zf:
+            zf.writestr("readme.txt", "hello")
+        load(buf.getvalue())
+
+
+# --------------------------------------------------------------------------- .npy
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16, np.int64, np.int8, np.uint16, bool])
+def test_npy_dtypes(dtype):
+    arr = (RECT != 0) if dtype is bool else RECT.astype(dtype)
+    _eq(load(_npy_bytes(arr)), arr.astype(float))
+
+
+def test_npy_fortran_order_and_path(tmp_path):
+    p = tmp_path / "f.npy"
+    np.save(p, np.asfortranarray(RECT))
+    _eq(load(p), RECT)
+
+
+@pytest.mark.parametrize("arr,match", [
+    (np.ones(5), "2-D"),
+    (np.ones((2, 2, 2)), "2-D"),
+    (np.ones((0, 3)), "at least one"),
+    (np.array([[1.0, np.nan]]), "NaN"),
+    (np.array([[1.0, -np.inf]]), "NaN"),
+    (np.ones((2, 2), dtype=complex), "complex"),
+    (np.array([["a", "b"]]), "not a number"),
+    (np.zeros((2, 2), dtype=[("a", "f8"), ("b", "i4")]), "structured"),
+])
+def test_npy_rejections(arr, match):
+    with pytest.raises(InputError, match=match):
+        load(_npy_bytes(arr))
+
+
+def test_npy_object_dtype_never_unpickled():
+    data = _npy_bytes(np.array([[1, None]], dtype=object), allow_pickle=True)
+    with pytest.raises(InputError, match="pickle"):
+        load(data)
+
+
+def test_npy_truncated_and_corrupt():
+    data = _npy_bytes(RECT)
+    for cut in (8, 40, len(data) - 1):
+        with pytest.raises(InputError):
+            load(data[:cut])
+    with pytest.raises(InputError):
+        load(b"\x93NUMPY\x01\x00\x10\x00{garbage: 1}   \n" + b"\0" * 32)
+
+
+def test_npy_huge_header_rejected_before_allocation(monkeypatch):
+    hdr = io.BytesIO()
+    np.lib.format.write_array_header_1_0(hdr, {"descr": "<f8", "fortran_order": False,
+                                               "shape": (10**6, 10**6)})
+    monkeypatch.setattr(loaders_mod.np, "load", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
+    with pytest.raises(ResourceLimitError):
+        load(hdr.getvalue() + b"\0" * 16)
+    with pytest.raises(ResourceLimitError):
+        load(_npy_bytes(np.ones((10, 10))), limits=LoadLimits(max_dense_elements=99))
+
+
+# --------------------------------------------------------------------------- .safetensors
+def test_safetensors_roundtrip_and_listing(tmp_path):
+    data = st_save({"w": RECT.astype(np.float32), "bias": np.ones(3, np.float32)})
+    _eq(load(data), RECT.astype(np.float32))
+    p = tmp_path / "model.safetensors"
+    p.write_bytes(data)
+    _eq(load(p), RECT.astype(np.float32))
+    df = list_tensors(p)
+    assert list(df.columns) == ["name", "shape", "dtype"]
+    assert set(df.name) == {"w", "bias"}
+    assert df.set_index("name").loc["w", "shape"] == (3, 5)
+    assert df.set_index("name").loc["w", "dtype"] == "F32"
+    np.testing.assert_array_equal(read_tensor(data), RECT.astype(np.float32).astype(float))
+
+
+@pytest.mark.parametrize("dtype,np_dtype", [("F64", "<f8"), ("F32", "<f4"), ("F16", "<f2"),
+                                            ("I64", "<i8"), ("I32", "<i4"), ("I8", "i1"), ("U8", "u1")])
+def test_safetensors_dtypes(dtype, np_dtype):
+    arr = np.abs(RECT).astype(np_dtype) if dtype.startswith("U") else RECT.astype(np_dtype)
+    _eq(load(_st_bytes({"t": (dtype, arr.shape, arr.tobytes())})), arr.astype(float))
+
+
+def test_safetensors_bf16():
+    vals = np.array([[1.0, -2.5, 0.0], [3.140625, 0.0, -1e-3]], dtype=np.float32)
+    bf16 = (vals.view(np.uint32) >> 16).astype(np.uint16)  # truncation to bfloat16
+    expected = (bf16.astype(np.uint32) << 16).view(np.float32)
+    A = load(_st_bytes({"t": ("BF16", vals.shape, bf16.tobytes())}))
+    _eq(A, expected)
+    assert abs(A[1, 0] - 3.140625) == 0  # exactly representable
+
+
+def test_safetensors_tensor_choice():
+    data = st_save({"a": RECT.astype(np.float32), "b": RECT.T.copy().astype(np.float32),
+                    "c": np.ones(4, np.float32)})
+    with pytest.raises(InputError, match="a, b"):
+        load(data)
+    _eq(load(data, tensor="b"), RECT.T.astype(np.float32))
+    with pytest.raises(InputError, match="no tensor named"):
+        load(data, tensor="zz")
+    with pytest.raises(InputError, match="not 2-D"):
+        load(data, tensor="c")
+    with pytest.raises(InputError, match="0 2-D tensors"):
+        load(st_save({"c": np.ones(4, np.float32)}))
+
+
+def test_safetensors_from_sample_model_style_names():
+    W = np.random.default_rng(0).standard_normal((12, 8)).astype(np.float32)
+    data = st_save({"encoder.layer.0.intermediate.dense.weight": W,
+                    "encoder.layer.0.intermediate.dense.bias": np.zeros(12, np.float32)})
+    A = load(data, tensor="encoder.layer.0.intermediate.dense.weight")
+    np.testing.assert_array_equal(A.toarray(), W.astype(float))
+
+
+def test_safetensors_rejections():
+    good = st_save({"w": RECT.astype(np.float32)})
+    cases = [
+        (good[:4], "too short"),
+        (good[:20], "truncated"),              # header cut
+        (good[:-8], "truncated"),              # data cut
+        (struct.pack("<Q", 10) + b"{not json}", "JSON"),
+        (struct.pack("<Q", 2) + b"[]", "JSON object"),
+        (_st_bytes({"w": ("F32", [3, 5], b"\0" * 10)}), "should take"),
+        (_st_bytes({"w": ("C64", [1, 1], b"\0" * 8)}), "dtype"),
+        (_st_bytes({"w": ("F32", [2, -1], b"")}), "shape"),
+        (_st_bytes({"w": ("F32", [1, 1], np.array([np.nan], "<f4").tobytes())}), "NaN"),
+        (_st_bytes({"w": ("F32", [1, 1], np.array([np.inf], "<f4").tobytes())}), "NaN"),
+        (_st_bytes({"w": ("F32", [0, 3], b"")}), "at least one"),
+        (_st_bytes({}, {"w": {"dtype": "F32", "shape": [1, 1]}}), "incomplete"),
+        (_st_bytes({}, {"w": {"dtype": "F32", "shape": [1, 1], "data_offsets": [4, 0]}}), "offsets"),
+    ]
+    for data, match in cases:
+        with pytest.raises(InputError, match=match):
+            load(data, fmt="safetensors")
+
+
+def test_safetensors_huge_declared_tensor_is_a_resource_error():
+    hdr = json.dumps({"w": {"dtype": "F32", "shape": [10**6, 10**6],
+                            "data_offsets": [0, 4 * 10**12]}}).encode()
+    data = struct.pack("<Q", len(hdr)) + hdr + b"\0" * 16
+    with pytest.raises(ResourceLimitError):
+        load(data)
+    with pytest.raises(InputError, match="truncated"):
+        list_tensors(data)
+
+
+# --------------------------------------------------------------------------- sources and formats
+class _Upload:
+    """Like Streamlit's UploadedFile: .read() and .name."""
+
+    def __init__(self, data, name):
+        self._data, self.name = data, name
+
+    def read(self):
+        return self._data
+
+
+def test_bytes_filelike_and_upload_inputs():
+    data = _npz_bytes(sp.csr_array(RECT))
+    _eq(load(io.BytesIO(data)), RECT)
+    _eq(load(_Upload(data, "weights.npz")), RECT)
+    _eq(load(bytearray(data)), RECT)
+    f = io.BytesIO(data)
+    f.read(10)  # a half-read stream is rewound
+    _eq(load(f), RECT)
+
+
+def test_format_explicit_and_by_name():
+    mtx = _mtx("coordinate", "real", "general", MTX_CASES[("coordinate", "real", "general")][0])
+    _eq(load(mtx, fmt="mtx"), RECT)
+    _eq(load(mtx, fmt=".MTX"), RECT)
+    _eq(load(mtx, name="x.mtx"), RECT)
+    with pytest.raises(InputError, match="Unknown format"):
+        load(mtx, fmt="csv")
+    with pytest.raises(InputError):
+        load(mtx, fmt="npy")  # wrong explicit format is a readable error, not a crash
+    with pytest.raises(InputError, match="Could not tell the format"):
+        load(b"just some text", name="notes.txt")
+    with pytest.raises(InputError, match="Could not tell the format"):
+        load(b"\x00\x01\x02garbage")
+
+
+def test_empty_inputs(tmp_path):
+    with pytest.raises(InputError, match="empty"):
+        load(b"")
+    p = tmp_path / "empty.mtx"
+    p.write_bytes(b"")
+    with pytest.raises(InputError, match="empty"):
+        load(p)
+    with pytest.raises(InputError, match="empty"):
+        load(_Upload(b"", "x.npz"))
+
+
+def test_missing_path_and_wrong_type(tmp_path):
+    with pytest.raises(InputError, match="No file"):
+        load(tmp_path / "nope.mtx")
+    with pytest.raises(InputError, match="not a regular file"):
+        load(tmp_path)
+    with pytest.raises(InputError):
+        load(12345)
+    with pytest.raises(InputError):
+        load(b"%%MatrixMarket matrix coordinate real general\n1 1 1\n1 1 1\n", limits=5)
+
+
+def test_rectangular_everywhere(tmp_path):
+    for shape in [(3, 7), (7, 3), (1, 9), (9, 1)]:
+        A = akfviz.generate("uniform", n=shape[0], m=shape[1], density=0.5, seed=2)
+        D = A.toarray()
+        scipy.io.mmwrite(tmp_path / "r.mtx", A)
+        _eq(load(tmp_path / "r.mtx"), D)
+        _eq(load(_npz_bytes(A)), D)
+        _eq(load(_npy_bytes(D)), D)
+        _eq(load(st_save({"w": D})), D)
+
+
+def test_top_level_load_is_the_same_function():
+    assert akfviz.load is load
