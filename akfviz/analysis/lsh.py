@@ -373,6 +373,85 @@ def _cluster_keys(root, uid, dbin, bmin, nbins):
     return keys
 
 
+@njit_cached
+def _pair_ids(sig, dbin, bmin, nbins):
+    """First-appearance ids of the distinct (signature, density bin) pairs of the tiles.
+
+    Returns (pid per tile, first tile of each pair, tiles per pair). Pairs whose
+    signature has one bit (every tile with one nonzero) are looked up in a direct
+    64 × nbins table; the others in an open-addressing hash table. Ids follow first
+    appearance in tile order either way.
+    """
+    n = sig.shape[0]
+    one = np.uint64(1)
+    direct = np.full(64 * nbins, -1, dtype=np.int64)
+    size = 1024
+    mask = np.uint64(size - 1)
+    slot = np.full(size, -1, dtype=np.int64)
+    n_hashed = 0
+    pid = np.empty(n, dtype=np.int64)
+    first = np.empty(n, dtype=np.int64)
+    count = np.zeros(n, dtype=np.int64)
+    m = 0
+    for t in range(n):
+        x = sig[t]
+        bb = dbin[t] - bmin
+        if x != 0 and (x & (x - one)) == 0:
+            key = _popcount64(x - one) * nbins + bb
+            p = direct[key]
+            if p < 0:
+                p = m
+                direct[key] = m
+                first[m] = t
+                m += 1
+        else:
+            p = -1
+            pos = _mix64(x ^ _mix64(np.uint64(bb))) & mask
+            while True:
+                q = slot[pos]
+                if q < 0:
+                    p = m
+                    slot[pos] = m
+                    first[m] = t
+                    m += 1
+                    n_hashed += 1
+                    break
+                f = first[q]
+                if sig[f] == x and dbin[f] == dbin[t]:
+                    p = q
+                    break
+                pos = (pos + one) & mask
+            if 2 * n_hashed > size:
+                size *= 2
+                mask = np.uint64(size - 1)
+                slot = np.full(size, -1, dtype=np.int64)
+                for q in range(m):
+                    f = first[q]
+                    y = sig[f]
+                    if y != 0 and (y & (y - one)) == 0:
+                        continue
+                    p2 = _mix64(y ^ _mix64(np.uint64(dbin[f] - bmin))) & mask
+                    while slot[p2] >= 0:
+                        p2 = (p2 + one) & mask
+                    slot[p2] = q
+        pid[t] = p
+        count[p] += 1
+    return pid, first[:m].copy(), count[:m].copy()
+
+
+@njit_cached
+def _gather_tiles(pid, pair_uid, pair_cluster):
+    """Per-tile unique-signature id and cluster from the per-pair ones (one pass)."""
+    n = pid.shape[0]
+    uid = np.empty(n, dtype=np.int64)
+    cluster = np.empty(n, dtype=np.int64)
+    for t in range(n):
+        p = pid[t]
+        uid[t] = pair_uid[p]
+        cluster[t] = pair_cluster[p]
+    return uid, cluster
+
+
 # --------------------------------------------------------------------------- public
 
 def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig) -> dict:
@@ -411,19 +490,33 @@ def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig
     timings = {}
     n = signature.shape[0]
     t0 = time.perf_counter()
-    uid, first = _first_appearance(signature.astype(np.uint64, copy=False))
-    usig = signature[first]
+    signature = signature.astype(np.uint64, copy=False)
+    density_bin = density_bin.astype(np.int64, copy=False)
+    # work on the distinct (signature, density bin) pairs, then broadcast to tiles
+    if n:
+        bmin = int(density_bin.min())
+        nbins = int(density_bin.max()) - bmin + 1
+        pid, pfirst, _ = _pair_ids(signature, density_bin, bmin, nbins)
+    else:
+        bmin, nbins = 0, 1
+        pid = np.empty(0, np.int64)
+        pfirst = np.empty(0, np.int64)
+    psig = signature[pfirst]
+    pbin = density_bin[pfirst]
+    # unique signatures: first appearance over pairs = first appearance over tiles
+    puid, ufirst = _first_appearance(psig)
+    usig = psig[ufirst]
     t1 = time.perf_counter()
     mh = minhash_signatures(usig, cfg.num_hashes, cfg.seed, universe=cfg.grid * cfg.grid)
     t2 = time.perf_counter()
     root = _band_components(mh, cfg.bands) if n else np.empty(0, np.int64)
     if n:
-        bmin = int(density_bin.min())
-        nbins = int(density_bin.max()) - bmin + 1
-        keys = _cluster_keys(root, uid, density_bin, bmin, nbins)
-        cluster, _ = _first_appearance(keys)
-        n_clusters = int(cluster.max()) + 1
+        keys = _cluster_keys(root, puid, pbin, bmin, nbins)
+        pcluster, _ = _first_appearance(keys)
+        n_clusters = int(pcluster.max()) + 1
+        uid, cluster = _gather_tiles(pid, puid, pcluster)
     else:
+        uid = np.empty(0, np.int64)
         cluster = np.empty(0, np.int64)
         n_clusters = 0
     order, cptr = _group_by_cluster(cluster, n_clusters)

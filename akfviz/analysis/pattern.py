@@ -11,15 +11,16 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
-from .features import FLOAT_FEATURES, INT_FEATURES, tile_features
+from .features import FLOAT_FEATURES, INT_FEATURES
 from .lsh import LSHConfig, cluster_tiles
-from .tiling import TileSet, _tiles_of_csr, check_tile
+from .tilepass import canonical_csr, tiles_and_features
+from .tiling import TileSet, check_tile
 from ..errors import InputError
-from ..workloads.validate import as_csr
 
 #: Column order of ``PatternAnalysis.tiles`` (the contract in docs/architecture.md).
 TILE_COLUMNS = ("bi", "bj", "h", "w", "nnz", "density", "rows_nonempty", "cols_nonempty",
@@ -46,7 +47,8 @@ class PatternAnalysis:
     tiles : pandas.DataFrame
         One row per nonempty tile in TileSet order, columns :data:`TILE_COLUMNS`
         (int64, except ``density``, ``fro2``, ``top_mass`` float64 and ``signature``
-        uint64).
+        uint64). Built on first access from the feature arrays computed by
+        :func:`analyze` (then cached; the table owns copies of its columns).
     clusters : pandas.DataFrame
         Indexed by cluster id ``0 … n_clusters − 1``: ``size``, ``representative`` (row of
         ``tiles``), ``density_bin``, ``mean_density``, ``jaccard_mean``.
@@ -69,7 +71,6 @@ class PatternAnalysis:
     A: object
     tile: int
     tileset: TileSet
-    tiles: pd.DataFrame
     clusters: pd.DataFrame
     n_clusters: int
     signatures: np.ndarray
@@ -79,6 +80,23 @@ class PatternAnalysis:
     timings: dict
     cluster_order: np.ndarray = field(repr=False)
     cluster_ptr: np.ndarray = field(repr=False)
+    #: Feature arrays behind ``tiles``: (int features (n, 9), float features (n, 3),
+    #: density_bin, cluster), all computed by :func:`analyze`.
+    _features: tuple = field(repr=False, default=())
+
+    @cached_property
+    def tiles(self) -> pd.DataFrame:
+        """The per-tile table (see the class docstring), built once on first access."""
+        ts = self.tileset
+        ints, floats, dbin, cluster = self._features
+        cols = {"bi": ts.bi.copy(), "bj": ts.bj.copy(), "h": ts.h.copy(), "w": ts.w.copy()}
+        # the feature arrays exist only for this table: use them without copying
+        for k, name in enumerate(INT_FEATURES):
+            cols[name] = ints[:, k]
+        for k, name in enumerate(FLOAT_FEATURES):
+            cols[name] = floats[:, k]
+        cols.update(signature=self.signatures.copy(), density_bin=dbin, cluster=cluster)
+        return pd.DataFrame({name: cols[name] for name in TILE_COLUMNS}, copy=False)
 
     @property
     def shape(self) -> tuple:
@@ -183,12 +201,12 @@ def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
     t_start = time.perf_counter()
     T = check_tile(tile)
     cfg = LSHConfig.from_any(lsh)
-    M = as_csr(A)
+    M, indptr, indices, rb_count = canonical_csr(A, T)
     t0 = time.perf_counter()
-    ts = _tiles_of_csr(M, T)
+    ts, ints, floats, sig, dbin = tiles_and_features(M, indptr, indices, rb_count, T,
+                                                     cfg.grid, cfg.top_q, cfg.bins_per_decade)
     t1 = time.perf_counter()
-    ints, floats, sig, dbin = tile_features(ts, cfg.grid, cfg.top_q, cfg.bins_per_decade)
-    t2 = time.perf_counter()
+    t2 = t1  # features are computed in the tiling pass (see tilepass.py)
     cl = cluster_tiles(sig, dbin, cfg)
     t3 = time.perf_counter()
 
@@ -197,15 +215,6 @@ def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
     nc = cl["n_clusters"]
     cptr = cl["cptr"]
     density = floats[:, 0]
-    # the table owns its arrays (tileset and signatures stay intact if the table is edited)
-    cols = {"bi": ts.bi.copy(), "bj": ts.bj.copy(), "h": ts.h.copy(), "w": ts.w.copy()}
-    for k, name in enumerate(INT_FEATURES):
-        cols[name] = ints[:, k]
-    for k, name in enumerate(FLOAT_FEATURES):
-        cols[name] = floats[:, k]
-    cols.update(signature=sig.copy(), density_bin=dbin, cluster=cluster.copy())
-    tiles = pd.DataFrame({name: cols[name] for name in TILE_COLUMNS}, copy=False)
-
     size = np.diff(cptr)
     rep = cl["representative"]
     if nc:
@@ -232,10 +241,11 @@ def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
                                  "count": counts})
     fro_norm = math.sqrt(float(floats[:, 1].sum())) if n else 0.0
     t4 = time.perf_counter()
-    timings = {"validate": t0 - t_start, "tiling": t1 - t0, "features": t2 - t1}
+    timings = {"validate": t0 - t_start, "tiling_features": t1 - t0}
     timings.update(cl["timings"])
     timings.update(clustering=t3 - t2, tables=t4 - t3, total=t4 - t_start)
-    return PatternAnalysis(A=M, tile=T, tileset=ts, tiles=tiles, clusters=clusters,
+    return PatternAnalysis(A=M, tile=T, tileset=ts, clusters=clusters,
                            n_clusters=int(nc), signatures=sig, lsh=cfg, fro_norm=fro_norm,
                            density_hist=density_hist, timings=timings,
-                           cluster_order=cl["order"], cluster_ptr=cptr)
+                           cluster_order=cl["order"], cluster_ptr=cptr,
+                           _features=(ints, floats, dbin, cluster))

@@ -1,0 +1,455 @@
+"""One O(nnz) pass that builds the nonempty tiles *and* their features (akf-spec §2).
+
+:func:`tiles_and_features` is what :func:`akfviz.analyze` runs. It produces exactly what
+:func:`akfviz.analysis.tiling.build_tiles` followed by
+:func:`akfviz.analysis.features.tile_features` produce (same arrays, same order, bit for
+bit; the tests check it), but reads the matrix only twice and never re-reads the tiles:
+
+1. **count** (per row block): the number of distinct column blocks ``col // T`` — a
+   stamp array of ``n_bcols`` words per chunk, no sort. The same loop checks that the CSR
+   arrays are canonical (indices strictly increasing per row, in range; values finite and
+   nonzero), so :func:`canonical_csr` can skip scipy's canonicalisation passes.
+2. **fill** (per row block): counting sort of the block's entries by column block
+   (stable, so entries stay ordered by (r, c)), written straight to their final place,
+   then the features of the block's tiles while its entries are still in cache. Tiles with
+   one nonzero (≈ all tiles of a hyper-sparse matrix) take a short path: every count is 1,
+   ``bandwidth = |c − r|``, ``fro2 = v²``, ``top_mass = 1``.
+
+Both passes run over chunks of row blocks in parallel when the matrix is large enough
+(:data:`PARALLEL_MIN_NNZ`); every output is a function of its tile only, so the result does
+not depend on the number of threads or chunks.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from .._jit import njit_cached, njit_parallel
+from ..workloads.validate import as_csr
+from .features import FLOAT_FEATURES, GRID_MAX, INT_FEATURES, _top_sum
+from .tiling import TileSet, _insertion_sort, _popcount64
+
+#: Below this many nonzeros the serial kernels are used: a parallel launch (and, on a
+#: shared 2-core machine, waiting for a busy core) costs more than it saves.
+PARALLEL_MIN_NNZ = 400_000
+
+
+def _n_chunks(nnz: int, n_brows: int) -> int:
+    threads = numba.get_num_threads()
+    if nnz < PARALLEL_MIN_NNZ or threads < 2:
+        return 1
+    return max(1, min(n_brows, 4 * threads))
+
+
+# --------------------------------------------------------------------------- pass 1
+
+@njit_cached
+def _count_range(indptr, indices, data, n_rows, n_cols, T, sh, b0, b1, stamp, rb_count):
+    """Distinct column blocks of row blocks ``b0:b1``; returns False if not canonical."""
+    ok = True
+    for b in range(b0, b1):
+        r0 = b * T
+        r1 = min(r0 + T, n_rows)
+        d = 0
+        for row in range(r0, r1):
+            s = indptr[row]
+            e = indptr[row + 1]
+            if e < s:
+                return False
+            prev = -1
+            for k in range(s, e):
+                col = indices[k]
+                x = data[k]
+                if col <= prev or col >= n_cols or x == 0.0 or not math.isfinite(x):
+                    ok = False
+                prev = col
+                j = (col >> sh) if sh >= 0 else col // T
+                if ok and stamp[j] != b:
+                    stamp[j] = b
+                    d += 1
+            if not ok:
+                return False
+        rb_count[b] = d
+    return ok
+
+
+@njit_parallel
+def _count_tiles(indptr, indices, data, n_rows, n_cols, T, sh, n_brows, n_bcols, n_chunks,
+                 rb_count, ok):
+    for ch in numba.prange(n_chunks):
+        stamp = np.full(n_bcols, -1, dtype=np.int64)
+        ok[ch] = _count_range(indptr, indices, data, n_rows, n_cols, T, sh,
+                              ch * n_brows // n_chunks, (ch + 1) * n_brows // n_chunks,
+                              stamp, rb_count)
+
+
+# --------------------------------------------------------------------------- pass 2
+
+@njit_cached
+def _features_one(t, s, e, r, c, v, hh, ww, T, g, top_q, bpd, colcnt, diag, sq,
+                  iout, fout, sig, dbin, memo):
+    """Features of tile ``t`` (entries ``s:e``); same definitions as features.py."""
+    one = np.uint64(1)
+    ug = np.uint64(g)
+    k = e - s
+    area = hh * ww
+    dens = k / area
+    if k == 1:
+        rr = r[s]
+        cc = c[s]
+        x = v[s] * v[s]
+        dd = cc - rr
+        iout[t, 0] = 1
+        iout[t, 1] = 1
+        iout[t, 2] = 1
+        iout[t, 3] = 1
+        iout[t, 4] = 1
+        iout[t, 5] = 1
+        iout[t, 6] = dd if dd >= 0 else -dd
+        iout[t, 7] = 1
+        iout[t, 8] = 1
+        fout[t, 0] = dens
+        fout[t, 1] = x
+        fout[t, 2] = 1.0 if x > 0.0 else 0.0
+        sig[t] = one << (np.uint64((rr * g) // hh) * ug + np.uint64((cc * g) // ww))
+    else:
+        rows_ne = 0
+        max_row = 0
+        cols_ne = 0
+        max_col = 0
+        ndiag = 0
+        band = 0
+        nm4 = 0
+        nm8 = 0
+        fro2 = 0.0
+        vmax2 = 0.0
+        bits = np.uint64(0)
+        prev_r = -1
+        run_r = 0
+        prev_g4 = -1
+        run4 = 0
+        prev_g8 = -1
+        run8 = 0
+        for p in range(s, e):
+            rr = r[p]
+            cc = c[p]
+            x = v[p] * v[p]
+            fro2 += x
+            if x > vmax2:
+                vmax2 = x
+            if rr != prev_r:
+                rows_ne += 1
+                prev_r = rr
+                run_r = 0
+                prev_g4 = -1
+                prev_g8 = -1
+            run_r += 1
+            if run_r > max_row:
+                max_row = run_r
+            g4 = cc >> 2
+            if g4 != prev_g4:
+                prev_g4 = g4
+                run4 = 0
+            run4 += 1
+            if run4 > nm4:
+                nm4 = run4
+            g8 = cc >> 3
+            if g8 != prev_g8:
+                prev_g8 = g8
+                run8 = 0
+            run8 += 1
+            if run8 > nm8:
+                nm8 = run8
+            cnt = colcnt[cc] + 1
+            colcnt[cc] = cnt
+            if cnt == 1:
+                cols_ne += 1
+            if cnt > max_col:
+                max_col = cnt
+            dd = cc - rr
+            if diag[dd + T] == 0:
+                ndiag += 1
+            diag[dd + T] += 1
+            ad = dd if dd >= 0 else -dd
+            if ad > band:
+                band = ad
+            bits |= one << (np.uint64((rr * g) // hh) * ug + np.uint64((cc * g) // ww))
+        for p in range(s, e):
+            colcnt[c[p]] = 0
+            diag[c[p] - r[p] + T] = 0
+        ntop = int(math.floor(top_q * k + 1e-9))
+        if ntop < 1:
+            ntop = 1
+        if ntop == 1:
+            top = vmax2
+        else:
+            for p in range(k):
+                sq[p] = v[s + p] * v[s + p]
+            top = _top_sum(sq, k, ntop)
+        iout[t, 0] = k
+        iout[t, 1] = rows_ne
+        iout[t, 2] = cols_ne
+        iout[t, 3] = max_row
+        iout[t, 4] = max_col
+        iout[t, 5] = ndiag
+        iout[t, 6] = band
+        iout[t, 7] = nm4
+        iout[t, 8] = nm8
+        fout[t, 0] = dens
+        fout[t, 1] = fro2
+        fout[t, 2] = top / fro2 if fro2 > 0.0 else 0.0
+        sig[t] = bits
+    # log-density bin, memoised on (k, area): neighbouring tiles usually agree
+    if k != memo[0] or area != memo[1]:
+        memo[0] = k
+        memo[1] = area
+        memo[2] = int(math.floor(math.log10(dens) * bpd))
+    dbin[t] = memo[2]
+
+
+@njit_cached
+def _fill_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q, bpd,
+                b0, b1, rb_ptr, bi, bj, h, w, ptr, r_out, c_out, v_out,
+                iout, fout, sig, dbin):
+    """Tiles, entries and features of row blocks ``b0:b1`` (serial)."""
+    one = np.uint64(1)
+    ug = np.uint64(g)
+    n_words = (n_bcols + 63) // 64
+    count = np.zeros(n_bcols, dtype=np.int64)
+    offs = np.empty(n_bcols, dtype=np.int64)
+    bits = np.zeros(n_words, dtype=np.uint64)
+    dl = np.empty(min(n_bcols, indices.shape[0]) + 1, dtype=np.int64)
+    colcnt = np.zeros(T, dtype=np.int64)
+    diag = np.zeros(2 * T, dtype=np.int64)
+    sq = np.empty(T * T, dtype=np.float64)
+    memo = np.array([-1, -1, 0], dtype=np.int64)
+    for b in range(b0, b1):
+        r0 = b * T
+        r1 = min(r0 + T, n_rows)
+        hh = r1 - r0
+        s = indptr[r0]
+        e = indptr[r1]
+        d = rb_ptr[b + 1] - rb_ptr[b]
+        if d == 0:
+            continue
+        q = 0
+        for k in range(s, e):
+            col = indices[k]
+            j = (col >> sh) if sh >= 0 else col // T
+            if count[j] == 0:
+                dl[q] = j
+                q += 1
+            count[j] += 1
+        # order the d distinct column blocks: O(min(d log d, n_bcols / 64))
+        lg = 1
+        while (1 << lg) < d:
+            lg += 1
+        if d <= 16:
+            _insertion_sort(dl, 0, d)
+        elif d * lg < 2 * n_words:
+            dl[:d].sort()
+        else:
+            for q in range(d):
+                j = dl[q]
+                bits[j >> 6] |= one << np.uint64(j & 63)
+            q = 0
+            for wd in range(n_words):
+                x = bits[wd]
+                if x != 0:
+                    bits[wd] = 0
+                    while x != 0:
+                        low = x & (~x + one)
+                        dl[q] = wd * 64 + _popcount64(low - one)
+                        q += 1
+                        x ^= low
+        t0 = rb_ptr[b]
+        run = s
+        for q in range(d):
+            j = dl[q]
+            t = t0 + q
+            bi[t] = b
+            bj[t] = j
+            h[t] = hh
+            w[t] = min(T, n_cols - j * T)
+            ptr[t] = run
+            offs[j] = run
+            run += count[j]
+            count[j] = 0
+        for row in range(r0, r1):
+            lr = row - r0
+            for k in range(indptr[row], indptr[row + 1]):
+                col = indices[k]
+                j = (col >> sh) if sh >= 0 else col // T
+                p = offs[j]
+                offs[j] = p + 1
+                r_out[p] = lr
+                c_out[p] = col - j * T
+                v_out[p] = data[k]
+        for q in range(d):
+            t = t0 + q
+            ts = ptr[t]
+            te = ptr[t + 1] if q + 1 < d else e
+            ww = w[t]
+            if te - ts > 1:
+                _features_one(t, ts, te, r_out, c_out, v_out, hh, ww, T, g, top_q, bpd,
+                              colcnt, diag, sq, iout, fout, sig, dbin, memo)
+                continue
+            # one nonzero (inlined: a call per tile would cost more than the tile)
+            rr = r_out[ts]
+            cc = c_out[ts]
+            x = v_out[ts] * v_out[ts]
+            dd = cc - rr
+            area = hh * ww
+            iout[t, 0] = 1
+            iout[t, 1] = 1
+            iout[t, 2] = 1
+            iout[t, 3] = 1
+            iout[t, 4] = 1
+            iout[t, 5] = 1
+            iout[t, 6] = dd if dd >= 0 else -dd
+            iout[t, 7] = 1
+            iout[t, 8] = 1
+            fout[t, 0] = 1 / area
+            fout[t, 1] = x
+            fout[t, 2] = 1.0 if x > 0.0 else 0.0
+            sig[t] = one << (np.uint64((rr * g) // hh) * ug + np.uint64((cc * g) // ww))
+            if memo[0] != 1 or area != memo[1]:
+                memo[0] = 1
+                memo[1] = area
+                memo[2] = int(math.floor(math.log10(1 / area) * bpd))
+            dbin[t] = memo[2]
+
+
+@njit_parallel
+def _fill_tiles(indptr, indices, data, n_rows, n_cols, T, sh, n_brows, n_bcols, g, top_q,
+                bpd, n_chunks, rb_ptr, bi, bj, h, w, ptr, r_out, c_out, v_out,
+                iout, fout, sig, dbin):
+    for ch in numba.prange(n_chunks):
+        _fill_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q, bpd,
+                    ch * n_brows // n_chunks, (ch + 1) * n_brows // n_chunks, rb_ptr,
+                    bi, bj, h, w, ptr, r_out, c_out, v_out, iout, fout, sig, dbin)
+
+
+# --------------------------------------------------------------------------- drivers
+
+def _int64(a: np.ndarray) -> np.ndarray:
+    return a if a.dtype == np.int64 else a.astype(np.int64)
+
+
+def _shift(T: int) -> int:
+    return T.bit_length() - 1 if T & (T - 1) == 0 else -1
+
+
+def _count(M_indptr, M_indices, data, shape, T):
+    n_rows, n_cols = shape
+    n_brows = -(-n_rows // T)
+    n_bcols = -(-n_cols // T)
+    n_chunks = _n_chunks(int(data.shape[0]), n_brows)
+    rb_count = np.zeros(n_brows, dtype=np.int64)
+    ok = np.zeros(n_chunks, dtype=np.bool_)
+    if n_chunks > 1:
+        _count_tiles(M_indptr, M_indices, data, n_rows, n_cols, T, _shift(T), n_brows,
+                     n_bcols, n_chunks, rb_count, ok)
+    else:
+        stamp = np.full(n_bcols, -1, dtype=np.int64)
+        ok[0] = _count_range(M_indptr, M_indices, data, n_rows, n_cols, T, _shift(T), 0,
+                             n_brows, stamp, rb_count)
+    return bool(ok.all()), rb_count
+
+
+def canonical_csr(A, T: int):
+    """``as_csr(A)`` with a fast path, plus the tile count of every row block.
+
+    When ``A`` is a CSR matrix/array with float64 values whose arrays are already
+    canonical (checked in the numba count pass: indices strictly increasing in every row
+    and in range, values finite and nonzero), the result is a copy of its arrays — the
+    same matrix :func:`akfviz.workloads.validate.as_csr` would return — without scipy's
+    canonicalisation passes. Anything else goes through ``as_csr``.
+
+    Returns
+    -------
+    M : scipy.sparse.csr_array
+        Canonical float64 copy.
+    indptr, indices : ndarray of int64
+        ``M``'s index arrays as int64 (``M``'s own arrays when already int64).
+    rb_count : ndarray of int64, shape (n_brows,)
+        Number of nonempty tiles per row block.
+    """
+    if (sp.issparse(A) and A.format == "csr" and A.ndim == 2 and A.dtype == np.float64
+            and A.shape[0] >= 1 and A.shape[1] >= 1
+            and A.indptr.shape[0] == A.shape[0] + 1 and A.indptr[0] == 0
+            and A.indptr[-1] == A.indices.shape[0] == A.data.shape[0]):
+        indptr = _int64(A.indptr)
+        indices = _int64(A.indices)
+        ok, rb_count = _count(indptr, indices, A.data, A.shape, T)
+        if ok:
+            M = sp.csr_array((A.data.copy(), A.indices.copy(), A.indptr.copy()),
+                             shape=A.shape, copy=False)
+            M.has_canonical_format = True
+            if indptr is A.indptr:
+                indptr = M.indptr
+            if indices is A.indices:
+                indices = M.indices
+            return M, indptr, indices, rb_count
+    M = as_csr(A)
+    indptr = _int64(M.indptr)
+    indices = _int64(M.indices)
+    ok, rb_count = _count(indptr, indices, M.data, M.shape, T)
+    assert ok, "as_csr returned a non-canonical matrix"
+    return M, indptr, indices, rb_count
+
+
+def tiles_and_features(M, indptr, indices, rb_count, T: int, grid: int = 8,
+                       top_q: float = 0.1, bins_per_decade: int = 2):
+    """Tiles of a canonical CSR matrix and their features, in one pass (see module doc).
+
+    Parameters
+    ----------
+    M : scipy.sparse.csr_array
+        Canonical float64 matrix; ``indptr``, ``indices``, ``rb_count`` as returned by
+        :func:`canonical_csr`.
+    T, grid, top_q, bins_per_decade
+        As in :func:`build_tiles` and :func:`tile_features` (validated by the caller).
+
+    Returns
+    -------
+    (TileSet, ints, floats, signature, density_bin)
+        Identical to ``build_tiles(M, T)`` and ``tile_features(ts, grid, top_q, bpd)``.
+    """
+    if not 1 <= grid <= GRID_MAX:
+        raise ValueError("grid out of range")
+    n_rows, n_cols = M.shape
+    n_brows = rb_count.shape[0]
+    n_bcols = -(-n_cols // T)
+    nnz = int(M.nnz)
+    rb_ptr = np.empty(n_brows + 1, dtype=np.int64)
+    rb_ptr[0] = 0
+    np.cumsum(rb_count, out=rb_ptr[1:])
+    n = int(rb_ptr[-1])
+    bi = np.empty(n, np.int64)
+    bj = np.empty(n, np.int64)
+    h = np.empty(n, np.int64)
+    w = np.empty(n, np.int64)
+    ptr = np.empty(n + 1, np.int64)
+    ptr[n] = nnz
+    r = np.empty(nnz, np.int64)
+    c = np.empty(nnz, np.int64)
+    v = np.empty(nnz, np.float64)
+    iout = np.empty((n, len(INT_FEATURES)), dtype=np.int64, order="F")
+    fout = np.empty((n, len(FLOAT_FEATURES)), dtype=np.float64, order="F")
+    sig = np.empty(n, np.uint64)
+    dbin = np.empty(n, np.int64)
+    args = (indptr, indices, M.data, n_rows, n_cols, T, _shift(T))
+    n_chunks = _n_chunks(nnz, n_brows)
+    if n_chunks > 1:
+        _fill_tiles(*args, n_brows, n_bcols, int(grid), float(top_q), float(bins_per_decade),
+                    n_chunks, rb_ptr, bi, bj, h, w, ptr, r, c, v, iout, fout, sig, dbin)
+    elif n:
+        _fill_range(*args, n_bcols, int(grid), float(top_q), float(bins_per_decade),
+                    0, n_brows, rb_ptr, bi, bj, h, w, ptr, r, c, v, iout, fout, sig, dbin)
+    ts = TileSet(shape=(int(n_rows), int(n_cols)), tile=T, n_brows=n_brows, n_bcols=n_bcols,
+                 bi=bi, bj=bj, h=h, w=w, ptr=ptr, r=r, c=c, v=v, rb_ptr=rb_ptr)
+    return ts, iout, fout, sig, dbin
