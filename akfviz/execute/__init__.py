@@ -1,1 +1,4 @@
-"""akfviz.execute"""
+"""The fused CPU executor (akf-spec §3, §9): :class:`FusionPlan`."""
+from .plan import FusionPlan
+
+__all__ = ["FusionPlan"]

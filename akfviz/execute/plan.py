@@ -1,0 +1,274 @@
+"""``FusionPlan``: one kernel per tile, every tile encoded, executed in one fused pass (akf-spec §3, §9).
+
+A plan is what the Dynamic Fuse Selector returns: the pattern analysis it was made for,
+the kernel chosen for every nonempty tile (aligned with ``pa.tiles``), the measured error
+of that choice, and the packed executor (:mod:`akfviz.execute.fused`) that computes
+``y = Â x`` on the CPU.
+
+Error (akf-spec §3): ``E_t = ||t − Â_t||_F²`` per tile, ``relative_error =
+sqrt(Σ_t E_t) / ||A||_F`` (0 for the zero matrix), equal to ``||A − Â||_F / ||A||_F``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from ..errors import InputError
+from ..kernels.base import gather_entries
+from ..kernels.registry import KERNELS, get_kernel
+from ..npu.work import TileWork
+from .fused import pack_plan
+
+
+def _factorize(names, n_tiles):
+    """Validate ``tile_kernels`` → (object array of str, codes, unique names)."""
+    cat = getattr(names, "cat", None) if isinstance(names, pd.Series) else None
+    if isinstance(names, pd.Categorical) or cat is not None:
+        # fast path for the selector: codes are already there (no hashing of n strings)
+        c = names if isinstance(names, pd.Categorical) else names.array
+        if len(c) != n_tiles:
+            raise InputError(
+                f"tile_kernels has {len(c)} entries but the pattern analysis has {n_tiles} "
+                f"nonempty tiles; give exactly one kernel name per row of pa.tiles.")
+        cats = list(c.categories)
+        bad = [u for u in cats if not isinstance(u, str) or u not in KERNELS]
+        if bad:
+            raise InputError(f"Unknown kernel name(s) {bad[:5]!r} in tile_kernels. "
+                             f"Valid kernels: {', '.join(KERNELS)}.")
+        codes = np.asarray(c.codes, dtype=np.int64)
+        if codes.size and codes.min() < 0:
+            raise InputError("tile_kernels contains missing values; every tile needs a kernel name.")
+        arr = np.asarray(cats, dtype=object)[codes] if codes.size else np.zeros(0, dtype=object)
+        return arr, codes, cats
+    if isinstance(names, str):
+        raise InputError("tile_kernels must be a sequence of kernel names (one per tile), "
+                         "not a single string.")
+    try:
+        arr = np.asarray(names, dtype=object).reshape(-1) if not isinstance(names, pd.Series) \
+            else names.to_numpy(dtype=object)
+    except (TypeError, ValueError):
+        raise InputError("tile_kernels must be a sequence of kernel names.") from None
+    if np.asarray(names, dtype=object).ndim > 1:
+        raise InputError("tile_kernels must be a 1-D sequence of kernel names.")
+    if arr.shape[0] != n_tiles:
+        raise InputError(
+            f"tile_kernels has {arr.shape[0]} entries but the pattern analysis has {n_tiles} "
+            f"nonempty tiles; give exactly one kernel name per row of pa.tiles."
+        )
+    codes, uniq = pd.factorize(arr, sort=False)
+    uniq = list(uniq)
+    bad = [u for u in uniq if not isinstance(u, str) or u not in KERNELS]
+    if bad:
+        raise InputError(
+            f"Unknown kernel name(s) {bad[:5]!r} in tile_kernels. Valid kernels: {', '.join(KERNELS)}."
+        )
+    return arr, codes.astype(np.int64), uniq
+
+
+class FusionPlan:
+    """A fused execution plan: one kernel per nonempty tile (akf-spec §5, §9).
+
+    Parameters
+    ----------
+    pa : PatternAnalysis
+        Uses ``pa.tileset``, ``pa.A``, ``pa.fro_norm`` and ``pa.tiles``.
+    tile_kernels : sequence of str
+        Kernel name per tile, aligned with ``pa.tiles`` (names from
+        :func:`akfviz.kernels.kernel_names`). A ``pandas.Categorical`` (or a categorical
+        Series) is accepted and avoids hashing one string per tile.
+    resource : float
+        Total resource ``R`` of the plan (set by the selector; NaN when unknown).
+    selection : object, optional
+        The selector's report.
+
+    Attributes
+    ----------
+    pa, shape, tile, tile_kernels (object array of str), tile_errors (float64 per tile),
+    relative_error, kernel_counts (pandas Series), resource, selection, payload_bytes.
+
+    Notes
+    -----
+    Construction encodes every tile (vectorised per kernel) and packs the executor;
+    there is no Python loop per tile. Hyper-sparse tiles are merged into a compressed-row
+    residual (see :mod:`akfviz.execute.fused`).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from akfviz.analysis.pattern import analyze          # doctest: +SKIP
+    >>> pa = analyze(sp.eye(64, format="csr"), tile=16)      # doctest: +SKIP
+    >>> plan = FusionPlan(pa, ["DIA"] * len(pa.tiles))        # doctest: +SKIP
+    >>> float(plan.relative_error)                             # doctest: +SKIP
+    0.0
+    """
+
+    def __init__(self, pa, tile_kernels, *, resource=float("nan"), selection=None):
+        ts = pa.tileset
+        arr, codes, uniq = _factorize(tile_kernels, ts.n_tiles)
+        self.pa = pa
+        self.shape = tuple(int(s) for s in ts.shape)
+        self.tile = int(ts.tile)
+        self.tile_kernels = arr
+        try:
+            self.resource = float(resource)
+        except (TypeError, ValueError):
+            raise InputError(f"resource must be a number, got {resource!r}.") from None
+        self.selection = selection
+        self.tile_errors = np.zeros(ts.n_tiles, dtype=np.float64)
+        groups = []
+        if ts.n_tiles:
+            order = np.argsort(codes, kind="stable")
+            bounds = np.searchsorted(codes[order], np.arange(len(uniq) + 1))
+            for k, name in enumerate(uniq):
+                kernel = get_kernel(name)
+                idx = order[bounds[k]:bounds[k + 1]].astype(np.int64)  # ascending (stable)
+                if kernel.lossless and kernel.entry_format:
+                    ap = None
+                else:
+                    ap = kernel.approx(ts, idx)
+                    self.tile_errors[idx] = ap.err
+                groups.append((kernel, idx, ap))
+        self._groups = groups
+        self._packed = pack_plan(ts, groups)
+
+    # ------------------------------------------------------------------ summaries
+    @property
+    def relative_error(self) -> float:
+        """``sqrt(Σ E_t) / ||A||_F`` (0 for a zero matrix)."""
+        fro = float(self.pa.fro_norm)
+        if fro == 0.0:
+            return 0.0
+        return math.sqrt(float(np.sum(self.tile_errors))) / fro
+
+    @property
+    def kernel_counts(self) -> pd.Series:
+        """Number of tiles per kernel (registry order, kernels in use only)."""
+        counts = pd.Series(self.tile_kernels, dtype=object).value_counts()
+        order = [k for k in KERNELS if k in counts.index]
+        return counts.reindex(order).astype(np.int64).rename("tiles")
+
+    @property
+    def payload_bytes(self) -> int:
+        """Total NPU payload bytes of the non-SKIP tiles (values, indices, routing)."""
+        return int(self.npu_work().payload_bytes.sum())
+
+    def __repr__(self):
+        return (f"<FusionPlan {self.shape[0]}×{self.shape[1]} T={self.tile} "
+                f"tiles={len(self.tile_kernels)} rel.error={self.relative_error:.3g}>")
+
+    # ------------------------------------------------------------------ execution
+    def _check_vector(self, x, what="x"):
+        arr = np.asarray(x)
+        if arr.dtype.kind not in "fiu" or arr.dtype == np.float16:
+            raise InputError(f"{what} must hold float32/float64 (or integer) numbers, got dtype {arr.dtype}.")
+        return arr
+
+    def matvec(self, x) -> np.ndarray:
+        """``y = Â x`` with the fused executor (float64).
+
+        Parameters
+        ----------
+        x : array_like, shape (n_cols,)
+            float64 or float32 (computed in float64); integers are accepted too.
+        """
+        arr = self._check_vector(x)
+        if arr.ndim != 1 or arr.shape[0] != self.shape[1]:
+            raise InputError(
+                f"x must be a 1-D vector of length {self.shape[1]} (the number of columns), "
+                f"got shape {arr.shape}."
+            )
+        return self._packed.matvec(np.ascontiguousarray(arr, dtype=np.float64))
+
+    def matmat(self, X) -> np.ndarray:
+        """``Y = Â X`` for ``X`` of shape ``(n_cols, k)`` (float64 result)."""
+        arr = self._check_vector(X, "X")
+        if arr.ndim != 2 or arr.shape[0] != self.shape[1]:
+            raise InputError(
+                f"X must be a 2-D array with {self.shape[1]} rows (the number of columns of A), "
+                f"got shape {arr.shape}."
+            )
+        return self._packed.matmat(np.ascontiguousarray(arr, dtype=np.float64))
+
+    # ------------------------------------------------------------------ Â and errors
+    def approx_matrix(self) -> sp.csr_array:
+        """``Â`` as a canonical ``csr_array`` (what the plan computes with)."""
+        ts = self.pa.tileset
+        rows, cols, vals = [], [], []
+        T = self.tile
+        for kernel, idx, ap in self._groups:
+            if ap is None:
+                ptr, pos = gather_entries(ts, idx)
+                r, c, v = ts.r[pos], ts.c[pos], ts.v[pos]
+            else:
+                ptr, r, c, v = ap.ptr, ap.r, ap.c, ap.v
+            seg = np.repeat(idx, np.diff(ptr))
+            rows.append(ts.bi[seg] * T + r)
+            cols.append(ts.bj[seg] * T + c)
+            vals.append(v)
+        if rows:
+            r, c, v = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+        else:
+            r = c = np.zeros(0, np.int64)
+            v = np.zeros(0)
+        M = sp.csr_array(sp.coo_array((v, (r, c)), shape=self.shape))
+        M.sum_duplicates()
+        M.eliminate_zeros()
+        M.sort_indices()
+        return M
+
+    def output_error(self, x) -> float:
+        """``||(A − Â) x|| / ||A x||`` on a probe vector (0 when ``A x`` = 0 and ``Â x`` = 0)."""
+        arr = self._check_vector(x)
+        if arr.ndim != 1 or arr.shape[0] != self.shape[1]:
+            raise InputError(f"x must be a 1-D vector of length {self.shape[1]}, got shape {arr.shape}.")
+        xf = arr.astype(np.float64)
+        ax = self.pa.A @ xf
+        diff = ax - self.matvec(xf)
+        den = float(np.linalg.norm(ax))
+        num = float(np.linalg.norm(diff))
+        if den == 0.0:
+            return 0.0 if num == 0.0 else float("inf")
+        return num / den
+
+    # ------------------------------------------------------------------ NPU
+    def npu_work(self) -> TileWork:
+        """:class:`TileWork` of every non-SKIP tile, ordered by tile index (``tile_index``
+        = row in ``pa.tiles``)."""
+        ts = self.pa.tileset
+        parts = [kernel.npu_work(ts, idx) for kernel, idx, _ in self._groups
+                 if kernel.exec_format != "none"]
+        work = TileWork.concat(parts)
+        if work.n_tiles == 0:
+            return work
+        order = np.argsort(work.tile_index, kind="stable")
+        lens = np.diff(work.col_ptr)[order]
+        col_ptr = np.zeros(order.shape[0] + 1, dtype=np.int64)
+        np.cumsum(lens, out=col_ptr[1:])
+        pos = np.arange(col_ptr[-1], dtype=np.int64) + np.repeat(work.col_ptr[:-1][order] - col_ptr[:-1], lens)
+        per_tile = {f: getattr(work, f)[order] for f in TileWork._PER_TILE}
+        per_col = {f: getattr(work, f)[pos] for f in TileWork._PER_COLUMN}
+        return TileWork(kernel_names=work.kernel_names, col_ptr=col_ptr, **per_tile, **per_col).validate()
+
+    # ------------------------------------------------------------------ export
+    def to_dict(self) -> dict:
+        """A plain, JSON-able summary of the plan."""
+        work = self.npu_work()
+        return {
+            "shape": list(self.shape),
+            "tile": self.tile,
+            "n_tiles": int(len(self.tile_kernels)),
+            "nnz": int(self.pa.tileset.nnz),
+            "kernel_counts": {k: int(v) for k, v in self.kernel_counts.items()},
+            "relative_error": float(self.relative_error),
+            "sum_error": float(np.sum(self.tile_errors)),
+            "fro_norm": float(self.pa.fro_norm),
+            "resource": None if math.isnan(self.resource) else float(self.resource),
+            "payload_bytes": int(work.payload_bytes.sum()),
+            "npu_tiles": int(work.n_tiles),
+            "npu_routes": int(work.n_routes),
+            "executor": self._packed.format_tiles(),
+            "executor_bytes": self._packed.bytes_moved(),
+        }

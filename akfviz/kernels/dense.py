@@ -1,0 +1,60 @@
+"""DENSE: every cell of the tile stored as a value (akf-spec §3).
+
+Payload ``h·w`` fp32 values (+ one routing entry per column: a dense-format tile receives
+every input event of its column block). Per event ``j``: ``h`` MACs over column ``j``.
+Exact on every tile.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import (ROUTE_BYTES, VALUE_BYTES, Kernel, all_columns, approx_from_mask, as_index,
+                   as_tile, make_tilework)
+
+
+@dataclass(frozen=True, eq=False)
+class DensePayload:
+    """The tile's values, row-major ``(h, w)``."""
+
+    values: np.ndarray
+
+
+class DenseKernel(Kernel):
+    """Dense storage: ``h·w`` values, ``h`` MACs per input event."""
+
+    name = "DENSE"
+    family = "DENSE"
+    lossless = True
+    precision = "fp32"
+    description = "Every cell stored, zeros included: h MACs per input event, no index overhead."
+    exec_format = "dense"
+    entry_format = False
+
+    def encode(self, tile) -> DensePayload:
+        return DensePayload(values=as_tile(tile).copy())
+
+    def decode(self, payload: DensePayload) -> np.ndarray:
+        return payload.values.astype(np.float64).copy()
+
+    def payload_bytes(self, payload: DensePayload) -> int:
+        h, w = payload.values.shape
+        return int(h * w * VALUE_BYTES["fp32"] + w * ROUTE_BYTES)
+
+    def approx(self, ts, idx=None):
+        return approx_from_mask(ts, as_index(ts, idx))
+
+    def npu_work(self, ts, idx=None):
+        idx = as_index(ts, idx)
+        h, w = ts.h[idx], ts.w[idx]
+        col_ptr, col_local = all_columns(w)
+        hc = np.repeat(h, w)
+        return make_tilework(
+            self.name, ts, idx, col_ptr, col_local,
+            ev_macs=hc, ev_decodes=np.zeros_like(hc), ev_sram_bytes=hc * VALUE_BYTES["fp32"],
+            payload_bytes=h * w * VALUE_BYTES["fp32"] + w * ROUTE_BYTES, out_rows=h,
+        )
+
+
+DENSE = DenseKernel()

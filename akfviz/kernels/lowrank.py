@@ -1,0 +1,163 @@
+"""LOWRANK: rank-r truncated SVD of the tile (akf-spec §3).
+
+``t ≈ (U·diag s)[:, :r] · V[:, :r]ᵀ`` (Eckart–Young: the best rank-r approximation in
+Frobenius norm, ``E = Σ_{i>r} σ_i²`` up to rounding). The payload stores ``U·diag(s)``
+(``h×r``) and ``V`` (``w×r``): ``(h+w)·r`` fp32 values, plus a routing entry per column
+(dense-format: ``V`` has a row for every column). Per event ``j``: ``r`` MACs
+(``z += V[j,:]·x_j``); once at the end, ``r·h`` MACs (``y = (U·diag s)·z``). Exact (up to
+rounding) when the tile's rank is at most ``r``; the stored rank is ``min(r, h, w)``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import (ROUTE_BYTES, VALUE_BYTES, Kernel, TileApprox, all_columns, as_index, as_tile,
+                   count_distinct_rows, gather_entries, make_tilework, occupied_columns)
+
+#: Cells per SVD batch (bounds the memory of the stacked tiles).
+SVD_BATCH_CELLS = 1 << 21
+
+
+@dataclass(frozen=True, eq=False)
+class LowRankPayload:
+    """``us`` = ``U·diag(s)`` (h, k) and ``v`` (w, k), ``k = min(r, h, w)``."""
+
+    us: np.ndarray
+    v: np.ndarray
+
+
+class LowRankKernel(Kernel):
+    """Truncated SVD of rank r."""
+
+    family = "LOWRANK"
+    lossless = False
+    precision = "fp32"
+    exec_format = "lowrank"
+    entry_format = False
+
+    def __init__(self, r: int):
+        self.r = int(r)
+        self.name = f"LOWRANK{self.r}"
+        self.description = (f"Rank-{self.r} truncated SVD: (h+w)·{self.r} values, {self.r} MACs per "
+                            f"event; exact when the tile has rank ≤ {self.r}.")
+
+    def encode(self, tile) -> LowRankPayload:
+        t = as_tile(tile)
+        U, s, Vt = np.linalg.svd(t, full_matrices=False)
+        k = min(self.r, s.size)
+        return LowRankPayload(us=U[:, :k] * s[:k], v=Vt[:k].T.copy())
+
+    def decode(self, payload: LowRankPayload) -> np.ndarray:
+        return payload.us @ payload.v.T
+
+    def payload_bytes(self, payload: LowRankPayload) -> int:
+        (h, k), w = payload.us.shape, payload.v.shape[0]
+        return int((h + w) * k * VALUE_BYTES["fp32"] + w * ROUTE_BYTES)
+
+    def ranks(self, ts, idx):
+        """Stored rank per tile, ``min(r, h, w)``."""
+        return np.minimum(self.r, np.minimum(ts.h[idx], ts.w[idx])).astype(np.int64)
+
+    def factors(self, ts, idx):
+        """Batched truncated SVD of the tiles ``idx``.
+
+        Returns ``(rank, us_ptr, us, v_ptr, v)``: tile ``u``'s ``U·diag s`` is
+        ``us[us_ptr[u]:us_ptr[u+1]].reshape(h, k)`` and ``V`` is
+        ``v[v_ptr[u]:v_ptr[u+1]].reshape(w, k)`` (row-major).
+        """
+        idx = as_index(ts, idx)
+        n = idx.shape[0]
+        h, w = ts.h[idx], ts.w[idx]
+        k = self.ranks(ts, idx)
+        us_ptr = np.zeros(n + 1, dtype=np.int64)
+        v_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(h * k, out=us_ptr[1:])
+        np.cumsum(w * k, out=v_ptr[1:])
+        us = np.zeros(us_ptr[-1])
+        vv = np.zeros(v_ptr[-1])
+        # stacked SVDs per tile shape (h, w): the same LAPACK call as the single-tile
+        # encode on the same data, so both paths pick the same singular vectors
+        shapes = h * 1024 + w
+        for key in np.unique(shapes):
+            grp = np.flatnonzero(shapes == key)
+            hh, ww = int(key // 1024), int(key % 1024)
+            kk = min(self.r, hh, ww)
+            step = max(1, SVD_BATCH_CELLS // (hh * ww))
+            for s0 in range(0, grp.size, step):
+                g = grp[s0:s0 + step]
+                ptr, pos = gather_entries(ts, idx[g])
+                stack = np.zeros((g.size, hh, ww))
+                seg = np.repeat(np.arange(g.size), np.diff(ptr))
+                stack[seg, ts.r[pos], ts.c[pos]] = ts.v[pos]
+                U, s, Vt = np.linalg.svd(stack, full_matrices=False)
+                a = (U[:, :, :kk] * s[:, None, :kk]).reshape(g.size, -1)
+                b = np.transpose(Vt[:, :kk, :], (0, 2, 1)).reshape(g.size, -1)
+                us[(us_ptr[g][:, None] + np.arange(hh * kk)).ravel()] = a.ravel()
+                vv[(v_ptr[g][:, None] + np.arange(ww * kk)).ravel()] = b.ravel()
+        return k, us_ptr, us, v_ptr, vv
+
+    def approx(self, ts, idx=None) -> TileApprox:
+        idx = as_index(ts, idx)
+        n = idx.shape[0]
+        h, w = ts.h[idx], ts.w[idx]
+        k, us_ptr, us, v_ptr, vv = self.factors(ts, idx)
+        # dense reconstruction of every tile, grouped by shape
+        cells = h * w
+        cptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(cells, out=cptr[1:])
+        vals = np.zeros(cptr[-1])
+        for hh, ww, kk in set(zip(h.tolist(), w.tolist(), k.tolist())):
+            m = np.flatnonzero((h == hh) & (w == ww) & (k == kk))
+            A = us[(us_ptr[m][:, None] + np.arange(hh * kk)).ravel()].reshape(m.size, hh, kk)
+            B = vv[(v_ptr[m][:, None] + np.arange(ww * kk)).ravel()].reshape(m.size, ww, kk)
+            rec = A @ np.transpose(B, (0, 2, 1))
+            vals[(cptr[m][:, None] + np.arange(hh * ww)).ravel()] = rec.ravel()
+        seg = np.repeat(np.arange(n, dtype=np.int64), cells)
+        loc = np.arange(cptr[-1], dtype=np.int64) - cptr[seg]
+        rr, cc = loc // w[seg], loc % w[seg]
+        # error: Σ over cells (t − Â)²; t's entries subtracted at their cells
+        ptr, pos = gather_entries(ts, idx)
+        tseg = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+        diff = -vals.copy()
+        at = cptr[tseg] + ts.r[pos] * w[tseg] + ts.c[pos]
+        diff[at] += ts.v[pos]
+        err = np.bincount(seg, weights=diff * diff, minlength=n).astype(np.float64)
+        keep = vals != 0.0
+        kptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(seg[keep], minlength=n), out=kptr[1:])
+        return TileApprox(idx=idx, ptr=kptr, r=rr[keep], c=cc[keep], v=vals[keep], err=err,
+                          extra=dict(rank=k, us_ptr=us_ptr, us=us, v_ptr=v_ptr, v=vv))
+
+    def batch_error(self, ts, idx=None) -> np.ndarray:
+        """``E`` per tile; tiles with at most ``r`` nonempty rows or columns have rank ≤ r
+        and are exact (E = 0, the SVD would give rounding noise only)."""
+        idx = as_index(ts, idx)
+        ptr, pos = gather_entries(ts, idx)
+        rows = count_distinct_rows(ptr, ts.r[pos])
+        cols = np.diff(occupied_columns(ptr, ts.c[pos], ts.w[idx])[0])
+        err = np.zeros(idx.shape[0], dtype=np.float64)
+        need = np.flatnonzero(np.minimum(rows, cols) > self.r)
+        if need.size:
+            err[need] = self.approx(ts, idx[need]).err
+        return err
+
+    def npu_work(self, ts, idx=None):
+        idx = as_index(ts, idx)
+        h, w = ts.h[idx], ts.w[idx]
+        k = self.ranks(ts, idx)
+        col_ptr, col_local = all_columns(w)
+        ev = np.repeat(k, w)
+        return make_tilework(
+            self.name, ts, idx, col_ptr, col_local,
+            ev_macs=ev, ev_decodes=np.zeros_like(ev), ev_sram_bytes=ev * VALUE_BYTES["fp32"],
+            payload_bytes=(h + w) * k * VALUE_BYTES["fp32"] + w * ROUTE_BYTES,
+            out_rows=h, final_macs=k * h, final_sram_bytes=k * h * VALUE_BYTES["fp32"],
+        )
+
+
+LOWRANK1 = LowRankKernel(1)
+LOWRANK2 = LowRankKernel(2)
+LOWRANK4 = LowRankKernel(4)
+LOWRANK8 = LowRankKernel(8)

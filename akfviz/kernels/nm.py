@@ -1,0 +1,122 @@
+"""N:M structured sparsity (akf-spec §3; seeds: N:M sparsity kernels).
+
+Along the reduction dimension (the columns) every row is cut into groups of ``M``
+consecutive columns (starting at the tile's column 0; the last group may be shorter).
+Each group keeps its ``N`` largest ``|v|`` (ties broken by the lower column); the tile is
+reproduced exactly when it complies (at most ``N`` nonzeros per group), otherwise this is
+the magnitude projection onto the N:M set (lossy).
+
+Payload: ``h·ceil(w/M)·N`` slots, each an fp32 value and a ``ceil(log2 M)``-bit in-group
+index (2 bits for M = 4), plus a routing entry per column (a fixed-size, dense-format
+layout: every column can be referenced). Per event: ``ceil(h·N/M)`` MACs and as many
+index decodes — the tile's ``h·G·N`` slots are shared by the ``M`` columns of each group,
+so a structured-sparse MAC array processes ``h·N/M`` slots per input column on average.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import (ROUTE_BYTES, VALUE_BYTES, Kernel, all_columns, approx_from_mask, as_index,
+                   as_tile, make_tilework, rank_within_groups)
+
+
+@dataclass(frozen=True, eq=False)
+class NMPayload:
+    """``values`` and ``index`` of shape ``(h, G, N)``; slot ``s`` of row ``i``, group ``g``
+    holds ``t[i, g·M + index[i,g,s]]`` (unused slots: value 0, index 0)."""
+
+    shape: tuple
+    n: int
+    m: int
+    values: np.ndarray
+    index: np.ndarray
+
+
+class NMKernel(Kernel):
+    """N:M structured sparsity, magnitude projection when the tile does not comply."""
+
+    family = "NM"
+    lossless = False
+    precision = "fp32"
+    exec_format = "nm"
+    entry_format = True
+
+    def __init__(self, n: int, m: int):
+        self.n, self.m = int(n), int(m)
+        self.name = f"NM{self.n}:{self.m}"
+        self.index_bits = max(1, math.ceil(math.log2(self.m)))
+        self.description = (f"{self.n}:{self.m} structured sparsity: keep the {self.n} largest of every "
+                            f"{self.m} columns per row; exact if the tile complies, else a projection.")
+
+    def encode(self, tile) -> NMPayload:
+        t = as_tile(tile)
+        h, w = t.shape
+        G = -(-w // self.m)
+        vals = np.zeros((h, G, self.n))
+        index = np.zeros((h, G, self.n), dtype=np.int64)
+        for i in range(h):
+            for g in range(G):
+                grp = t[i, g * self.m:(g + 1) * self.m]
+                nz = np.flatnonzero(grp)
+                # largest |v| first, ties by lower column (stable sort on -|v|)
+                order = nz[np.argsort(-np.abs(grp[nz]), kind="stable")][: self.n]
+                order = np.sort(order)
+                vals[i, g, :order.size] = grp[order]
+                index[i, g, :order.size] = order
+        return NMPayload(shape=t.shape, n=self.n, m=self.m, values=vals, index=index)
+
+    def decode(self, payload: NMPayload) -> np.ndarray:
+        h, w = payload.shape
+        out = np.zeros((h, w))
+        G = payload.values.shape[1]
+        for i in range(h):
+            for g in range(G):
+                for s in range(payload.n):
+                    if payload.values[i, g, s] != 0:
+                        out[i, g * payload.m + payload.index[i, g, s]] = payload.values[i, g, s]
+        return out
+
+    def _slots(self, h, w):
+        return h * (-(-w // self.m)) * self.n
+
+    def payload_bytes(self, payload: NMPayload) -> int:
+        h, w = payload.shape
+        s = self._slots(h, w)
+        return int(s * VALUE_BYTES["fp32"] + -(-s * self.index_bits // 8) + w * ROUTE_BYTES)
+
+    def approx(self, ts, idx=None):
+        idx = as_index(ts, idx)
+        n, m = self.n, self.m
+
+        def keep(ptr, pos):
+            seg = np.repeat(np.arange(idx.shape[0], dtype=np.int64), np.diff(ptr))
+            r, c = ts.r[pos], ts.c[pos]
+            # group id: (tile, row, column group) is non-decreasing in entry order
+            key = (seg * 256 + r) * 256 + c // m
+            gid = np.cumsum(np.r_[0, (np.diff(key) != 0).astype(np.int64)]) if key.size else key
+            return rank_within_groups(gid, np.abs(ts.v[pos]), c) < n
+
+        return approx_from_mask(ts, idx, keep_fn=keep)
+
+    def npu_work(self, ts, idx=None):
+        idx = as_index(ts, idx)
+        h, w = ts.h[idx], ts.w[idx]
+        col_ptr, col_local = all_columns(w)
+        per_ev = -(-h * self.n // self.m)
+        ev = np.repeat(per_ev, w)
+        s = self._slots(h, w)
+        return make_tilework(
+            self.name, ts, idx, col_ptr, col_local,
+            ev_macs=ev, ev_decodes=ev,
+            ev_sram_bytes=ev * VALUE_BYTES["fp32"] + -(-ev * self.index_bits // 8),
+            payload_bytes=s * VALUE_BYTES["fp32"] + -(-s * self.index_bits // 8) + w * ROUTE_BYTES,
+            out_rows=h,
+        )
+
+
+NM2_4 = NMKernel(2, 4)
+NM1_4 = NMKernel(1, 4)
+NM4_8 = NMKernel(4, 8)

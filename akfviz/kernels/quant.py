@@ -1,0 +1,141 @@
+"""QUANT8: int8 values with a per-tile symmetric scale (akf-spec §3).
+
+``s = max|v| / 127``; every value is stored as ``q = clip(rint(v / s), −127, 127)`` and
+read back as ``q·s``. ``QUANT8`` stores the codes over CSC (entries whose code is 0 are
+dropped), ``QUANT8D`` over DENSE. Same per-event work as the base format, int8 MACs
+(1-byte values, one fp32 scale per tile). Lossy (exact only when every value is a
+multiple of ``s``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import (ROUTE_BYTES, SCALE_BYTES, VALUE_BYTES, Kernel, all_columns, approx_from_mask,
+                   as_index, as_tile, make_tilework)
+from .csc import CSCPayload, csc_bytes, csc_decode, csc_encode, csc_work
+
+QMAX = 127
+
+
+def quant_scale(maxabs):
+    """Per-tile scale ``max|v| / 127`` (1.0 for an all-zero tile, whose codes are all 0)."""
+    maxabs = np.asarray(maxabs, dtype=np.float64)
+    return np.where(maxabs > 0, maxabs / QMAX, 1.0)
+
+
+def quant_codes(v, scale):
+    """``clip(rint(v / scale), −127, 127)`` as int8."""
+    return np.clip(np.rint(v / scale), -QMAX, QMAX).astype(np.int8)
+
+
+def _segment_maxabs(v, ptr):
+    n = ptr.shape[0] - 1
+    out = np.zeros(n)
+    if v.size:
+        seg = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+        np.maximum.at(out, seg, np.abs(v))
+    return out
+
+
+def quant_approx(ts, idx):
+    """TileApprox of int8 quantisation; ``extra`` holds ``q`` (int8 codes of kept entries)
+    and ``scale`` (per tile)."""
+    holder = {}
+
+    def values(ptr, pos, keep):
+        v = ts.v[pos]
+        scale = quant_scale(_segment_maxabs(v, ptr))
+        s_e = np.repeat(scale, np.diff(ptr))
+        q = quant_codes(v, s_e)
+        holder["scale"] = scale
+        holder["q_all"] = q
+        return q.astype(np.float64) * s_e
+
+    ap = approx_from_mask(ts, idx, value_fn=values)
+    q_all = holder.get("q_all", np.zeros(0, np.int8))
+    ap.extra["scale"] = holder.get("scale", np.ones(idx.shape[0]))
+    ap.extra["q"] = q_all[q_all != 0]
+    return ap
+
+
+class Quant8Kernel(Kernel):
+    """int8 values over CSC, per-tile symmetric scale."""
+
+    name = "QUANT8"
+    family = "QUANT8"
+    lossless = False
+    precision = "int8"
+    description = "int8 codes with one scale per tile (max|v|/127), stored as CSC; int8 MACs."
+    exec_format = "csc_i8"
+    entry_format = True
+
+    def encode(self, tile) -> CSCPayload:
+        t = as_tile(tile)
+        s = float(quant_scale(np.abs(t).max()))
+        q = quant_codes(t, s)
+        return csc_encode(t, values_of=q, scale=s)
+
+    def decode(self, payload: CSCPayload) -> np.ndarray:
+        return csc_decode(payload)
+
+    def payload_bytes(self, payload: CSCPayload) -> int:
+        return csc_bytes(payload, "int8")
+
+    def approx(self, ts, idx=None):
+        return quant_approx(ts, as_index(ts, idx))
+
+    def npu_work(self, ts, idx=None):
+        return csc_work(self.name, ts, self.approx(ts, idx), "int8")
+
+
+@dataclass(frozen=True, eq=False)
+class DenseQ8Payload:
+    """int8 codes ``(h, w)`` and the scale."""
+
+    codes: np.ndarray
+    scale: float
+
+
+class Quant8DenseKernel(Kernel):
+    """int8 values over DENSE, per-tile symmetric scale."""
+
+    name = "QUANT8D"
+    family = "QUANT8"
+    lossless = False
+    precision = "int8"
+    description = "int8 codes with one scale per tile, every cell stored (dense); int8 MACs."
+    exec_format = "dense_i8"
+    entry_format = False
+
+    def encode(self, tile) -> DenseQ8Payload:
+        t = as_tile(tile)
+        s = float(quant_scale(np.abs(t).max()))
+        return DenseQ8Payload(codes=quant_codes(t, s), scale=s)
+
+    def decode(self, payload: DenseQ8Payload) -> np.ndarray:
+        return payload.codes.astype(np.float64) * payload.scale
+
+    def payload_bytes(self, payload: DenseQ8Payload) -> int:
+        h, w = payload.codes.shape
+        return int(h * w * VALUE_BYTES["int8"] + SCALE_BYTES + w * ROUTE_BYTES)
+
+    def approx(self, ts, idx=None):
+        return quant_approx(ts, as_index(ts, idx))
+
+    def npu_work(self, ts, idx=None):
+        idx = as_index(ts, idx)
+        h, w = ts.h[idx], ts.w[idx]
+        col_ptr, col_local = all_columns(w)
+        hc = np.repeat(h, w)
+        return make_tilework(
+            self.name, ts, idx, col_ptr, col_local,
+            ev_macs=hc, ev_decodes=np.zeros_like(hc), ev_sram_bytes=hc * VALUE_BYTES["int8"],
+            payload_bytes=h * w * VALUE_BYTES["int8"] + SCALE_BYTES + w * ROUTE_BYTES,
+            out_rows=h, int8=True,
+        )
+
+
+QUANT8 = Quant8Kernel()
+QUANT8D = Quant8DenseKernel()

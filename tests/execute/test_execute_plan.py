@@ -1,0 +1,251 @@
+"""FusionPlan and the fused executor against scipy and a slow per-tile reference (akf-spec §3, §9)."""
+import json
+import pickle
+
+import numba
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from akfviz.analysis.pattern import analyze
+from akfviz.errors import InputError
+from akfviz.execute import FusionPlan
+from akfviz.kernels import KERNELS, LOSSLESS, get_kernel
+
+
+def slow_approx(pa, names):
+    """Â built tile by tile through the single-tile encode/decode (the slow reference)."""
+    ts = pa.tileset
+    out = np.zeros(ts.shape)
+    T = ts.tile
+    for t, name in enumerate(names):
+        k = get_kernel(name)
+        r0, c0 = ts.bi[t] * T, ts.bj[t] * T
+        out[r0:r0 + ts.h[t], c0:c0 + ts.w[t]] = k.decode(k.encode(ts.dense(t)))
+    return out
+
+
+def cases():
+    rng = np.random.default_rng(7)
+    yield "square", sp.random(96, 96, density=0.08, random_state=1, format="csr"), 32
+    yield "rect-wide", sp.random(37, 150, density=0.2, random_state=2, format="csr"), 16
+    yield "rect-tall", sp.random(150, 37, density=0.3, random_state=3, format="csr"), 8
+    yield "T-not-dividing", sp.random(101, 77, density=0.05, random_state=4, format="csr"), 32
+    yield "dense-ish", sp.random(50, 50, density=0.9, random_state=5, format="csr"), 16
+    yield "banded", sp.diags([1.0, -2.0, 1.0], [-1, 0, 1], shape=(90, 90), format="csr"), 16
+    z = sp.random(60, 40, density=0.3, random_state=6, format="lil")
+    z[10:30, :] = 0
+    yield "zero-rows", sp.csr_array(z), 8
+    yield "one-nnz", sp.csr_array(([2.0], ([5], [3])), shape=(40, 40)), 16
+    yield "1x1", sp.csr_array(np.array([[3.0]])), 8
+    yield "empty", sp.csr_array((30, 20)), 8
+    blk = sp.block_diag([rng.standard_normal((8, 8)) for _ in range(6)], format="csr")
+    yield "blocks", blk, 16
+
+
+CASES = list(cases())
+IDS = [c[0] for c in CASES]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_exact_plan_equals_scipy(case, index_dtype):
+    _, A, T = case
+    A = sp.csr_array(A)
+    A.indices = A.indices.astype(index_dtype)
+    A.indptr = A.indptr.astype(index_dtype)
+    pa = analyze(A, tile=T)
+    rng = np.random.default_rng(11)
+    names = rng.choice(list(LOSSLESS), len(pa.tiles))
+    plan = FusionPlan(pa, names)
+    x = rng.standard_normal(A.shape[1])
+    ref = A @ x
+    y = plan.matvec(x)
+    assert y.dtype == np.float64 and y.shape == (A.shape[0],)
+    np.testing.assert_allclose(y, ref, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(ref).max()))
+    X = rng.standard_normal((A.shape[1], 3))
+    np.testing.assert_allclose(plan.matmat(X), A @ X, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(A @ X).max()))
+    assert plan.relative_error == 0.0
+    assert plan.output_error(x) == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("name", list(LOSSLESS))
+def test_each_exact_kernel_alone(name):
+    A = sp.random(80, 70, density=0.25, random_state=9, format="csr")
+    pa = analyze(A, tile=16)
+    plan = FusionPlan(pa, [name] * len(pa.tiles))
+    x = np.random.default_rng(1).standard_normal(70)
+    np.testing.assert_allclose(plan.matvec(x), A @ x, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_lossy_plan_computes_approximation(case):
+    _, A, T = case
+    pa = analyze(A, tile=T)
+    rng = np.random.default_rng(12)
+    names = rng.choice(list(KERNELS), len(pa.tiles))
+    plan = FusionPlan(pa, names)
+    Ahat = plan.approx_matrix()
+    assert isinstance(Ahat, sp.csr_array) and Ahat.shape == A.shape
+    slow = slow_approx(pa, names)
+    np.testing.assert_allclose(Ahat.toarray(), slow, rtol=0, atol=1e-12 * max(1.0, np.abs(slow).max()))
+    x = rng.standard_normal(A.shape[1])
+    np.testing.assert_allclose(plan.matvec(x), Ahat @ x, rtol=1e-10, atol=1e-12)
+    X = rng.standard_normal((A.shape[1], 4))
+    np.testing.assert_allclose(plan.matmat(X), Ahat @ X, rtol=1e-10, atol=1e-12)
+    fro = np.linalg.norm(A.toarray())
+    want = np.linalg.norm(A.toarray() - Ahat.toarray()) / fro if fro else 0.0
+    assert plan.relative_error == pytest.approx(want, rel=1e-8, abs=1e-12)
+    ax = A @ x
+    if np.linalg.norm(ax) > 0:
+        assert plan.output_error(x) == pytest.approx(
+            np.linalg.norm(ax - Ahat @ x) / np.linalg.norm(ax), rel=1e-8, abs=1e-12)
+
+
+@pytest.mark.parametrize("name", [n for n in KERNELS if n not in LOSSLESS])
+def test_each_lossy_kernel_alone(name):
+    A = sp.random(64, 64, density=0.5, random_state=3, format="csr")
+    pa = analyze(A, tile=16)
+    plan = FusionPlan(pa, [name] * len(pa.tiles))
+    x = np.random.default_rng(2).standard_normal(64)
+    np.testing.assert_allclose(plan.matvec(x), slow_approx(pa, plan.tile_kernels) @ x, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(plan.tile_errors, get_kernel(name).batch_error(pa.tileset), rtol=1e-9, atol=1e-12)
+    if name == "SKIP":
+        assert plan.relative_error == pytest.approx(1.0)
+        assert np.all(plan.matvec(x) == 0)
+
+
+def test_hyper_sparse_tiles_go_to_residual():
+    A = sp.random(2000, 2000, density=0.001, random_state=1, format="csr")  # ~1 nnz per tile
+    pa = analyze(A, tile=32)
+    plan = FusionPlan(pa, ["CSC"] * len(pa.tiles))
+    info = plan.to_dict()["executor"]
+    assert info["csc"] == 0 and info["residual_entries"] == A.nnz
+    dense = sp.csr_array(np.ones((64, 64)))
+    plan = FusionPlan(analyze(dense, tile=32), ["CSC"] * 4)
+    info = plan.to_dict()["executor"]
+    assert info["csc"] == 4 and info["residual_entries"] == 0
+
+
+def test_float32_and_integer_inputs():
+    A = sp.random(40, 30, density=0.3, random_state=2, format="csr")
+    plan = FusionPlan(analyze(A, tile=8), None or ["DENSE"] * len(analyze(A, tile=8).tiles))
+    x32 = np.arange(30, dtype=np.float32) / 7
+    np.testing.assert_allclose(plan.matvec(x32), A @ x32.astype(np.float64), rtol=1e-12)
+    np.testing.assert_allclose(plan.matvec(np.arange(30)), A @ np.arange(30.0), rtol=1e-12)
+    X = np.asfortranarray(np.ones((30, 2), dtype=np.float32))
+    np.testing.assert_allclose(plan.matmat(X), A @ np.ones((30, 2)), rtol=1e-12)
+
+
+def test_input_errors():
+    A = sp.random(40, 30, density=0.3, random_state=2, format="csr")
+    pa = analyze(A, tile=8)
+    n = len(pa.tiles)
+    with pytest.raises(InputError, match="entries"):
+        FusionPlan(pa, ["CSC"] * (n - 1))
+    with pytest.raises(InputError, match="Valid kernels"):
+        FusionPlan(pa, ["CSC"] * (n - 1) + ["FOO"])
+    with pytest.raises(InputError):
+        FusionPlan(pa, "CSC")
+    plan = FusionPlan(pa, ["CSC"] * n)
+    for bad in (np.ones(29), np.ones((30, 1)), np.array(["a"] * 30), np.ones(30, dtype=complex)):
+        with pytest.raises(InputError):
+            plan.matvec(bad)
+    for bad in (np.ones(30), np.ones((29, 2))):
+        with pytest.raises(InputError):
+            plan.matmat(bad)
+
+
+def test_determinism_and_thread_independence():
+    A = sp.random(300, 260, density=0.05, random_state=3, format="csr")
+    pa = analyze(A, tile=16)
+    names = np.random.default_rng(0).choice(list(KERNELS), len(pa.tiles))
+    p1, p2 = FusionPlan(pa, names), FusionPlan(pa, names)
+    x = np.random.default_rng(1).standard_normal(260)
+    y1 = p1.matvec(x)
+    assert np.array_equal(y1, p2.matvec(x))
+    assert np.array_equal(p1.tile_errors, p2.tile_errors)
+    old = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        y_serial = p1.matvec(x)
+    finally:
+        numba.set_num_threads(old)
+    assert np.array_equal(y1, y_serial)
+
+
+def test_summaries_npu_work_and_pickle():
+    A = sp.random(100, 90, density=0.1, random_state=4, format="csr")
+    pa = analyze(A, tile=16)
+    names = np.random.default_rng(3).choice(list(KERNELS), len(pa.tiles))
+    plan = FusionPlan(pa, names, resource=12.5, selection={"mode": "test"})
+    assert plan.shape == (100, 90) and plan.tile == 16
+    assert plan.tile_kernels.dtype == object and list(plan.tile_kernels) == list(names)
+    counts = plan.kernel_counts
+    assert counts.sum() == len(pa.tiles)
+    assert counts.to_dict() == {k: int(np.sum(names == k)) for k in set(names)}
+    work = plan.npu_work().validate()
+    nonskip = np.flatnonzero(names != "SKIP")
+    np.testing.assert_array_equal(work.tile_index, nonskip)
+    np.testing.assert_array_equal(np.asarray(work.kernel_names)[work.kernel_id], names[nonskip])
+    for t in nonskip[:10]:
+        u = int(np.searchsorted(work.tile_index, t))
+        single = get_kernel(names[t]).npu_work(pa.tileset, [t])
+        assert work.payload_bytes[u] == single.payload_bytes[0]
+        np.testing.assert_array_equal(work.col_local[work.col_ptr[u]:work.col_ptr[u + 1]], single.col_local)
+        np.testing.assert_array_equal(work.ev_macs[work.col_ptr[u]:work.col_ptr[u + 1]], single.ev_macs)
+    assert plan.payload_bytes == int(work.payload_bytes.sum())
+    d = plan.to_dict()
+    json.dumps(d)
+    assert d["resource"] == 12.5 and d["relative_error"] == plan.relative_error
+    q = pickle.loads(pickle.dumps(plan))
+    x = np.ones(90)
+    assert np.array_equal(q.matvec(x), plan.matvec(x))
+    assert q.selection == {"mode": "test"}
+
+
+def test_zero_matrix_plan():
+    pa = analyze(sp.csr_array((10, 7)), tile=8)
+    plan = FusionPlan(pa, [])
+    assert plan.relative_error == 0.0
+    assert np.array_equal(plan.matvec(np.ones(7)), np.zeros(10))
+    assert plan.npu_work().n_tiles == 0 and plan.payload_bytes == 0
+    assert plan.approx_matrix().nnz == 0
+
+
+def test_parallel_and_serial_drivers_agree_bitwise():
+    from akfviz.execute import fused
+
+    A = sp.random(500, 420, density=0.05, random_state=8, format="csr")
+    pa = analyze(A, tile=16)
+    names = np.random.default_rng(4).choice(list(KERNELS), len(pa.tiles))
+    packed = FusionPlan(pa, names)._packed
+    x = np.random.default_rng(5).standard_normal(420)
+    X = np.random.default_rng(6).standard_normal((420, 3))
+    y_par, y_ser = np.empty(500), np.empty(500)
+    fused._fused_matvec(x, y_par, *packed._args())
+    fused._fused_matvec_serial(x, y_ser, *packed._args())
+    assert np.array_equal(y_par, y_ser)
+    Y_par, Y_ser = np.empty((500, 3)), np.empty((500, 3))
+    fused._fused_matmat(X, Y_par, *packed._args())
+    fused._fused_matmat_serial(X, Y_ser, *packed._args())
+    assert np.array_equal(Y_par, Y_ser)
+    np.testing.assert_allclose(Y_par[:, 1], packed.matvec(np.ascontiguousarray(X[:, 1])), rtol=1e-12, atol=1e-12)
+
+
+def test_categorical_tile_kernels_fast_path():
+    import pandas as pd
+
+    A = sp.random(60, 60, density=0.2, random_state=5, format="csr")
+    pa = analyze(A, tile=8)
+    names = np.random.default_rng(9).choice(list(KERNELS), len(pa.tiles))
+    p1 = FusionPlan(pa, names)
+    p2 = FusionPlan(pa, pd.Categorical(names))
+    p3 = FusionPlan(pa, pd.Series(names, dtype="category"))
+    x = np.ones(60)
+    assert np.array_equal(p1.matvec(x), p2.matvec(x)) and np.array_equal(p1.matvec(x), p3.matvec(x))
+    assert list(p2.tile_kernels) == list(names)
+    with pytest.raises(InputError, match="Valid kernels"):
+        FusionPlan(pa, pd.Categorical(["FOO"] * len(pa.tiles)))
+    with pytest.raises(InputError):
+        FusionPlan(pa, pd.Categorical(names[:-1]))
