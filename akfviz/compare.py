@@ -1,0 +1,254 @@
+"""Baselines and the paper's table (akf-spec §8): Dense, BlockSparse, StaticSparse and AKF on the same
+matrix, input vector and hardware.
+
+* **Dense** — every tile slot, empty ones included, as a DENSE tile (dense computation with a sparse
+  mask), simulated with :func:`akfviz.npu.simulate.simulate_dense`.
+* **BlockSparse** — empty tiles skipped, every nonempty tile DENSE.
+* **StaticSparse** — one fixed kernel for every nonempty tile (default CSC; e.g. ``"NM2:4"``, whose
+  projection error is then reported).
+* **AKF** — the Dynamic Fuse Selector's plan (:func:`akfviz.select`).
+
+``speedup = cycles(Dense) / cycles``, ``energy_rel = energy / energy(Dense)``,
+``error_pct = 100 · ‖A − Â‖_F / ‖A‖_F``. The paper's claimed values are in :data:`PAPER_CLAIMS`;
+:func:`paper_comparison` puts them beside measured ones with a note computed from the numbers.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+
+PLANS = ("Dense", "BlockSparse", "StaticSparse", "AKF")
+COLUMNS = ["cycles", "speedup", "energy_pj", "energy_rel", "error_pct", "output_error_pct", "dram_bytes",
+           "macs", "events", "payload_bytes", "seconds", "kernel_mix"]
+
+#: The paper's §5 table and its text. ``energy_table`` is the row labelled "Energy Consumption (Watts)"
+#: (a power unit, and above Dense for every sparse plan); ``energy_text`` is the abstract's and results'
+#: "20 % lower energy" for AKF; the paper reports no error for Dense ("N/A").
+PAPER_CLAIMS = pd.DataFrame(
+    {"speedup": [1.0, 1.8, 2.5, 3.5],
+     "error_pct": [np.nan, 2.1, 3.5, 1.8],
+     "energy_table": [1.0, 1.3, 1.6, 1.2],
+     "energy_text": [1.0, np.nan, np.nan, 0.8]},
+    index=pd.Index(PLANS, name="plan"),
+)
+
+
+def _check_x(x, n_cols, rho_x, seed):
+    if x is None:
+        rng = np.random.default_rng(seed)
+        x = rng.standard_normal(n_cols)
+        if rho_x < 1.0:
+            x[rng.random(n_cols) >= rho_x] = 0.0
+        return x
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "fiu" or arr.ndim != 1 or arr.shape[0] != n_cols:
+        raise InputError(f"x must be a 1-D numeric vector of length {n_cols} (the matrix's columns); "
+                         f"got shape {getattr(arr, 'shape', None)} and type {arr.dtype}.")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise InputError("x contains NaN or infinite values; every entry must be a finite number.")
+    return arr
+
+
+def _kernel_mix_of(tile_kernels) -> str:
+    from .selection.pareto import kernel_mix
+
+    tk = np.asarray(tile_kernels, dtype=object)
+    if tk.size == 0:
+        return "(no tiles)"
+    names, counts = np.unique(tk.astype(str), return_counts=True)
+    return kernel_mix(list(names), counts)
+
+
+def _row(res, plan=None, payload=None, mix=""):
+    out = {
+        "cycles": float(res.cycles),
+        "energy_pj": float(res.energy_total_pj),
+        "error_pct": 100.0 * float(plan.relative_error) if plan is not None else 0.0,
+        "dram_bytes": float(getattr(res, "dram_bytes", np.nan)),
+        "macs": float(getattr(res, "macs", np.nan)),
+        "events": float(getattr(res, "events", np.nan)),
+        "payload_bytes": float(plan.payload_bytes) if plan is not None else float(payload),
+        "seconds": float(getattr(res, "seconds", np.nan)),
+        "kernel_mix": mix,
+    }
+    return out
+
+
+def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=None, rho_x=1.0, seed=0,
+            granularity="cluster", analysis=None, mapping="anneal") -> pd.DataFrame:
+    """Simulate the four plans of akf-spec §8 on the same matrix, vector and hardware.
+
+    Parameters
+    ----------
+    A : sparse matrix or 2-D array (or None when ``analysis`` is given)
+    hw : HardwareConfig, optional (default ``HardwareConfig()``)
+    alpha, beta : float
+        The selector's weights for the AKF plan.
+    tile : int
+        Tile side T.
+    static_kernel : str
+        Kernel of the StaticSparse plan (any registered kernel, e.g. ``"CSC"``, ``"NM2:4"``).
+    x : 1-D array, optional
+        Input vector; default a seeded standard-normal vector with a fraction ``rho_x`` of nonzeros.
+    rho_x : float in (0, 1]
+        Activation density for the default ``x`` and for the selector's costs.
+    seed : int
+        Seed of ``x``, of the selector's table calibration and of the simulator's mapping.
+    granularity : {"cluster", "tile"}
+        The selector's granularity.
+    analysis : PatternAnalysis, optional
+        Reuse an existing analysis of ``A`` (same tile side).
+    mapping : str
+        Passed to :func:`akfviz.simulate`.
+
+    Returns
+    -------
+    DataFrame
+        Indexed ``Dense, BlockSparse, StaticSparse, AKF`` with ``cycles, speedup, energy_pj, energy_rel,
+        error_pct`` and the counters behind them: ``output_error_pct`` (on ``x``), ``dram_bytes, macs,
+        events, payload_bytes, seconds, kernel_mix``. ``df.attrs`` holds the AKF plan's selection summary.
+    """
+    from .analysis.pattern import analyze
+    from .execute.plan import FusionPlan
+    from .kernels.registry import get_kernel
+    from .npu.hardware import HardwareConfig
+    from .npu.simulate import simulate, simulate_dense
+    from .selection.perftable import check_rho_x, dense_resource
+    from .selection.selector import select
+
+    hw = HardwareConfig() if hw is None else hw
+    if not isinstance(hw, HardwareConfig):
+        raise InputError(f"hw must be an akfviz.HardwareConfig, got {type(hw).__name__}.")
+    rho_x = check_rho_x(rho_x)
+    static = get_kernel(static_kernel).name
+    if analysis is None:
+        if A is None:
+            raise InputError("Give a matrix A (or an existing analysis=).")
+        pa = analyze(A, tile=tile)
+    else:
+        pa = analysis
+        if int(pa.tile) != int(tile):
+            raise InputError(f"The analysis was made with tile={pa.tile}, but compare was asked for tile={tile}.")
+        if A is not None and tuple(A.shape) != tuple(pa.shape):
+            raise InputError(f"A has shape {A.shape}, but the analysis is of a {pa.shape} matrix.")
+    shape = tuple(pa.shape)
+    xv = _check_x(x, shape[1], rho_x, seed)
+    n = int(pa.tiles.shape[0])
+
+    rows = {}
+    dres = simulate_dense(shape, pa.tile, hw, x=xv)
+    dense_bytes = dense_resource(shape, pa.tile, hw, rho_x=rho_x)["bytes"]
+    rows["Dense"] = _row(dres, payload=dense_bytes, mix="DENSE 100 % (every tile slot, empty ones too)")
+    rows["Dense"]["output_error_pct"] = 0.0
+    plans = {
+        "BlockSparse": FusionPlan(pa, np.full(n, "DENSE", dtype=object)),
+        "StaticSparse": FusionPlan(pa, np.full(n, static, dtype=object)),
+        "AKF": select(pa, alpha, beta, granularity=granularity, hw=hw, rho_x=rho_x, seed=seed),
+    }
+    for name, plan in plans.items():
+        res = simulate(plan, hw, x=xv, seed=seed, mapping=mapping)
+        rows[name] = _row(res, plan=plan, mix=_kernel_mix_of(plan.tile_kernels))
+        rows[name]["output_error_pct"] = 100.0 * float(plan.output_error(xv)) if n else 0.0
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "plan"
+    dc, de = df.loc["Dense", "cycles"], df.loc["Dense", "energy_pj"]
+    df["speedup"] = dc / df["cycles"] if dc > 0 else np.nan
+    df["energy_rel"] = df["energy_pj"] / de if de > 0 else np.nan
+    df = df[COLUMNS]
+    df.attrs["static_kernel"] = static
+    df.attrs["akf_selection"] = plans["AKF"].selection.to_dict()
+    df.attrs["hw_hash"] = hw.config_hash()
+    return df
+
+
+def paper_comparison(df: pd.DataFrame) -> pd.DataFrame:
+    """Measured values beside the paper's claims, with a note per plan computed from the numbers.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The output of :func:`compare`.
+
+    Returns
+    -------
+    DataFrame indexed like :data:`PAPER_CLAIMS`: ``speedup_measured, speedup_claimed, energy_rel_measured,
+    energy_claimed_table, energy_claimed_text, error_pct_measured, error_pct_claimed, note``.
+    """
+    missing = [c for c in ("cycles", "speedup", "energy_rel", "error_pct") if c not in df.columns]
+    if missing or not all(p in df.index for p in PLANS):
+        raise InputError("paper_comparison needs the DataFrame returned by akfviz.compare "
+                         f"(index {', '.join(PLANS)}; columns speedup, energy_rel, error_pct).")
+    out = pd.DataFrame(index=PAPER_CLAIMS.index)
+    out["speedup_measured"] = df.loc[list(PLANS), "speedup"].to_numpy(np.float64)
+    out["speedup_claimed"] = PAPER_CLAIMS["speedup"]
+    out["energy_rel_measured"] = df.loc[list(PLANS), "energy_rel"].to_numpy(np.float64)
+    out["energy_claimed_table"] = PAPER_CLAIMS["energy_table"]
+    out["energy_claimed_text"] = PAPER_CLAIMS["energy_text"]
+    out["error_pct_measured"] = df.loc[list(PLANS), "error_pct"].to_numpy(np.float64)
+    out["error_pct_claimed"] = PAPER_CLAIMS["error_pct"]
+    out["note"] = [_note(p, df, out.loc[p]) for p in PLANS]
+    return out
+
+
+def _share(df, plan, col):
+    if col not in df.columns:
+        return None
+    d = float(df.loc["Dense", col])
+    v = float(df.loc[plan, col])
+    return v / d if d > 0 and np.isfinite(v) else None
+
+
+def _note(plan, df, r) -> str:
+    if plan == "Dense":
+        return ("reference: speedup and energy are 1 by definition; the paper gives no error for Dense and "
+                f"ours is {r.error_pct_measured:.3g} %")
+    parts = []
+    s, c = r.speedup_measured, r.speedup_claimed
+    if np.isfinite(s) and s > 0:
+        rel = s / c
+        how = "matches" if abs(rel - 1) < 0.1 else ("exceeds" if rel > 1 else "falls short of")
+        parts.append(f"speedup {s:.3g}× {how} the claimed {c:.3g}× ({rel:.2g}× the claim)")
+    why = []
+    for col, label in (("macs", "MACs"), ("dram_bytes", "DRAM bytes"), ("payload_bytes", "payload bytes"),
+                       ("events", "events")):
+        sh = _share(df, plan, col)
+        if sh is not None:
+            why.append(f"{100 * sh:.3g} % of Dense's {label}")
+    if why:
+        parts.append("it does " + ", ".join(why))
+    e = r.energy_rel_measured
+    if np.isfinite(e):
+        t = r.energy_claimed_table
+        txt = f"energy {e:.3g}× Dense vs the table's {t:.3g} (labelled Watts — a power, not an energy"
+        txt += ", and above Dense)" if t > 1 else ")"
+        if np.isfinite(r.energy_claimed_text):
+            txt += f" and the text's {r.energy_claimed_text:.3g}× (\"20 % lower energy\")"
+        parts.append(txt)
+    em, ec = r.error_pct_measured, r.error_pct_claimed
+    if em == 0:
+        parts.append(f"error 0 % (every kernel used is exact) vs the claimed {ec:.3g} %, which an exact plan "
+                     "cannot have")
+    else:
+        parts.append(f"error {em:.3g} % vs the claimed {ec:.3g} % ({'lower' if em < ec else 'higher'})")
+    return "; ".join(parts)
+
+
+# ``akfviz.compare`` is both this module and the function of akf-spec §9. Which object the package
+# attribute holds depends on import order (``from akfviz.compare import X`` binds the module). So that
+# ``akfviz.compare(A)`` and ``akfviz.compare.PAPER_CLAIMS`` work either way, the module is callable
+# (it forwards to :func:`compare`) and the function carries the module's public names.
+class _CallableModule(sys.modules[__name__].__class__):
+    def __call__(self, *args, **kwargs):
+        return compare(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+compare.PAPER_CLAIMS = PAPER_CLAIMS
+compare.paper_comparison = paper_comparison
+compare.PLANS = PLANS
+compare.COLUMNS = COLUMNS

@@ -1,0 +1,128 @@
+"""Adaptive alpha/beta: the error-budget and resource-budget modes (akf-spec §5).
+
+Both search the multiplier ``λ = alpha / beta`` of the cost ``λ·E/‖A‖² + R/R_dense`` by bisection
+on ``log10 λ`` in ``[LOG_LAM_MIN, LOG_LAM_MAX]``, besides the two ends ``λ = 0`` (resource only,
+error breaks ties) and ``λ = ∞`` (error only, resource breaks ties). Every evaluated choice is
+measured on every member tile (:meth:`.costs.SelectionProblem.evaluate`: exact errors, the table's
+resources), and the answer is the best *feasible* plan seen during the search:
+
+* error budget ``eps``: least resource among the plans with relative error ``≤ eps``
+  (``eps = 0``: only lossless candidates are allowed, the cheapest per unit — an exact plan);
+* resource budget ``b`` (a share of ``R_dense``): least error among the plans with
+  resource ``≤ b·R_dense``.
+
+Per tile the chosen kernel's error is non-increasing in λ (a parametric argmin), so the search is a
+proper bisection in tile mode; in cluster mode the member errors need not be monotone, which is why
+every evaluated plan is kept and the best feasible one returned.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+
+LOG_LAM_MIN, LOG_LAM_MAX = -12.0, 12.0
+MAX_BISECTIONS = 40
+
+
+@dataclass(frozen=True, eq=False)
+class BudgetResult:
+    """Outcome of a budget search: the chosen per-unit kernels, the effective multiplier, the
+    measured error and resource, and the search trace (``lambda, error, resource, feasible``)."""
+
+    choice: np.ndarray
+    multiplier: float
+    error: float
+    resource: float
+    trace: pd.DataFrame
+    mode: str
+    budget: float
+
+
+def check_budget(value, name: str, upper=None) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number, got {value!r}.") from None
+    if not np.isfinite(v) or v < 0 or (upper is not None and v > upper):
+        rng = f"[0, {upper}]" if upper is not None else "≥ 0"
+        raise InputError(f"{name} must be a finite number in {rng}, got {value!r}.")
+    return v
+
+
+def _search(problem, feasible, better, mask=None):
+    trace = []
+    seen = {}
+
+    def ev(lam):
+        choice = problem.argmin(lam, 1.0, mask=mask)
+        key = choice.tobytes()
+        if key not in seen:
+            seen[key] = problem.evaluate(choice)
+        err, res = seen[key]
+        ok = feasible(err, res)
+        trace.append((lam, err, res, ok))
+        return choice, err, res, ok
+
+    results = [ev(0.0), ev(np.inf)]
+    lo_ok, hi_ok = results[0][3], results[1][3]
+    if lo_ok != hi_ok:
+        lo, hi = LOG_LAM_MIN, LOG_LAM_MAX
+        c_lo, c_hi = results[0][0], results[1][0]
+        for _ in range(MAX_BISECTIONS):
+            if hi - lo < 1e-3 or np.array_equal(c_lo, c_hi):
+                break
+            mid = 0.5 * (lo + hi)
+            r = ev(10.0 ** mid)
+            results.append(r)
+            if r[3] == lo_ok:
+                lo, c_lo = mid, r[0]
+            else:
+                hi, c_hi = mid, r[0]
+    best, best_lam = None, None
+    for (choice, err, res, ok), t in zip(results, trace):
+        if ok and (best is None or better((err, res), best[1:3])):
+            best, best_lam = (choice, err, res), t[0]
+    df = pd.DataFrame(trace, columns=["lambda", "error", "resource", "feasible"])
+    return best, best_lam, df
+
+
+def solve_error_budget(problem, eps: float) -> BudgetResult:
+    """Least-resource plan with relative error ≤ ``eps`` (see the module docstring)."""
+    eps = check_budget(eps, "error_budget")
+    mask = None
+    if eps == 0.0:
+        if not problem.lossless.any():
+            raise InputError(
+                "error_budget=0 asks for an exact plan, but none of the candidate kernels "
+                f"({', '.join(problem.names)}) is lossless; add e.g. CSC or DENSE."
+            )
+        mask = problem.lossless
+    best, lam, trace = _search(problem, lambda e, r: e <= eps,
+                               lambda a, b: (a[1], a[0]) < (b[1], b[0]), mask=mask)
+    if best is None:
+        emin = float(trace["error"].min())
+        raise InputError(
+            f"No plan with these candidate kernels reaches relative error ≤ {eps:g}; the smallest "
+            f"reachable is {emin:.3g}. Raise the error budget or add lossless kernels."
+        )
+    return BudgetResult(best[0], float(lam), best[1], best[2], trace, "error_budget", eps)
+
+
+def solve_resource_budget(problem, share: float) -> BudgetResult:
+    """Least-error plan with resource ≤ ``share · R_dense`` (see the module docstring)."""
+    share = check_budget(share, "resource_budget")
+    limit = share * problem.R_dense
+    best, lam, trace = _search(problem, lambda e, r: r <= limit * (1 + 1e-12),
+                               lambda a, b: (a[0], a[1]) < (b[0], b[1]))
+    if best is None:
+        rmin = float(trace["resource"].min()) / problem.R_dense if problem.R_dense > 0 else 0.0
+        raise InputError(
+            f"No plan with these candidate kernels uses at most {share:.4g} of the Dense "
+            f"{problem.resource}; the cheapest needs {rmin:.4g}. Raise the resource budget or add "
+            "cheaper kernels (e.g. SKIP)."
+        )
+    return BudgetResult(best[0], float(lam), best[1], best[2], trace, "resource_budget", share)

@@ -1,0 +1,288 @@
+"""The selection problem: the cost matrices of the Dynamic Fuse Selector (akf-spec §5).
+
+For the chosen *units* — every nonempty tile (granularity ``"tile"``) or each LSH cluster's
+representative (granularity ``"cluster"``) — and every candidate kernel ``k``:
+
+* ``E[u, k] = ‖t_u − decode(encode_k(t_u))‖_F²`` exactly, from ``kernel.batch_error`` (0 without
+  computing it for kernels flagged ``lossless``);
+* ``R[u, k]`` the resource from the performance table (:mod:`.perftable`) in the chosen measure;
+* normalised shares ``En = E / ‖A‖_F²`` and ``Rn = R / R_dense``, where ``R_dense`` is the whole
+  matrix under DENSE, empty tiles included (:func:`.perftable.dense_resource`); for the ``mix``
+  measure ``R`` is already ``Σ_m w_m R_m / R_dense,m`` and ``R_dense = 1``;
+* ``C[u, k] = alpha · En[u, k] + beta · Rn[u, k]``.
+
+The plan-level error and resource of a choice (one kernel per unit, applied to every member of a
+cluster) are *measured on every member*: :meth:`SelectionProblem.evaluate` sums the exact member
+errors (computed lazily per (cluster, kernel) and cached) and the table's resource of every member.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..errors import InputError
+from .perftable import (MEASURE_NAMES, MIX_WEIGHTS, check_resource, check_rho_x, dense_resource,
+                        performance_table, tile_scale)
+from .structure import classify_tiles
+
+#: Granularities of the selector: name -> one-line description.
+GRANULARITIES = {
+    "cluster": "kernel chosen on each LSH cluster's representative and applied to every member",
+    "tile": "exact argmin per tile (the reference)",
+}
+
+
+def check_granularity(g) -> str:
+    if g not in GRANULARITIES:
+        raise InputError(f"Unknown granularity {g!r}; choose one of {', '.join(GRANULARITIES)}.")
+    return g
+
+
+def resolve_candidates(kernels) -> tuple:
+    """Candidate kernel names (default ``DEFAULT_CANDIDATES``), validated, duplicates removed."""
+    from ..kernels.registry import DEFAULT_CANDIDATES, get_kernel
+
+    if kernels is None:
+        names = list(DEFAULT_CANDIDATES)
+    else:
+        if isinstance(kernels, str):
+            kernels = [kernels]
+        try:
+            names = list(kernels)
+        except TypeError:
+            raise InputError(f"kernels must be a list of kernel names, got {kernels!r}.") from None
+    out = []
+    for n in names:
+        if not isinstance(n, str):
+            raise InputError(f"Kernel names must be strings, got {n!r}.")
+        get_kernel(n)  # raises InputError listing the valid names
+        if n not in out:
+            out.append(n)
+    if not out:
+        raise InputError("The list of candidate kernels is empty; give at least one kernel name.")
+    return tuple(out)
+
+
+def check_pa(pa):
+    for attr in ("tiles", "tileset", "fro_norm", "tile", "clusters"):
+        if not hasattr(pa, attr):
+            raise InputError(
+                "select() needs a PatternAnalysis from akfviz.analyze(A, tile); "
+                f"got a {type(pa).__name__} without {attr!r}."
+            )
+    return pa
+
+
+class SelectionProblem:
+    """Cost matrices of one selection (see the module docstring).
+
+    Parameters
+    ----------
+    pa : PatternAnalysis
+    candidates : tuple of str
+    hw : HardwareConfig
+    resource : {"energy", "cycles", "bytes", "mix"}
+    granularity : {"cluster", "tile"}
+    rho_x : float
+    seed : int
+        Seed of the performance table's calibration tiles.
+    """
+
+    def __init__(self, pa, candidates, hw, resource="energy", granularity="cluster", rho_x=1.0, seed=0):
+        from ..kernels.registry import get_kernel
+
+        t0 = time.perf_counter()
+        self.timings = {}
+        self.pa = pa
+        self.ts = pa.tileset
+        self.hw = hw
+        self.names = tuple(candidates)
+        self.kernels = [get_kernel(n) for n in self.names]
+        self.lossless = np.array([bool(k.lossless) for k in self.kernels])
+        self.resource = check_resource(resource)
+        self.granularity = check_granularity(granularity)
+        self.rho_x = check_rho_x(rho_x)
+        self.T = int(pa.tile)
+        self.hw_hash = hw.config_hash()
+        self.table = performance_table(hw, self.T, rho_x=self.rho_x, seed=seed, hw_hash=self.hw_hash)
+        self.R_dense_by_measure = dense_resource(pa.tileset.shape, self.T, hw, rho_x=self.rho_x,
+                                                 hw_hash=self.hw_hash)
+        self.R_dense = 1.0 if resource == "mix" else self.R_dense_by_measure[resource]
+        self.fro2 = float(pa.fro_norm) ** 2
+        self.timings["table"] = time.perf_counter() - t0
+
+        t1 = time.perf_counter()
+        tiles = pa.tiles
+        n = int(tiles.shape[0])
+        self.n_tiles = n
+        self.grid = int(getattr(getattr(pa, "lsh", None), "grid", 8))
+        self._tile_arrays = None
+        if self.granularity == "cluster":
+            self.units = pa.clusters["representative"].to_numpy(np.int64)
+            self.unit_of_tile = tiles["cluster"].to_numpy(np.int64)
+            self.unit_cluster = np.asarray(pa.clusters.index, dtype=np.int64)
+            self.unit_size = pa.clusters["size"].to_numpy(np.int64)
+        else:
+            self.units = np.arange(n, dtype=np.int64)
+            self.unit_of_tile = self.units
+            self.unit_cluster = tiles["cluster"].to_numpy(np.int64)
+            self.unit_size = np.ones(n, dtype=np.int64)
+        nu = self.units.size
+        self.n_units = nu
+        self.unit_density = tiles["density"].to_numpy(np.float64)[self.units]
+        self.unit_scale = tile_scale(tiles, self.T)[self.units] if self.granularity == "tile" else \
+            (tiles["h"].to_numpy(np.float64)[self.units] * tiles["w"].to_numpy(np.float64)[self.units]
+             / float(self.T ** 2))
+        self.unit_cls = classify_tiles(tiles, grid=self.grid, idx=self.units) if nu else np.zeros(0, np.int64)
+        self._tile_cls = None
+        self.timings["units"] = time.perf_counter() - t1
+
+        t2 = time.perf_counter()
+        self.E = self.errors_of(self.units)
+        self.timings["errors"] = time.perf_counter() - t2
+        t3 = time.perf_counter()
+        self.R = self.resource_matrix(self.unit_density, self.unit_scale, self.unit_cls)
+        self.bytes = self.table.evaluate(self.names, self.unit_cls, self.unit_density, self.unit_scale,
+                                         measure="bytes")
+        self.timings["resources"] = time.perf_counter() - t3
+        self.En = self.E / self.fro2 if self.fro2 > 0 else np.zeros_like(self.E)
+        self.Rn = self.R / self.R_dense if self.R_dense > 0 else np.zeros_like(self.R)
+        self._Esum = None  # (n_units, K) exact member error sums, NaN = not computed yet
+        self._Rsum = None
+        self._members = None
+
+    # ---------------------------------------------------------------- matrices
+    def errors_of(self, idx) -> np.ndarray:
+        """Exact ``E`` (len(idx), K); zero for lossless kernels without computing."""
+        idx = np.asarray(idx, dtype=np.int64)
+        E = np.zeros((idx.size, len(self.names)))
+        if idx.size == 0:
+            return E
+        for j, k in enumerate(self.kernels):
+            if not self.lossless[j]:
+                E[:, j] = np.maximum(np.asarray(k.batch_error(self.ts, idx), dtype=np.float64), 0.0)
+        return E
+
+    def tile_arrays(self):
+        """(class, density, scale) of every tile (computed once, on demand)."""
+        if self._tile_arrays is None:
+            tiles = self.pa.tiles
+            cls = classify_tiles(tiles, grid=self.grid) if self.n_tiles else np.zeros(0, np.int64)
+            self._tile_arrays = (cls, tiles["density"].to_numpy(np.float64), tile_scale(tiles, self.T))
+        return self._tile_arrays
+
+    def resource_matrix(self, density, scale, cls) -> np.ndarray:
+        """``R`` (n, K) in the selector's measure (``mix`` = weighted shares of Dense)."""
+        if self.resource != "mix":
+            return self.table.evaluate(self.names, cls, density, scale, measure=self.resource)
+        R = np.zeros((len(cls), len(self.names)))
+        for m in MEASURE_NAMES:
+            d = self.R_dense_by_measure[m]
+            if d > 0:
+                R += MIX_WEIGHTS[m] * self.table.evaluate(self.names, cls, density, scale, measure=m) / d
+        return R
+
+    def measure_weights(self) -> dict:
+        """Weights of the table's measures that make up the selector's resource."""
+        if self.resource != "mix":
+            return {self.resource: 1.0}
+        return {m: MIX_WEIGHTS[m] / self.R_dense_by_measure[m] for m in MEASURE_NAMES
+                if self.R_dense_by_measure[m] > 0}
+
+    def cost(self, alpha, beta) -> np.ndarray:
+        """``C = alpha·En + beta·Rn`` (n_units, K); alpha = inf means "error first, resource breaks ties"."""
+        if np.isinf(alpha):
+            return np.where(self.En == self.En.min(axis=1, keepdims=True), self.Rn, np.inf) \
+                if self.n_units else self.En.copy()
+        return alpha * self.En + beta * self.Rn
+
+    def argmin(self, alpha, beta, mask=None) -> np.ndarray:
+        """Per-unit argmin of the cost (first candidate on exact ties); ``mask`` (K,) bool restricts."""
+        C = self.cost(alpha, beta)
+        if mask is not None:
+            C = np.where(mask[None, :], C, np.inf)
+        if beta == 0 and not np.isinf(alpha):  # resource only breaks ties
+            C = np.where(C == C.min(axis=1, keepdims=True), self.Rn, np.inf)
+        if alpha == 0:  # error only breaks ties
+            C2 = np.where(C == C.min(axis=1, keepdims=True), self.En, np.inf)
+            C = C2
+        return np.argmin(C, axis=1).astype(np.int64) if self.n_units else np.zeros(0, np.int64)
+
+    # ---------------------------------------------------------------- member sums
+    def _member_order(self):
+        if self._members is None:
+            order = np.argsort(self.unit_of_tile, kind="stable").astype(np.int64)
+            starts = np.zeros(self.n_units + 1, dtype=np.int64)
+            starts[1:] = np.cumsum(self.unit_size)
+            self._members = (order, starts)
+        return self._members
+
+    def members(self, u) -> np.ndarray:
+        order, starts = self._member_order()
+        return order[starts[u]:starts[u + 1]]
+
+    def member_error_sums(self, choice) -> np.ndarray:
+        """Exact ``Σ_{t ∈ unit} E(t, choice[unit])`` for every unit (cached per (unit, kernel))."""
+        choice = np.asarray(choice, dtype=np.int64)
+        nu, K = self.n_units, len(self.names)
+        if self.granularity == "tile":
+            return self.E[np.arange(nu), choice]
+        if self._Esum is None:
+            self._Esum = np.full((nu, K), np.nan)
+            self._Esum[:, self.lossless] = 0.0
+            single = self.unit_size == 1  # the representative is the only member
+            self._Esum[single] = self.E[single]
+        got = self._Esum[np.arange(nu), choice]
+        missing = np.isnan(got)
+        if missing.any():
+            order, starts = self._member_order()
+            for k in np.unique(choice[missing]):
+                us = np.nonzero(missing & (choice == k))[0]
+                segs = [order[starts[u]:starts[u + 1]] for u in us]
+                lens = np.array([s.size for s in segs], dtype=np.int64)
+                tiles = np.concatenate(segs)
+                e = np.maximum(np.asarray(self.kernels[k].batch_error(self.ts, tiles), dtype=np.float64), 0.0)
+                offs = np.zeros(lens.size + 1, dtype=np.int64)
+                offs[1:] = np.cumsum(lens)
+                cs = np.concatenate([[0.0], np.cumsum(e)])
+                self._Esum[us, k] = cs[offs[1:]] - cs[offs[:-1]]
+            got = self._Esum[np.arange(nu), choice]
+        return got
+
+    def member_resource_sums(self) -> np.ndarray:
+        """``Σ_{t ∈ unit} R(t, k)`` (n_units, K) from the table over every member."""
+        if self.granularity == "tile":
+            return self.R
+        if self._Rsum is None:
+            cls, dens, scale = self.tile_arrays()
+            R = np.zeros((self.n_units, len(self.names)))
+            for m, wgt in self.measure_weights().items():
+                R += wgt * self.table.group_sums(self.names, cls, dens, scale, self.unit_of_tile,
+                                                 self.n_units, measure=m)
+            self._Rsum = R
+        return self._Rsum
+
+    def evaluate(self, choice) -> tuple:
+        """(relative error, total resource) of a choice, both measured on every member tile."""
+        choice = np.asarray(choice, dtype=np.int64)
+        if self.n_units == 0:
+            return 0.0, 0.0
+        err2 = float(self.member_error_sums(choice).sum())
+        rel = float(np.sqrt(err2 / self.fro2)) if self.fro2 > 0 else 0.0
+        res = float(self.member_resource_sums()[np.arange(self.n_units), choice].sum())
+        return rel, res
+
+    # ---------------------------------------------------------------- per tile
+    def tile_choice(self, choice) -> np.ndarray:
+        """Kernel index per tile (a unit's choice applied to every member)."""
+        return np.asarray(choice, dtype=np.int64)[self.unit_of_tile] if self.n_tiles else \
+            np.zeros(0, np.int64)
+
+    def plan_resource(self, choice) -> float:
+        """Total table resource of a choice over every tile (one parallel numba pass, no per-tile arrays)."""
+        if self.n_tiles == 0:
+            return 0.0
+        kid = self.table.kernel_ids(self.names)[np.asarray(choice, dtype=np.int64)]
+        return self.table.chosen_total(self.pa.tiles, self.unit_of_tile, kid, self.measure_weights(),
+                                       grid=self.grid)

@@ -1,0 +1,172 @@
+"""Why the selector chose what it chose (akf-spec §5, "every decision is explainable").
+
+:func:`explain` returns, for one tile or one cluster of a selected plan, the table of candidate
+kernels with their error ``E``, its share ``E_norm = E/‖A‖_F²``, resource ``R``, its share
+``R_norm = R/R_dense``, cost ``C = alpha·E_norm + beta·R_norm``, the rank by cost, which kernel the
+plan applied, and for that kernel a ``reason`` sentence computed from these numbers.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+
+COLUMNS = ["kernel", "family", "lossless", "E", "E_norm", "R", "R_norm", "C", "chosen", "rank", "reason"]
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.3g} %"
+
+
+def _index(value, n, what):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise InputError(f"{what} must be an integer, got {value!r}.")
+    if not 0 <= int(value) < n:
+        raise InputError(f"{what} {value} does not exist; valid values are 0 … {n - 1}.")
+    return int(value)
+
+
+def explain(plan, tile=None, cluster=None) -> pd.DataFrame:
+    """Candidate table for one tile or cluster of a plan made by :func:`akfviz.select`.
+
+    Parameters
+    ----------
+    plan : FusionPlan
+        A plan with ``plan.selection`` (a :class:`~.selector.SelectionReport`).
+    tile : int, optional
+        Row of ``pa.tiles``. In cluster mode the tile's own ``E`` and ``R`` are computed on the spot and
+        shown beside the kernel its cluster's representative chose.
+    cluster : int, optional
+        Cluster id. In tile mode the cluster's representative tile is explained.
+        With neither, the largest cluster (cluster mode) or tile 0 (tile mode).
+
+    Returns
+    -------
+    DataFrame
+        One row per candidate, sorted by rank: ``kernel, family, lossless, E, E_norm, R, R_norm, C,
+        chosen, rank, reason`` (``reason`` is filled on the chosen row only).
+    """
+    from ..kernels.registry import get_kernel
+    from .structure import classify_tiles
+
+    rep = getattr(plan, "selection", None)
+    if rep is None or not hasattr(rep, "candidates"):
+        raise InputError("This plan was not made by akfviz.select, so there is no decision to explain.")
+    if tile is not None and cluster is not None:
+        raise InputError("Give either tile= or cluster=, not both.")
+    pa = plan.pa
+    n_tiles = int(pa.tiles.shape[0])
+    if n_tiles == 0:
+        raise InputError("The matrix has no nonzero tiles, so no kernel was chosen for anything.")
+    names = list(rep.candidates)
+    K = len(names)
+    context = ""
+    if tile is None and cluster is None:
+        if rep.granularity == "cluster":
+            cluster = int(np.argmax(rep.unit_size))
+        else:
+            tile = 0
+    if cluster is not None:
+        cluster = _index(cluster, int(pa.n_clusters), "cluster")
+        if rep.granularity == "cluster":
+            u = int(np.nonzero(rep.unit_cluster == cluster)[0][0])
+            row = (rep.E[u], rep.R[u], rep.En[u], rep.Rn[u])
+            chosen = int(rep.chosen[u])
+            argmin = int(rep.argmin[u])
+            context = (f"cluster {cluster} ({int(rep.unit_size[u])} tiles), decided on its representative "
+                       f"tile {int(rep.units[u])}")
+        else:
+            tile = int(pa.clusters.loc[cluster, "representative"])
+            context = f"cluster {cluster}'s representative tile {tile} (tile mode: every tile decided itself)"
+    if cluster is None or rep.granularity == "tile":
+        tile = _index(tile, n_tiles, "tile")
+        if rep.granularity == "tile":
+            u = tile
+            row = (rep.E[u], rep.R[u], rep.En[u], rep.Rn[u])
+            chosen = int(rep.chosen[u])
+            argmin = int(rep.argmin[u])
+            context = context or f"tile {tile}"
+        else:
+            # cluster mode: this tile's own numbers, beside the kernel its representative chose
+            from .perftable import MEASURE_NAMES, MIX_WEIGHTS, tile_scale
+
+            idx = np.array([tile], dtype=np.int64)
+            E = np.zeros(K)
+            for j, n in enumerate(names):
+                k = get_kernel(n)
+                if not rep.lossless[j]:
+                    E[j] = max(0.0, float(np.asarray(k.batch_error(pa.tileset, idx))[0]))
+            grid = int(getattr(getattr(pa, "lsh", None), "grid", 8))
+            cls = classify_tiles(pa.tiles, grid=grid, idx=idx)
+            dens = pa.tiles["density"].to_numpy(np.float64)[idx]
+            sc = tile_scale(pa.tiles, pa.tile)[idx]
+            if rep.measure == "mix":
+                R = np.zeros(K)
+                for m in MEASURE_NAMES:
+                    d = rep.R_dense_by_measure[m]
+                    if d > 0:
+                        R += MIX_WEIGHTS[m] * rep.table.evaluate(names, cls, dens, sc, measure=m)[0] / d
+            else:
+                R = rep.table.evaluate(names, cls, dens, sc, measure=rep.measure)[0]
+            En = E / rep.fro2 if rep.fro2 > 0 else np.zeros(K)
+            Rn = R / rep.R_dense if rep.R_dense > 0 else np.zeros(K)
+            row = (E, R, En, Rn)
+            c = int(pa.tiles["cluster"].iat[tile])
+            u = int(np.nonzero(rep.unit_cluster == c)[0][0])
+            chosen = int(rep.chosen[u])
+            argmin = int(np.argmin(_cost(rep, En, Rn)))
+            context = (f"tile {tile}, member of cluster {c}; its kernel was decided on the representative "
+                       f"tile {int(rep.units[u])}")
+    E, R, En, Rn = (np.asarray(a, dtype=np.float64) for a in row)
+    C = _cost(rep, En, Rn)
+    order = np.lexsort((np.arange(K), C))
+    rank = np.empty(K, dtype=np.int64)
+    rank[order] = np.arange(1, K + 1)
+    df = pd.DataFrame({
+        "kernel": names, "family": [get_kernel(n).family for n in names], "lossless": rep.lossless.copy(),
+        "E": E, "E_norm": En, "R": R, "R_norm": Rn, "C": C, "chosen": np.arange(K) == chosen, "rank": rank,
+        "reason": [""] * K,
+    })
+    df.loc[chosen, "reason"] = _reason(rep, names, En, Rn, C, rank, chosen, argmin, context)
+    return df.sort_values("rank").reset_index(drop=True)[COLUMNS]
+
+
+def _cost(rep, En, Rn):
+    if np.isinf(rep.alpha):
+        return np.where(En == En.min(), Rn, np.inf)
+    return rep.alpha * En + rep.beta * Rn
+
+
+def _reason(rep, names, En, Rn, C, rank, chosen, argmin, context) -> str:
+    k = names[chosen]
+    err = "at zero error" if En[chosen] == 0 else f"with error {_pct(En[chosen])} of ‖A‖²"
+    what = f"resource {_pct(Rn[chosen])} of Dense {rep.measure} {err}"
+    if rank[chosen] == 1:
+        head = f"{k}: lowest cost (C = {C[chosen]:.3g}): {what}"
+        others = [j for j in np.argsort(rank) if j != chosen]
+        if others:
+            j = int(others[0])
+            if np.isfinite(C[j]) and C[chosen] > 0:
+                cmp = f"costs {C[j] / C[chosen]:.3g}× more"
+            elif np.isfinite(C[j]):
+                cmp = f"costs {C[j]:.3g} more"
+            else:
+                cmp = "is not allowed (its error is not the smallest)"
+            head += f"; runner-up {names[j]} {cmp}"
+    else:
+        best = int(np.argsort(rank)[0])
+        head = f"{k}: rank {int(rank[chosen])} by cost (C = {C[chosen]:.3g}), {what}; "
+        if rep.mode == "error_budget" and rep.error_budget == 0 and not rep.lossless[best]:
+            head += f"{names[best]} costs less but is lossy, and error_budget = 0 allows lossless kernels only"
+        elif rep.mode != "weights":
+            head += (f"{names[best]} costs less per tile, but the plan as a whole had to meet the "
+                     f"{rep.mode.replace('_', ' ')} ({rep.error_budget if rep.mode == 'error_budget' else rep.resource_budget:g})")
+        elif rep.fusion is not None and rep.fusion.binding and argmin != chosen:
+            head += (f"{names[best]} costs less, but the plan's SRAM demand exceeds the chip "
+                     f"({rep.fusion.sram_bytes_argmin:.3g} B > {rep.fusion.capacity:.3g} B) and the fusion "
+                     f"weights moved this unit to a kernel with fewer payload bytes")
+        else:
+            head += (f"{names[best]} would cost less on this tile, but the kernel was chosen on the "
+                     "cluster's representative")
+    return f"{head}. ({context})" if context else head

@@ -1,0 +1,230 @@
+"""Fusion weights (paper eq. 1, ``K ≈ Σ_i w_i k_i``; akf-spec §5).
+
+Per unit ``c`` (an LSH cluster, or a tile) the weights over the candidate kernels are a softmax of
+logits, ``w_c = softmax(z_c)``, ``Σ_k w_ck = 1``. They minimise, by gradient descent,
+
+.. math::
+
+    F(z) = \\sum_c s_c \\sum_k w_{ck} \\hat C_{ck}
+         + P \\cdot N \\cdot \\max\\!\\left(0, \\frac{S(w) - S_{cap}}{S_{cap}}\\right)^2
+         - T \\sum_c s_c H(w_c),
+    \\qquad S(w) = \\sum_c s_c \\sum_k w_{ck} b_{ck}
+
+with ``s_c`` the unit's size (tiles), ``N = Σ s_c``, ``Ĉ = C / σ`` the selector's cost divided by
+``σ``, the size-weighted median gap between a unit's best and runner-up cost (so a typical decision is
+an O(1) step whatever the matrix), ``b_ck`` the
+payload bytes of one tile of the unit under kernel ``k`` (performance table), ``S_cap`` the chip's
+total SRAM (``rows·cols·sram_bytes_per_pe``), ``P`` the penalty weight and ``H`` the entropy.
+
+The hand-derived gradient: with ``g_ck = ∂F/∂w_ck / s_c = Ĉ_ck + λ_S b_ck + T (log w_ck + 1)``,
+``λ_S = 2 P N max(0, S − S_cap) / S_cap²``, the softmax chain rule gives
+``∂F/∂z_ck = s_c w_ck (g_ck − Σ_j w_cj g_cj)``; each unit's step is divided by ``s_c`` (diagonal
+preconditioning). The temperature anneals geometrically from ``t0`` and is exactly 0 for the last
+quarter of the steps, so the weights end (near) one-hot; the plan takes ``argmax_k w_ck``.
+Without a binding SRAM constraint the minimiser is the per-unit argmin of ``C`` (the logits of cheaper
+kernels always grow faster from the uniform start), which the tests check.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .._jit import njit_cached
+from ..errors import InputError
+
+
+@dataclass(frozen=True, eq=False)
+class FusionResult:
+    """Outcome of :func:`optimize_fusion_weights`.
+
+    Attributes
+    ----------
+    weights : ndarray (n_units, K)
+        Final softmax weights.
+    choice : ndarray (n_units,)
+        ``argmax_k weights`` (first on ties).
+    argmin : ndarray (n_units,)
+        Per-unit argmin of the cost (what the weights end at when the SRAM constraint does not bind).
+    trajectory : DataFrame
+        Per recorded step: ``step, cost, entropy, temperature, penalty, sram_bytes``; ``cost`` is
+        ``Σ_c s_c Σ_k w_ck C_ck`` in the selector's units, ``entropy`` the size-weighted mean entropy
+        (nats), ``penalty`` the SRAM penalty term.
+    weights_trajectory : ndarray (n_recorded_steps, n_recorded_units, K)
+        Weights of the (up to 32) largest units at the recorded steps.
+    recorded_units : ndarray
+        Which units ``weights_trajectory`` follows.
+    capacity : float
+        Total chip SRAM in bytes.
+    sram_bytes_argmin, sram_bytes_final : float
+        Expected SRAM bytes of the argmin plan and of the chosen plan.
+    binding : bool
+        True when the argmin plan exceeds the capacity (so the penalty can change the choice).
+    """
+
+    weights: np.ndarray
+    choice: np.ndarray
+    argmin: np.ndarray
+    trajectory: pd.DataFrame
+    weights_trajectory: np.ndarray
+    recorded_units: np.ndarray
+    capacity: float
+    sram_bytes_argmin: float
+    sram_bytes_final: float
+    binding: bool
+    steps: int
+    penalty: float
+
+    def to_dict(self) -> dict:
+        return {"steps": int(self.steps), "penalty": float(self.penalty), "capacity": float(self.capacity),
+                "sram_bytes_argmin": float(self.sram_bytes_argmin),
+                "sram_bytes_final": float(self.sram_bytes_final), "binding": bool(self.binding),
+                "changed_units": int(np.count_nonzero(self.choice != self.argmin))}
+
+
+@njit_cached
+def _descend(Ch, b, s, z, cap, pen, lr, temps, rec_every, rec_units, C, traj, wtraj):
+    """Gradient descent on the logits ``z`` in place (see the module docstring)."""
+    nu, K = Ch.shape
+    N = 0.0
+    for c in range(nu):
+        N += s[c]
+    w = np.empty((nu, K))
+    lse = np.empty(nu)
+    g = np.empty(K)
+    nsteps = temps.shape[0]
+    r = 0
+    for step in range(nsteps + 1):
+        T = temps[step] if step < nsteps else 0.0
+        record = step % rec_every == 0 or step == nsteps
+        # softmax
+        S = 0.0
+        for c in range(nu):
+            m = z[c, 0]
+            for k in range(1, K):
+                if z[c, k] > m:
+                    m = z[c, k]
+            tot = 0.0
+            for k in range(K):
+                e = np.exp(z[c, k] - m)
+                w[c, k] = e
+                tot += e
+            inv = 1.0 / tot
+            lse[c] = m + np.log(tot)  # log w_ck = z_ck - lse_c (no log per entry)
+            for k in range(K):
+                w[c, k] *= inv
+                S += s[c] * w[c, k] * b[c, k]
+        over = max(0.0, S - cap)
+        if record and r < traj.shape[0]:
+            cost = 0.0
+            ent = 0.0
+            for c in range(nu):
+                for k in range(K):
+                    cost += s[c] * w[c, k] * C[c, k]
+                    if w[c, k] > 0.0:
+                        ent -= s[c] * w[c, k] * (z[c, k] - lse[c])
+            traj[r, 0] = step
+            traj[r, 1] = cost
+            traj[r, 2] = ent / N if N > 0 else 0.0
+            traj[r, 3] = T
+            traj[r, 4] = pen * N * (over / cap) ** 2 if cap > 0 else 0.0
+            traj[r, 5] = S
+            for i in range(rec_units.shape[0]):
+                for k in range(K):
+                    wtraj[r, i, k] = w[rec_units[i], k]
+            r += 1
+        if step == nsteps:
+            break
+        lam = 2.0 * pen * N * over / (cap * cap) if cap > 0 else 0.0
+        for c in range(nu):
+            gbar = 0.0
+            for k in range(K):
+                gk = Ch[c, k] + lam * b[c, k]
+                if T > 0.0:
+                    gk += T * (z[c, k] - lse[c] + 1.0)
+                g[k] = gk
+                gbar += w[c, k] * gk
+            for k in range(K):
+                z[c, k] -= lr * w[c, k] * (g[k] - gbar)
+    return r
+
+
+def _cost_scale(C, s) -> float:
+    """Size-weighted median of the positive gaps between each unit's best and runner-up cost (1 if none):
+    dividing by it makes a typical decision an O(1) step for the descent."""
+    if C.shape[0] == 0 or C.shape[1] < 2:
+        return 1.0
+    part = np.partition(C, 1, axis=1)
+    gap = part[:, 1] - part[:, 0]
+    pos = gap > 0
+    if not pos.any():
+        return 1.0
+    g, wts = gap[pos], s[pos]
+    order = np.argsort(g, kind="stable")
+    cw = np.cumsum(wts[order])
+    return float(g[order][np.searchsorted(cw, 0.5 * cw[-1])])
+
+
+def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 10.0, steps: int = 120,
+                            lr: float = 1.0, t0: float = 1.0, record_every: int = 4,
+                            max_record_units: int = 32) -> FusionResult:
+    """Softmax fusion weights per unit by annealed gradient descent (see the module docstring).
+
+    Parameters
+    ----------
+    C : ndarray (n_units, K)
+        Selector cost per unit and candidate (``alpha·E/‖A‖² + beta·R/R_dense`` of one tile).
+    size : ndarray (n_units,)
+        Tiles per unit.
+    sram_bytes : ndarray (n_units, K)
+        Payload bytes of one tile of the unit under each kernel.
+    capacity : float
+        Total chip SRAM (bytes).
+    penalty : float ≥ 0
+        Weight P of the squared relative SRAM overflow.
+    steps, lr, t0 : int, float, float
+        Number of steps, step size, initial temperature (in units of the cost spread).
+    """
+    C = np.ascontiguousarray(C, dtype=np.float64)
+    if C.ndim != 2:
+        raise InputError(f"The cost matrix must be 2-D (units × kernels), got shape {C.shape}.")
+    nu, K = C.shape
+    s = np.ascontiguousarray(size, dtype=np.float64)
+    b = np.ascontiguousarray(sram_bytes, dtype=np.float64)
+    if s.shape != (nu,) or b.shape != (nu, K):
+        raise InputError("size must have one entry per unit and sram_bytes the shape of C.")
+    if not (np.isfinite(penalty) and penalty >= 0):
+        raise InputError(f"sram_penalty must be a finite number ≥ 0, got {penalty!r}.")
+    if not (isinstance(steps, (int, np.integer)) and steps >= 1):
+        raise InputError(f"steps must be a positive integer, got {steps!r}.")
+    if not np.all(np.isfinite(C)):
+        raise InputError("The cost matrix has non-finite entries.")
+    cap = float(capacity)
+    argmin = np.argmin(C, axis=1).astype(np.int64) if nu else np.zeros(0, np.int64)
+    ar = np.arange(nu)
+    S_arg = float((s * b[ar, argmin]).sum()) if nu else 0.0
+    sigma = _cost_scale(C, s)
+    Ch = C / sigma
+    z = np.zeros((nu, K))
+    n_anneal = max(1, (3 * int(steps)) // 4)
+    temps = np.zeros(int(steps))
+    temps[:n_anneal] = t0 * (1e-3 ** (np.arange(n_anneal) / n_anneal))
+    rec_units = np.argsort(-s, kind="stable")[:max_record_units].astype(np.int64)
+    n_rec = int(steps) // int(record_every) + 2
+    traj = np.zeros((n_rec, 6))
+    wtraj = np.zeros((n_rec, rec_units.size, K))
+    r = _descend(Ch, b, s, z, cap, float(penalty), float(lr), temps, int(record_every), rec_units, C,
+                 traj, wtraj)
+    zmax = z.max(axis=1, keepdims=True) if nu else z
+    w = np.exp(z - zmax)
+    w /= w.sum(axis=1, keepdims=True) if nu else 1.0
+    choice = np.argmax(w, axis=1).astype(np.int64) if nu else np.zeros(0, np.int64)
+    S_fin = float((s * b[ar, choice]).sum()) if nu else 0.0
+    traj_df = pd.DataFrame(traj[:r], columns=["step", "cost", "entropy", "temperature", "penalty",
+                                              "sram_bytes"])
+    traj_df["step"] = traj_df["step"].astype(np.int64)
+    return FusionResult(weights=w, choice=choice, argmin=argmin, trajectory=traj_df,
+                        weights_trajectory=wtraj[:r], recorded_units=rec_units, capacity=cap,
+                        sram_bytes_argmin=S_arg, sram_bytes_final=S_fin, binding=bool(S_arg > cap),
+                        steps=int(steps), penalty=float(penalty))

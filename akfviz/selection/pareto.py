@@ -1,0 +1,110 @@
+"""The error–resource Pareto front from a sweep of the multiplier ``λ = alpha/beta`` (akf-spec §5).
+
+For ``λ`` log-spaced over ``10**log_range`` plus the two ends ``λ = 0`` (cheapest) and ``λ = ∞``
+(most accurate), the selector's argmin plan is formed and measured on every member tile (exact
+relative error ``‖A − Â‖_F/‖A‖_F``, table resource). A plan is on the front when no other plan has
+both less-or-equal error and less-or-equal resource with one of them strictly less. The front is
+returned sorted by resource (ascending), where its error then strictly decreases.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from .costs import SelectionProblem, check_pa, resolve_candidates
+from .perftable import check_resource, check_rho_x
+
+POINT_COLUMNS = ["alpha", "beta", "multiplier", "error", "error_pct", "resource", "resource_share",
+                 "kernel_mix", "n_kernels"]
+
+
+@dataclass(frozen=True, eq=False)
+class ParetoFront:
+    """``points``: every swept plan; ``front``: the non-dominated ones (sorted by resource);
+    ``current``: the point of a given plan (dict) or None; ``measure``, ``granularity``."""
+
+    points: pd.DataFrame
+    front: pd.DataFrame
+    current: dict | None
+    measure: str
+    granularity: str
+
+
+def kernel_mix(names, tile_counts) -> str:
+    """``"CSC 61 %, DENSE 30 %, SKIP 9 %"`` from tile counts per kernel (largest first, ≥ 0.5 %)."""
+    counts = np.asarray(tile_counts, dtype=np.float64)
+    tot = counts.sum()
+    if tot <= 0:
+        return "(no tiles)"
+    order = np.lexsort((np.arange(counts.size), -counts))
+    parts = [f"{names[i]} {100 * counts[i] / tot:.0f} %" for i in order if counts[i] / tot >= 0.005]
+    return ", ".join(parts)
+
+
+def non_dominated(error, resource) -> np.ndarray:
+    """Boolean mask of the non-dominated points (minimising both), duplicates kept once (the first)."""
+    e = np.asarray(error, dtype=np.float64)
+    r = np.asarray(resource, dtype=np.float64)
+    order = np.lexsort((np.arange(e.size), e, r))  # by resource, then error, then position
+    keep = np.zeros(e.size, dtype=bool)
+    best = np.inf
+    for i in order:
+        if e[i] < best:
+            keep[i] = True
+            best = e[i]
+    return keep
+
+
+def pareto_front(pa, kernels=None, hw=None, *, resource="energy", granularity="cluster", n_points=25,
+                 log_range=(-4.0, 8.0), rho_x=1.0, seed=0, plan=None) -> ParetoFront:
+    """Sweep the multiplier and return the error–resource Pareto front (see the module docstring).
+
+    Parameters
+    ----------
+    pa : PatternAnalysis
+    kernels, hw, resource, granularity, rho_x, seed
+        As in :func:`akfviz.select`.
+    n_points : int ≥ 2
+        Log-spaced multipliers (plus λ = 0 and λ = ∞).
+    log_range : (float, float)
+        log10 of the smallest and largest multiplier.
+    plan : FusionPlan, optional
+        Its (error, resource) is returned as ``current``.
+    """
+    from ..npu.hardware import HardwareConfig
+
+    check_pa(pa)
+    if not (isinstance(n_points, (int, np.integer)) and 2 <= n_points <= 1000):
+        raise InputError(f"n_points must be an integer in [2, 1000], got {n_points!r}.")
+    lo, hi = (float(v) for v in log_range)
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise InputError(f"log_range must be two finite numbers (low < high), got {log_range!r}.")
+    hw = HardwareConfig() if hw is None else hw
+    prob = SelectionProblem(pa, resolve_candidates(kernels), hw, resource=check_resource(resource),
+                            granularity=granularity, rho_x=check_rho_x(rho_x), seed=int(seed))
+    lams = np.concatenate([[0.0], np.logspace(lo, hi, int(n_points)), [np.inf]])
+    rows = []
+    for lam in lams:
+        ch = prob.argmin(lam, 1.0)
+        err, res = prob.evaluate(ch)
+        counts = np.bincount(ch, weights=prob.unit_size, minlength=len(prob.names)) if prob.n_units else \
+            np.zeros(len(prob.names))
+        rows.append((lam, 1.0, lam, err, 100 * err, res,
+                     res / prob.R_dense if prob.R_dense > 0 else 0.0,
+                     kernel_mix(prob.names, counts), int(np.count_nonzero(counts))))
+    points = pd.DataFrame(rows, columns=POINT_COLUMNS)
+    mask = non_dominated(points["error"].to_numpy(), points["resource"].to_numpy())
+    front = points[mask].sort_values(["resource", "error"]).reset_index(drop=True)
+    current = None
+    if plan is not None:
+        sel = getattr(plan, "selection", None)
+        current = {"error": float(plan.relative_error), "error_pct": 100 * float(plan.relative_error),
+                   "resource": float(plan.resource),
+                   "resource_share": float(plan.resource) / prob.R_dense if prob.R_dense > 0 else 0.0,
+                   "alpha": float(sel.alpha) if sel is not None else float("nan"),
+                   "beta": float(sel.beta) if sel is not None else float("nan")}
+    return ParetoFront(points=points, front=front, current=current, measure=prob.resource,
+                       granularity=prob.granularity)

@@ -1,0 +1,524 @@
+"""The pre-computed performance table (akf-spec §4; paper §3 "pre-computed performance table",
+"Horner's method").
+
+For one hardware configuration, tile side ``T`` and activation density ``rho_x``, every kernel's
+resource cost on a tile is modelled as a polynomial in the tile's density, one polynomial per
+(kernel, structure class, measure):
+
+.. math::  R_m(t, k) \\approx \\frac{h_t w_t}{T^2}\\; p_{k, s(t), m}(\\mathrm{clip}(d_t))
+
+with ``s(t)`` the structure class of the tile (:mod:`.structure`), ``d_t`` its density clipped to the
+density range the class was calibrated on, and the factor ``h·w/T²`` shrinking the cost of edge
+tiles. Measures: ``energy`` (pJ), ``cycles`` and ``bytes`` (payload bytes) — the columns
+``energy_pj``, ``cycles``, ``bytes`` of :func:`akfviz.npu.costmodel.unit_costs`.
+
+Calibration (hardware-driven, no user samples): for each class and a grid of 12 densities
+log-spaced over the class's density range (``1/T²`` … 1 for
+``random`` and ``block``, ``1/T`` … 0.4 for ``diagonal``, 0.3 … 0.5 for ``nm``), 3 seeded synthetic ``T×T`` tiles are made
+(:func:`.structure.synthetic_tile`), laid on the diagonal of one matrix and tiled by
+:func:`akfviz.analyze` (``build_tiles`` + features, so the classes come from the same rule); each kernel's :meth:`npu_work` of those tiles is priced by
+``unit_costs`` — the closed form of the NPU engine for one tile alone on a PE, with each routed
+column firing with probability ``rho_x``. The polynomial (degree ≤ 4) is fitted by *relative* least
+squares (each point weighted by ``1/|y|``), so that cheap low-density tiles are fitted as well as
+expensive ones; the relative RMS error of each fit is kept in :attr:`PerformanceTable.fit_error`.
+Evaluation is Horner's rule in numba, vectorised over tiles (and kernels). Negative polynomial values
+are clamped to 0.
+
+Lossy kernels' *errors* are not in the table: the selector computes them exactly with
+``batch_error``.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from ..errors import InputError
+from ._kernels import _chosen_total, _horner_1d, _horner_chosen, _horner_group_sums, _horner_matrix
+from .structure import CLASS_NAMES, STRUCTURE_CLASSES, classify_tiles, synthetic_tile
+
+#: Resource measures: name -> column of ``unit_costs``.
+MEASURES: dict = {"energy": "energy_pj", "cycles": "cycles", "bytes": "bytes"}
+MEASURE_NAMES: tuple = tuple(MEASURES)
+#: ``mix`` = Σ_m MIX_WEIGHTS[m] · R_m / R_dense,m  (each measure as a share of Dense, averaged).
+MIX_WEIGHTS: dict = {"energy": 1 / 3, "cycles": 1 / 3, "bytes": 1 / 3}
+RESOURCES: tuple = MEASURE_NAMES + ("mix",)
+MAX_DEGREE = 4
+N_DENSITIES = 12
+N_REPEATS = 3
+
+
+def check_resource(resource) -> str:
+    """Validate a resource measure name."""
+    if resource not in RESOURCES:
+        raise InputError(
+            f"Unknown resource measure {resource!r}; choose one of {', '.join(RESOURCES)} "
+            "(mix = the average of energy, cycles and bytes, each as a share of Dense)."
+        )
+    return resource
+
+
+def horner(coef: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Evaluate one polynomial (coefficients highest power first, as ``numpy.polyval``) at ``x``
+    by Horner's rule in numba. Reference for tests: ``numpy.polyval``."""
+    c = np.ascontiguousarray(coef, dtype=np.float64).ravel()
+    x = np.ascontiguousarray(x, dtype=np.float64).ravel()
+    out = np.empty(x.size)
+    if c.size == 0:
+        out[:] = 0.0
+        return out
+    _horner_1d(c, x, out)
+    return out
+
+
+# --------------------------------------------------------------------------- the table
+@dataclass(frozen=True, eq=False)
+class PerformanceTable:
+    """Fitted resource polynomials per (kernel, structure class, measure).
+
+    Attributes
+    ----------
+    hw_hash : str
+        ``HardwareConfig.config_hash()`` of the hardware it was calibrated for.
+    tile, rho_x, seed : int, float, int
+        Tile side, activation density and calibration seed.
+    kernels, classes, measures : tuple of str
+        Axis labels of :attr:`coef`.
+    coef : ndarray (n_kernels, n_classes, n_measures, MAX_DEGREE + 1)
+        Polynomial coefficients, highest power first (``numpy.polyval`` order; unused leading
+        coefficients are 0).
+    domain : ndarray (n_classes, 2)
+        Density range calibrated per class; evaluation clips the density into it.
+    calibration : DataFrame
+        One row per (kernel, calibration tile): ``kernel, class, density, energy, cycles, bytes,
+        classified_as`` (the class the rule of :mod:`.structure` gives the synthetic tile).
+    fit_error : DataFrame
+        One row per fit: ``kernel, class, measure, degree, n_points, rel_rms, max_rel``.
+    source : str
+        What the calibration points were priced with.
+    build_seconds : float
+    """
+
+    hw_hash: str
+    tile: int
+    rho_x: float
+    seed: int
+    kernels: tuple
+    classes: tuple
+    measures: tuple
+    coef: np.ndarray
+    domain: np.ndarray
+    calibration: pd.DataFrame
+    fit_error: pd.DataFrame
+    source: str = "akfviz.npu.costmodel.unit_costs"
+    build_seconds: float = 0.0
+
+    def kernel_ids(self, names) -> np.ndarray:
+        """Indices of kernel names in :attr:`kernels` (InputError for a name not in the table)."""
+        lut = {k: i for i, k in enumerate(self.kernels)}
+        out = []
+        for n in names:
+            if n not in lut:
+                raise InputError(
+                    f"Kernel {n!r} is not in the performance table; it has {', '.join(self.kernels)}."
+                )
+            out.append(lut[n])
+        return np.asarray(out, dtype=np.int64)
+
+    def _measure_coef(self, measure: str) -> np.ndarray:
+        if measure not in self.measures:
+            raise InputError(f"Unknown measure {measure!r}; the table has {', '.join(self.measures)}.")
+        return np.ascontiguousarray(self.coef[:, :, self.measures.index(measure), :])
+
+    def evaluate(self, kernels, cls, density, scale=None, measure: str = "energy") -> np.ndarray:
+        """Predicted resource of every tile under every kernel: array ``(n_tiles, len(kernels))``.
+
+        Parameters
+        ----------
+        kernels : sequence of str
+        cls : int array (n,)
+            Structure class ids (:func:`.structure.classify_tiles`).
+        density : float array (n,)
+        scale : float array (n,), optional
+            ``h·w/T²`` (1 for full tiles; default all ones).
+        measure : {"energy", "cycles", "bytes"}
+        """
+        cls = np.ascontiguousarray(cls, dtype=np.int64)
+        x = np.ascontiguousarray(density, dtype=np.float64)
+        s = np.ones(x.size) if scale is None else np.ascontiguousarray(scale, dtype=np.float64)
+        kids = self.kernel_ids(kernels)
+        out = np.empty((x.size, kids.size))
+        _horner_matrix(self._measure_coef(measure), self.domain[:, 0].copy(), self.domain[:, 1].copy(),
+                       cls, x, s, kids, out)
+        return out
+
+    def evaluate_chosen(self, kernel_index, cls, density, scale=None, measure: str = "energy"):
+        """Predicted resource of each tile under its own kernel (``kernel_index`` into :attr:`kernels`)."""
+        kid = np.ascontiguousarray(kernel_index, dtype=np.int64)
+        x = np.ascontiguousarray(density, dtype=np.float64)
+        s = np.ones(x.size) if scale is None else np.ascontiguousarray(scale, dtype=np.float64)
+        out = np.empty(x.size)
+        _horner_chosen(self._measure_coef(measure), self.domain[:, 0].copy(), self.domain[:, 1].copy(),
+                       np.ascontiguousarray(cls, dtype=np.int64), x, s, kid, out)
+        return out
+
+    def group_sums(self, kernels, cls, density, scale, group, n_groups, measure="energy"):
+        """Σ over the tiles of each group (e.g. cluster) of the predicted resource, per kernel."""
+        kids = self.kernel_ids(kernels)
+        out = np.zeros((int(n_groups), kids.size))
+        _horner_group_sums(self._measure_coef(measure), self.domain[:, 0].copy(), self.domain[:, 1].copy(),
+                           np.ascontiguousarray(cls, dtype=np.int64),
+                           np.ascontiguousarray(density, dtype=np.float64),
+                           np.ascontiguousarray(scale, dtype=np.float64), kids,
+                           np.ascontiguousarray(group, dtype=np.int64), out)
+        return out
+
+    def chosen_total(self, tiles, unit_of_tile, kernel_of_unit, weights: dict, grid: int = 8) -> float:
+        """``Σ_t Σ_m weights[m] · R_m(t, kernel(t))`` over every row of a tiles frame, where
+        ``kernel(t) = kernel_of_unit[unit_of_tile[t]]`` (indices into :attr:`kernels`). One parallel numba
+        pass classifies each tile and evaluates its polynomial (deterministic chunked sum)."""
+        n = int(tiles.shape[0])
+        if n == 0:
+            return 0.0
+        ms = [m for m in weights if weights[m] != 0]
+        coef = np.ascontiguousarray(np.stack([self._measure_coef(m) for m in ms]))
+        mw = np.array([float(weights[m]) for m in ms])
+        cols = [np.ascontiguousarray(tiles[c].to_numpy(), dtype=np.int64)
+                for c in ("h", "w", "nnz", "n_diagonals", "nm4")]
+        sig = np.ascontiguousarray(tiles["signature"].to_numpy(), dtype=np.uint64)
+        return float(_chosen_total(coef, mw, self.domain[:, 0].copy(), self.domain[:, 1].copy(), *cols, sig,
+                                   np.int64(grid), np.ascontiguousarray(unit_of_tile, dtype=np.int64),
+                                   np.ascontiguousarray(kernel_of_unit, dtype=np.int64),
+                                   float(self.tile) ** 2, np.int64(64)))
+
+    def predict(self, kernel: str, cls: str, density, measure: str = "energy") -> np.ndarray:
+        """Predicted resource of full ``T×T`` tiles of one kernel and class at the given densities."""
+        from .structure import class_id
+
+        d = np.atleast_1d(np.asarray(density, dtype=np.float64))
+        return self.evaluate([kernel], np.full(d.size, class_id(cls)), d, measure=measure)[:, 0]
+
+    def fits_frame(self) -> pd.DataFrame:
+        """One row per fit: ``kernel, class, measure, c4 … c0`` (coefficient of density**p, highest first),
+        the class's calibrated density range ``d_min, d_max``, and ``degree, n_points, rel_rms, max_rel``."""
+        rows = []
+        for i, k in enumerate(self.kernels):
+            for j, c in enumerate(self.classes):
+                for m, meas in enumerate(self.measures):
+                    rows.append((k, c, meas, *self.coef[i, j, m], *self.domain[j]))
+        cols = (["kernel", "class", "measure"] + [f"c{p}" for p in range(MAX_DEGREE, -1, -1)]
+                + ["d_min", "d_max"])
+        df = pd.DataFrame(rows, columns=cols)
+        return df.merge(self.fit_error, on=["kernel", "class", "measure"], how="left")
+
+    fits = fits_frame
+
+
+# --------------------------------------------------------------------------- calibration
+def _calibration_set(T: int, seed: int):
+    """The synthetic calibration tiles: list of (class, nominal density, repeat, tile)."""
+    items = []
+    for cname in CLASS_NAMES:
+        sc = STRUCTURE_CLASSES[cname]
+        grid = np.geomspace(max(sc.min_density(T), 1.0 / (T * T)), sc.max_density, N_DENSITIES)
+        for i, d in enumerate(grid):
+            for rep in range(N_REPEATS):
+                s = np.random.SeedSequence([int(seed), sc.cid, i, rep]).generate_state(1)[0]
+                items.append((cname, float(d), rep, synthetic_tile(cname, T, float(d), seed=int(s))))
+    return items
+
+
+def _price(kernel, ts, idx, hw, rho_x) -> np.ndarray:
+    """(len(idx), 3) energy, cycles, bytes of each tile under ``kernel`` (0 for tiles it does not place)."""
+    from ..npu.costmodel import unit_costs
+
+    work = kernel.npu_work(ts, idx)
+    out = np.zeros((len(idx), len(MEASURES)))
+    if work.n_tiles == 0:
+        return out
+    uc = unit_costs(work, hw, rho_x)
+    pos = np.full(ts.n_tiles, -1, dtype=np.int64)
+    pos[idx] = np.arange(len(idx))
+    rows = pos[np.asarray(work.tile_index, dtype=np.int64)]
+    for m, col in enumerate(MEASURES.values()):
+        np.add.at(out[:, m], rows, uc[col].to_numpy(dtype=np.float64))
+    return out
+
+
+def _fit(x, y):
+    """Relative least-squares polynomial fit; returns (coef padded to MAX_DEGREE+1, degree, rel errors)."""
+    coef = np.zeros(MAX_DEGREE + 1)
+    ymax = float(np.max(np.abs(y))) if y.size else 0.0
+    if ymax == 0.0:
+        return coef, 0, np.zeros(y.size)
+    deg = int(min(MAX_DEGREE, np.unique(x).size - 1))
+    denom = np.maximum(np.abs(y), 1e-9 * ymax)
+    V = np.vander(x, deg + 1)
+    c, *_ = np.linalg.lstsq(V / denom[:, None], y / denom, rcond=None)
+    coef[MAX_DEGREE - deg:] = c
+    pred = np.maximum(np.polyval(c, x), 0.0)
+    return coef, deg, (pred - y) / denom
+
+
+def calibrate(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int = 0, kernels=None) -> PerformanceTable:
+    """Build a :class:`PerformanceTable` from scratch (no cache); see the module docstring.
+
+    Parameters
+    ----------
+    hw : HardwareConfig, optional (default ``HardwareConfig()``)
+    tile : int
+        Tile side T.
+    rho_x : float in (0, 1]
+        Activation density of the input vector (probability that a routed column fires).
+    seed : int
+        Seed of the synthetic calibration tiles.
+    kernels : sequence of str, optional
+        Kernels to calibrate (default: every registered kernel).
+    """
+    from ..analysis.pattern import analyze
+    from ..analysis.tiling import check_tile
+    from ..kernels.registry import get_kernel, kernel_names
+    from ..npu.hardware import HardwareConfig
+
+    t0 = time.perf_counter()
+    hw = HardwareConfig() if hw is None else hw
+    T = check_tile(tile)
+    rho_x = check_rho_x(rho_x)
+    names = tuple(kernel_names()) if kernels is None else tuple(kernels)
+    items = _calibration_set(T, seed)
+    A = sp.block_diag([sp.coo_array(it[3]) for it in items], format="csr")
+    pa = analyze(A, tile=T)
+    ts = pa.tileset
+    if ts.n_tiles != len(items):  # every calibration tile has at least one nonzero
+        raise RuntimeError("calibration tiles were not all found by build_tiles")
+    idx = np.arange(ts.n_tiles, dtype=np.int64)
+    nnz = np.diff(ts.ptr)
+    density = nnz / (ts.h * ts.w)
+    cls_name = np.array([it[0] for it in items], dtype=object)
+    cls_id = np.array([STRUCTURE_CLASSES[c].cid for c in cls_name], dtype=np.int64)
+    classified = classify_tiles(pa.tiles, grid=int(getattr(pa.lsh, "grid", 8)))
+
+    priced = {k: _price(get_kernel(k), ts, idx, hw, rho_x) for k in names}
+    coef = np.zeros((len(names), len(CLASS_NAMES), len(MEASURES), MAX_DEGREE + 1))
+    domain = np.zeros((len(CLASS_NAMES), 2))
+    fit_rows, cal_frames = [], []
+    for j, cname in enumerate(CLASS_NAMES):
+        sel = cls_id == j
+        domain[j] = (density[sel].min(), density[sel].max())
+    for i, k in enumerate(names):
+        P = priced[k]
+        cal_frames.append(pd.DataFrame({
+            "kernel": k, "class": cls_name, "density": density, "energy": P[:, 0],
+            "cycles": P[:, 1], "bytes": P[:, 2],
+            "classified_as": np.asarray(CLASS_NAMES, dtype=object)[classified]}))
+        for j, cname in enumerate(CLASS_NAMES):
+            sel = cls_id == j
+            for m, meas in enumerate(MEASURES):
+                c, deg, rel = _fit(density[sel], P[sel, m])
+                coef[i, j, m] = c
+                fit_rows.append((k, cname, meas, deg, int(sel.sum()),
+                                 float(np.sqrt(np.mean(rel ** 2))) if rel.size else 0.0,
+                                 float(np.max(np.abs(rel))) if rel.size else 0.0))
+    fit_error = pd.DataFrame(fit_rows, columns=["kernel", "class", "measure", "degree", "n_points",
+                                                "rel_rms", "max_rel"])
+    return PerformanceTable(
+        hw_hash=hw.config_hash(), tile=T, rho_x=rho_x, seed=int(seed), kernels=names, classes=CLASS_NAMES,
+        measures=MEASURE_NAMES, coef=coef, domain=domain,
+        calibration=pd.concat(cal_frames, ignore_index=True), fit_error=fit_error,
+        build_seconds=time.perf_counter() - t0,
+    )
+
+
+def check_rho_x(rho_x) -> float:
+    """Validate an activation density in (0, 1]."""
+    try:
+        r = float(rho_x)
+    except (TypeError, ValueError):
+        raise InputError(f"rho_x (activation density) must be a number in (0, 1], got {rho_x!r}.") from None
+    if not (0.0 < r <= 1.0):
+        raise InputError(f"rho_x (activation density) must be in (0, 1], got {rho_x!r}.")
+    return r
+
+
+# --------------------------------------------------------------------------- caches
+_LOCK = threading.Lock()
+_TABLES: "OrderedDict[tuple, PerformanceTable]" = OrderedDict()
+_DENSE: "OrderedDict[tuple, dict]" = OrderedDict()
+CACHE_SIZE = 16
+
+
+def _lru_get(store, key, build):
+    with _LOCK:
+        if key in store:
+            store.move_to_end(key)
+            return store[key]
+    value = build()
+    with _LOCK:
+        store[key] = value
+        store.move_to_end(key)
+        while len(store) > CACHE_SIZE:
+            store.popitem(last=False)
+    return value
+
+
+def performance_table(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int = 0,
+                      hw_hash: str | None = None) -> PerformanceTable:
+    """The performance table for a hardware configuration, cached in-process (LRU, 16 entries) by
+    ``(hw.config_hash(), tile, rho_x, seed)``: a changed configuration rebuilds it. ``hw_hash`` may pass
+    an already computed ``hw.config_hash()``."""
+    from ..npu.hardware import HardwareConfig
+
+    hw = HardwareConfig() if hw is None else hw
+    key = (hw_hash or hw.config_hash(), int(tile), float(rho_x), int(seed))
+    return _lru_get(_TABLES, key, lambda: calibrate(hw, tile, rho_x=rho_x, seed=seed))
+
+
+def clear_cache() -> None:
+    """Forget every cached table and Dense resource."""
+    with _LOCK:
+        _TABLES.clear()
+        _DENSE.clear()
+
+
+def dense_resource(shape, tile: int, hw=None, *, rho_x: float = 1.0, hw_hash: str | None = None) -> dict:
+    """``R_dense``: the resource of the whole matrix with every tile — empty ones included — as DENSE.
+
+    Computed without enumerating tiles: a DENSE tile's cost depends only on its shape, and a matrix
+    has at most four tile shapes (``T×T``, the last block row, the last block column, the corner).
+    Each shape is priced once with ``unit_costs`` (exact, not the table) and multiplied by its count.
+
+    Returns
+    -------
+    dict
+        ``{"energy": pJ, "cycles": cycles, "bytes": bytes}`` (sums over all tile slots).
+    """
+    from ..npu.hardware import HardwareConfig
+
+    hw = HardwareConfig() if hw is None else hw
+    n, m = (int(shape[0]), int(shape[1]))
+    T = int(tile)
+    key = (hw_hash or hw.config_hash(), n, m, T, float(rho_x))
+    return _lru_get(_DENSE, key, lambda: _dense_resource(n, m, T, hw, rho_x))
+
+
+def _dense_resource(n, m, T, hw, rho_x):
+    from ..analysis.tiling import build_tiles
+    from ..kernels.registry import get_kernel
+
+    nbr, nbc = -(-n // T), -(-m // T)
+    hl, wl = n - (nbr - 1) * T, m - (nbc - 1) * T
+    rows = [(T, nbr - 1)] if nbr > 1 else []
+    rows.append((hl, 1))
+    cols = [(T, nbc - 1)] if nbc > 1 else []
+    cols.append((wl, 1))
+    H = sum(r for r, _ in rows)
+    W = sum(c for c, _ in cols)
+    ts = build_tiles(sp.csr_array(np.ones((H, W))), T)
+    P = _price(get_kernel("DENSE"), ts, np.arange(ts.n_tiles, dtype=np.int64), hw, rho_x)
+    counts = np.array([rc * cc for _, rc in rows for _, cc in cols], dtype=np.float64)
+    tot = counts @ P
+    return {meas: float(tot[i]) for i, meas in enumerate(MEASURES)}
+
+
+# --------------------------------------------------------------------------- accuracy on a matrix
+def tile_scale(tiles, T: int) -> np.ndarray:
+    """``h·w/T²`` per row of a tiles frame (1 for full tiles)."""
+    return (tiles["h"].to_numpy(np.float64) * tiles["w"].to_numpy(np.float64)) / float(T * T)
+
+
+def prediction_error(pa, hw=None, *, table: PerformanceTable | None = None, kernels=None,
+                     rho_x: float = 1.0, max_tiles: int = 2000, seed: int = 0,
+                     against: str = "unit_costs") -> pd.DataFrame:
+    """The table's prediction error on the tiles of a PatternAnalysis.
+
+    For each kernel, up to ``max_tiles`` tiles (a seeded sample when there are more) are priced exactly
+    and compared with the table: ``against="unit_costs"`` prices them with
+    ``unit_costs(kernel.npu_work(tiles))``; ``against="simulator"`` runs :func:`akfviz.simulate` on each
+    tile alone on a 1×1 PE grid with every input nonzero, minus the same run without the tile
+    (``rho_x`` must then be 1; slow — one simulation per tile and kernel, so keep ``max_tiles`` small).
+
+    Returns
+    -------
+    DataFrame
+        One row per (kernel, class, measure): ``n_tiles, rel_rms, max_rel, bias`` (mean signed relative
+        error; > 0 means the table over-predicts), ``total_pred``, ``total_true``, ``total_rel`` (the
+        error of the sum over the sampled tiles, which is what the selector's totals see).
+    """
+    from ..kernels.registry import get_kernel, kernel_names
+    from ..npu.hardware import HardwareConfig
+
+    hw = HardwareConfig() if hw is None else hw
+    table = performance_table(hw, pa.tile, rho_x=rho_x) if table is None else table
+    names = list(kernel_names()) if kernels is None else list(kernels)
+    n = pa.tiles.shape[0]
+    cols = ["kernel", "class", "measure", "n_tiles", "rel_rms", "max_rel", "bias",
+            "total_pred", "total_true", "total_rel"]
+    if n == 0:
+        return pd.DataFrame(columns=cols)
+    idx = np.arange(n, dtype=np.int64)
+    if n > max_tiles:
+        idx = np.sort(np.random.default_rng(seed).choice(n, size=max_tiles, replace=False))
+    grid = int(getattr(getattr(pa, "lsh", None), "grid", 8))
+    cls = classify_tiles(pa.tiles, grid=grid, idx=idx)
+    dens = pa.tiles["density"].to_numpy(np.float64)[idx]
+    scale = tile_scale(pa.tiles, pa.tile)[idx]
+    rows = []
+    if against not in _PRICERS:
+        raise InputError(f"against must be one of {', '.join(_PRICERS)}, got {against!r}.")
+    if against == "simulator" and rho_x != 1.0:
+        raise InputError("The simulator check runs with every input nonzero; use rho_x=1.")
+    pricer = _PRICERS[against]
+    for k in names:
+        true = pricer(get_kernel(k), pa, idx, hw, rho_x)
+        for m, meas in enumerate(MEASURES):
+            pred = table.evaluate([k], cls, dens, scale, measure=meas)[:, 0]
+            for j, cname in enumerate(CLASS_NAMES):
+                sel = cls == j
+                if not sel.any():
+                    continue
+                y, p = true[sel, m], pred[sel]
+                ymax = float(np.max(np.abs(y)))
+                denom = np.maximum(np.abs(y), 1e-9 * ymax) if ymax > 0 else np.ones(y.size)
+                rel = (p - y) / denom
+                tt, tp = float(y.sum()), float(p.sum())
+                rows.append((k, cname, meas, int(sel.sum()), float(np.sqrt(np.mean(rel ** 2))),
+                             float(np.max(np.abs(rel))), float(np.mean(rel)), tp, tt,
+                             (tp - tt) / tt if tt > 0 else 0.0))
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _price_unit_costs(kernel, pa, idx, hw, rho_x):
+    return _price(kernel, pa.tileset, idx, hw, rho_x)
+
+
+def _price_simulator(kernel, pa, idx, hw, rho_x):
+    """Each tile alone on a 1×1 grid, x = all ones (every routed column fires once), minus the same run
+    without any tile (the input vector's DRAM load and the barrier, which no tile causes). What remains
+    beside the tile's own work is the write-back of its output rows, which the table does not model."""
+    from ..npu.simulate import simulate
+    from ..npu.work import TileWork
+
+    hw1 = hw.replace(rows=1, cols=1)
+    x = np.ones(pa.shape[1])
+    run = lambda w: simulate(w, hw1, x=x, shape=pa.shape, tile=pa.tile, mapping="greedy",  # noqa: E731
+                             record=False)
+    empty = run(TileWork.concat([]))
+    base = (float(empty.energy_total_pj), float(empty.cycles))
+    out = np.zeros((len(idx), len(MEASURES)))
+    for i, t in enumerate(idx):
+        work = kernel.npu_work(pa.tileset, np.array([t], dtype=np.int64))
+        if work.n_tiles == 0:
+            continue
+        res = run(work)
+        out[i] = (float(res.energy_total_pj) - base[0], float(res.cycles) - base[1],
+                  float(work.payload_bytes.sum()))
+    return out
+
+
+#: How :func:`prediction_error` prices the true costs.
+_PRICERS = {"unit_costs": _price_unit_costs, "simulator": _price_simulator}

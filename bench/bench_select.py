@@ -1,0 +1,124 @@
+"""Benchmark: the Dynamic Fuse Selector (issue 3, akf-spec §5).
+
+1. ``analyze + select`` (cluster mode) on a 1M-nnz uniform random 100k×100k matrix (T = 32) against one
+   scipy SpMV ``A @ x`` of the same matrix (target: ≤ 20 SpMVs), with the selector's own stages separated
+   from the FusionPlan construction it ends with.
+2. Cluster vs tile mode on matrices with many similar tiles (2-D stencil, block diagonal): wall-time ratio
+   (target: cluster ≥ 5× faster) and the cost gap (relative excess cost of the cluster plan).
+
+Medians of several repeats after a warm-up (numba compiled, performance table cached), ratios measured in
+one run on the same inputs.
+
+    .venv/bin/python bench/bench_select.py            # full run
+    .venv/bin/python bench/bench_select.py --quick    # small matrices
+"""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import akfviz  # noqa: E402
+from akfviz.selection.selector import compare_granularity  # noqa: E402
+
+
+def median_time(f, repeats):
+    ts = []
+    out = None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = f()
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts)), out
+
+
+def spmv_time(A, repeats=50):
+    x = np.random.default_rng(0).standard_normal(A.shape[1])
+    A @ x
+    return median_time(lambda: A @ x, repeats)[0]
+
+
+def uniform(n, nnz, seed=0):
+    return sp.random_array((n, n), density=nnz / n / n, format="csr", rng=np.random.default_rng(seed))
+
+
+def stencil5(side):
+    one = sp.diags_array([-np.ones(side - 1), 2 * np.ones(side), -np.ones(side - 1)], offsets=[-1, 0, 1])
+    eye = sp.eye_array(side)
+    return sp.csr_array(sp.kron(one, eye) + sp.kron(eye, one))
+
+
+def block_diagonal(n, b=64, density=0.5, seed=0):
+    rng = np.random.default_rng(seed)
+    blocks = [sp.random_array((b, b), density=density, rng=rng) for _ in range(n // b)]
+    return sp.csr_array(sp.block_diag(blocks))
+
+
+def bench_pipeline(A, repeats):
+    spmv = spmv_time(A)
+    pa = akfviz.analyze(A, tile=32)
+    akfviz.select(pa)  # warm-up: numba + performance table
+    ta, pa = median_time(lambda: akfviz.analyze(A, tile=32), repeats)
+    stages = []
+
+    def run():
+        p = akfviz.select(pa)
+        stages.append(p.selection.timings)
+        return p
+
+    ts, plan = median_time(run, repeats)
+    own = float(np.median([t["total"] - t["plan"] for t in stages]))
+    plan_t = float(np.median([t["plan"] for t in stages]))
+    spmv2 = spmv_time(A)
+    spmv = min(spmv, spmv2)
+    print(f"uniform {A.shape[0]}x{A.shape[1]}, nnz={A.nnz:,}, tiles={pa.n_tiles:,}, clusters={pa.n_clusters}")
+    print(f"  scipy SpMV                 {1e3 * spmv:8.2f} ms")
+    print(f"  analyze                    {1e3 * ta:8.2f} ms = {ta / spmv:7.1f} SpMVs")
+    print(f"  select (cluster), total    {1e3 * ts:8.2f} ms = {ts / spmv:7.1f} SpMVs")
+    print(f"    selector's own stages    {1e3 * own:8.2f} ms = {own / spmv:7.1f} SpMVs")
+    print(f"    FusionPlan construction  {1e3 * plan_t:8.2f} ms = {plan_t / spmv:7.1f} SpMVs")
+    med = {k: float(np.median([t[k] for t in stages])) for k in stages[0]}
+    print("    stages (SpMVs): " + ", ".join(f"{k} {v / spmv:.1f}" for k, v in med.items()))
+    r = (ta + ts) / spmv
+    print(f"  analyze + select           {r:7.1f} SpMVs  (target ≤ 20: {'met' if r <= 20 else 'MISSED'})")
+    print(f"  kernel mix: {dict(plan.kernel_counts)}")
+
+
+def bench_granularity(name, A, repeats):
+    pa = akfviz.analyze(A, tile=32)
+    compare_granularity(pa)  # warm-up
+    df = compare_granularity(pa, repeats=repeats)
+    c, t = df.loc["cluster"], df.loc["tile"]
+    print(f"{name}: {A.shape[0]}x{A.shape[1]}, nnz={A.nnz:,}, tiles={pa.n_tiles:,}, clusters={pa.n_clusters}")
+    print(f"  cluster mode {1e3 * c.seconds:9.1f} ms   cost {c.cost:.6g}   error {c.relative_error:.3g}  "
+          f"resource share {c.resource_share:.4g}")
+    print(f"  tile mode    {1e3 * t.seconds:9.1f} ms   cost {t.cost:.6g}   error {t.relative_error:.3g}  "
+          f"resource share {t.resource_share:.4g}")
+    sp_ = float(df["speedup"].iloc[0])
+    print(f"  cluster is {sp_:.1f}x faster (target ≥ 5: {'met' if sp_ >= 5 else 'MISSED'}); "
+          f"cost gap {100 * float(df['cost_gap'].iloc[0]):+.3f} %")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small matrices, fewer repeats")
+    args = ap.parse_args(argv)
+    import numba
+
+    print(f"numba threads: {numba.get_num_threads()}, date {time.strftime('%Y-%m-%d %H:%M')}")
+    if args.quick:
+        bench_pipeline(uniform(20_000, 100_000), 3)
+        bench_granularity("stencil5 64²", stencil5(64), 2)
+        bench_granularity("block diagonal 2048 (64-blocks, 50 %)", block_diagonal(2048), 2)
+    else:
+        bench_pipeline(uniform(100_000, 1_000_000), 5)
+        bench_granularity("stencil5 256²", stencil5(256), 3)
+        bench_granularity("block diagonal 16384 (64-blocks, 50 %)", block_diagonal(16384), 3)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,198 @@
+"""Structure classes and the performance table (akf-spec §4)."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import akfviz
+from akfviz.errors import InputError
+from akfviz.kernels.registry import get_kernel, kernel_names
+from akfviz.npu.costmodel import unit_costs
+from akfviz.npu.hardware import HardwareConfig
+from akfviz.selection import perftable as ptab
+from akfviz.selection.structure import (CLASS_NAMES, classify_dense, classify_tiles,
+                                        synthetic_tile)
+from selection_naive import naive_table_value
+
+
+@pytest.fixture(scope="module")
+def table():
+    return ptab.performance_table(HardwareConfig(), 32)
+
+
+# ------------------------------------------------------------------ structure classes
+def test_synthetic_tiles_have_their_structure():
+    T = 32
+    d = synthetic_tile("diagonal", T, 0.1, seed=3)
+    r, c = np.nonzero(d)
+    assert np.unique(c - r).size <= 4 and d.shape == (T, T)
+    nm = synthetic_tile("nm", T, 0.45, seed=3)
+    for g in range(0, T, 4):
+        assert np.count_nonzero(nm[:, g:g + 4], axis=1).max() <= 2
+    b = synthetic_tile("block", T, 0.2, seed=3)
+    blocks = b.reshape(T // 4, 4, T // 4, 4).transpose(0, 2, 1, 3).reshape(-1, 16)
+    nz = np.count_nonzero(blocks, axis=1)
+    assert set(np.unique(nz)) <= {0, 16}
+    rnd = synthetic_tile("random", T, 0.05, seed=3)
+    assert np.count_nonzero(rnd) == round(0.05 * T * T)
+    assert np.array_equal(synthetic_tile("random", T, 0.05, seed=3), rnd)  # seeded
+    assert not np.array_equal(synthetic_tile("random", T, 0.05, seed=4), rnd)
+
+
+@pytest.mark.parametrize("bad", [("nope", 32, 0.1), ("random", 32, 0.0), ("random", 32, 1.5)])
+def test_synthetic_tile_rejects_bad_input(bad):
+    with pytest.raises(InputError):
+        synthetic_tile(*bad)
+
+
+def test_classification_matches_dense_reference():
+    rng = np.random.default_rng(0)
+    tiles = []
+    for cname in CLASS_NAMES:
+        for d in (0.02, 0.1, 0.35, 0.5, 0.9):
+            tiles.append(synthetic_tile(cname, 16, d, seed=int(rng.integers(1 << 30))))
+    tiles.append(np.eye(16)[:, ::-1])  # anti-diagonal: many diagonals, one entry each
+    three_of_four = np.ones((16, 16))
+    three_of_four[:, 3::4] = 0  # 3:4, density 0.75: not nm (needs ≤ 2 per group of 4)
+    tiles.append(three_of_four)
+    two_of_four = np.zeros((16, 16))
+    two_of_four[:, 0::4] = 1
+    two_of_four[::2, 2::4] = 1  # 2:4, density 0.375: nm
+    tiles.append(two_of_four)
+    tiles.append(np.ones((16, 16)))
+    # edge tiles: a 40x40 matrix with T=16 has 8-wide edges
+    big = sp.block_diag([sp.coo_array(t) for t in tiles], format="csr")
+    big = sp.csr_array(sp.vstack([big, sp.csr_array(np.ones((8, big.shape[1])))]))
+    pa = akfviz.analyze(big, tile=16)
+    got = classify_tiles(pa.tiles)
+    want = np.array([classify_dense(pa.tileset.dense(t)) for t in range(pa.n_tiles)])
+    np.testing.assert_array_equal(got, want)
+    assert set(got) == {0, 1, 2, 3}  # every class occurs
+    assert classify_dense(three_of_four) == 2 and classify_dense(two_of_four) == 1
+
+
+# ------------------------------------------------------------------ Horner
+def test_horner_matches_polyval():
+    rng = np.random.default_rng(1)
+    for deg in range(0, 6):
+        c = rng.standard_normal(deg + 1)
+        x = rng.uniform(-2, 2, 50)
+        np.testing.assert_allclose(ptab.horner(c, x), np.polyval(c, x), rtol=1e-12, atol=1e-12)
+
+
+def test_table_evaluation_matches_naive_loop(table):
+    rng = np.random.default_rng(2)
+    n = 60
+    cls = rng.integers(0, len(CLASS_NAMES), n)
+    dens = rng.uniform(0, 1, n)
+    scale = rng.uniform(0.2, 1, n)
+    names = ["DENSE", "CSC", "NM2:4", "SKIP", "LOWRANK4"]
+    for meas in ptab.MEASURE_NAMES:
+        got = table.evaluate(names, cls, dens, scale, measure=meas)
+        want = np.array([[naive_table_value(table, k, c, d, s, meas) for k in names]
+                         for c, d, s in zip(cls, dens, scale)])
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-9)
+        kid = table.kernel_ids(names)[rng.integers(0, len(names), n)]
+        one = table.evaluate_chosen(kid, cls, dens, scale, measure=meas)
+        full = table.evaluate(list(table.kernels), cls, dens, scale, measure=meas)
+        np.testing.assert_allclose(one, full[np.arange(n), kid], rtol=1e-12)
+        grp = rng.integers(0, 4, n)
+        sums = table.group_sums(names, cls, dens, scale, grp, 4, measure=meas)
+        for g in range(4):
+            np.testing.assert_allclose(sums[g], got[grp == g].sum(axis=0), rtol=1e-12, atol=1e-9)
+
+
+# ------------------------------------------------------------------ fits
+def test_fits_reproduce_calibration_points_within_reported_error(table):
+    cal = table.calibration
+    assert set(cal["kernel"]) == set(kernel_names())
+    assert table.fit_error.shape[0] == len(table.kernels) * len(CLASS_NAMES) * len(ptab.MEASURE_NAMES)
+    for row in table.fit_error.itertuples():
+        pts = cal[(cal["kernel"] == row.kernel) & (cal["class"] == row._2)]
+        y = pts[row.measure].to_numpy()
+        pred = table.predict(row.kernel, row._2, pts["density"].to_numpy(), measure=row.measure)
+        ymax = np.abs(y).max()
+        denom = np.maximum(np.abs(y), 1e-9 * ymax) if ymax > 0 else np.ones(y.size)
+        rel = (pred - y) / denom
+        assert row.n_points == y.size >= 3 * 10
+        assert np.sqrt(np.mean(rel ** 2)) == pytest.approx(row.rel_rms, rel=1e-6, abs=1e-9)
+        assert np.abs(rel).max() <= row.max_rel + 1e-9
+    # linear-in-nnz costs are fitted essentially exactly; DENSE does not depend on density at all
+    fe = table.fit_error.set_index(["kernel", "class", "measure"])
+    assert fe.loc[("DENSE", "random", "bytes"), "rel_rms"] < 1e-9
+    assert fe.loc[("CSC", "random", "bytes"), "rel_rms"] < 0.1  # occupied columns are not linear in nnz
+    assert np.median(table.fit_error["rel_rms"]) < 0.02
+
+
+def test_calibration_points_are_unit_costs(table):
+    # re-price one class's calibration tiles of CSC with unit_costs directly
+    cal = table.calibration
+    pts = cal[(cal["kernel"] == "CSC")].reset_index(drop=True)
+    items = ptab._calibration_set(32, table.seed)
+    A = sp.block_diag([sp.coo_array(it[3]) for it in items], format="csr")
+    pa = akfviz.analyze(A, tile=32)
+    uc = unit_costs(get_kernel("CSC").npu_work(pa.tileset, np.arange(pa.n_tiles)), HardwareConfig())
+    np.testing.assert_allclose(pts["energy"].to_numpy(), uc["energy_pj"].to_numpy(), rtol=1e-12)
+    np.testing.assert_allclose(pts["bytes"].to_numpy(), uc["bytes"].to_numpy(), rtol=1e-12)
+
+
+def test_table_cache_by_hardware_hash(table):
+    hw = HardwareConfig()
+    assert ptab.performance_table(hw, 32) is table
+    assert table.hw_hash == hw.config_hash()
+    hw2 = hw.replace(mac_lanes=hw.mac_lanes * 2)
+    t2 = ptab.performance_table(hw2, 32)
+    assert t2 is not table and t2.hw_hash == hw2.config_hash()
+    assert not np.allclose(t2.coef, table.coef)  # cycles change with the MAC lanes
+
+
+def test_dense_resource_equals_every_slot_priced():
+    hw = HardwareConfig()
+    for shape, T in (((70, 50), 32), ((64, 64), 32), ((5, 3), 8)):
+        A = sp.csr_array(np.ones(shape))
+        pa = akfviz.analyze(A, tile=T)
+        uc = unit_costs(get_kernel("DENSE").npu_work(pa.tileset, np.arange(pa.n_tiles)), hw)
+        got = ptab.dense_resource(shape, T, hw)
+        assert got["energy"] == pytest.approx(uc["energy_pj"].sum(), rel=1e-12)
+        assert got["cycles"] == pytest.approx(uc["cycles"].sum(), rel=1e-12)
+        assert got["bytes"] == pytest.approx(uc["bytes"].sum(), rel=1e-12)
+
+
+def test_prediction_error_on_a_matrix(table):
+    A = akfviz.generate("banded", n=256, seed=0)
+    pa = akfviz.analyze(A, tile=32)
+    df = ptab.prediction_error(pa, HardwareConfig(), table=table, kernels=["CSC", "DENSE", "DIA"])
+    assert set(df["kernel"]) == {"CSC", "DENSE", "DIA"}
+    assert np.all(np.isfinite(df[["rel_rms", "max_rel", "total_rel"]].to_numpy()))
+    dense = df[(df["kernel"] == "DENSE") & (df["measure"] == "bytes")]
+    assert np.all(dense["max_rel"] < 1e-6)  # DENSE payload is exact for any content
+
+
+def test_bad_resource_and_rho():
+    with pytest.raises(InputError):
+        ptab.check_resource("watts")
+    with pytest.raises(InputError):
+        ptab.check_rho_x(0.0)
+
+
+def test_prediction_error_against_the_simulator(table):
+    A = akfviz.generate("banded", n=128, seed=0)
+    pa = akfviz.analyze(A, tile=32)
+    kw = dict(table=table, kernels=["CSC", "DENSE"], max_tiles=3)
+    sim = ptab.prediction_error(pa, HardwareConfig(), against="simulator", **kw)
+    uc = ptab.prediction_error(pa, HardwareConfig(), **kw)
+    by = lambda d: d[d["measure"] == "bytes"].reset_index(drop=True)  # noqa: E731
+    np.testing.assert_allclose(by(sim)["rel_rms"], by(uc)["rel_rms"])  # payload is not simulated
+    assert np.all(np.isfinite(sim["total_true"]))
+    with pytest.raises(InputError):
+        ptab.prediction_error(pa, HardwareConfig(), against="oracle", **kw)
+    with pytest.raises(InputError):
+        ptab.prediction_error(pa, HardwareConfig(), against="simulator", rho_x=0.5, **kw)
+
+
+def test_fits_frame(table):
+    df = table.fits_frame()
+    assert len(df) == len(table.kernels) * len(CLASS_NAMES) * len(ptab.MEASURE_NAMES)
+    row = df[(df["kernel"] == "CSC") & (df["class"] == "random") & (df["measure"] == "energy")].iloc[0]
+    c = row[["c4", "c3", "c2", "c1", "c0"]].to_numpy(np.float64)
+    assert table.predict("CSC", "random", [0.1])[0] == pytest.approx(max(0.0, np.polyval(c, 0.1)))
+    assert {"rel_rms", "max_rel", "d_min", "d_max"} <= set(df.columns)

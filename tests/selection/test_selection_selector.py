@@ -1,0 +1,284 @@
+"""The Dynamic Fuse Selector: argmin vs brute force, cluster mode, limits, budgets, fusion weights,
+Pareto front, explanations, determinism (akf-spec §5)."""
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import akfviz
+from akfviz.errors import InputError
+from akfviz.kernels.registry import DEFAULT_CANDIDATES, get_kernel
+from akfviz.npu.hardware import HardwareConfig
+from akfviz.selection import perftable as ptab
+from akfviz.selection.explain import explain
+from akfviz.selection.fusion_weights import optimize_fusion_weights
+from akfviz.selection.pareto import non_dominated, pareto_front
+from akfviz.selection.selector import compare_granularity, plan_cost, select
+from selection_naive import naive_tile_costs
+
+HW = HardwareConfig()
+
+
+def _mixed(n=192, seed=0):
+    """Band + dense blocks + scattered entries + a 2:4 block: every structure class occurs."""
+    rng = np.random.default_rng(seed)
+    A = sp.random_array((n, n), density=0.01, rng=rng, format="lil")
+    for i in range(n):
+        A[i, i] = 2.0 + rng.random()
+        if i + 1 < n:
+            A[i, i + 1] = -1.0
+    A[:32, 96:128] = rng.standard_normal((32, 32)) * (rng.random((32, 32)) < 0.6)
+    blk = rng.standard_normal((32, 32))
+    blk[:, 2::4] = 0
+    blk[:, 3::4] = 0
+    A[64:96, 0:32] = blk
+    return sp.csr_array(A)
+
+
+@pytest.fixture(scope="module")
+def pa():
+    return akfviz.analyze(_mixed(), tile=32)
+
+
+@pytest.fixture(scope="module")
+def naive(pa):
+    names = list(DEFAULT_CANDIDATES)
+    table = ptab.performance_table(HW, 32)
+    Rd = ptab.dense_resource(pa.shape, 32, HW)["energy"]
+    return names, naive_tile_costs(pa, table, names, 1.0, 1.0, Rd)
+
+
+def test_tile_mode_is_the_brute_force_argmin(pa, naive):
+    names, (E, R, C) = naive
+    plan = select(pa, 1.0, 1.0, granularity="tile", fusion=False)
+    rep = plan.selection
+    np.testing.assert_allclose(rep.E, E, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(rep.R, R, rtol=1e-9)
+    np.testing.assert_allclose(rep.C, C, rtol=1e-9, atol=1e-15)
+    want = np.asarray(names, dtype=object)[np.argmin(C, axis=1)]
+    assert list(plan.tile_kernels) == list(want)
+    assert plan.resource == pytest.approx(R[np.arange(len(want)), np.argmin(C, axis=1)].sum(), rel=1e-9)
+
+
+def test_cluster_mode_applies_representatives_kernel(pa, naive):
+    names, (E, R, C) = naive
+    plan = select(pa, 1.0, 1.0, granularity="cluster", fusion=False)
+    clusters = pa.tiles["cluster"].to_numpy()
+    for c in range(pa.n_clusters):
+        rep_t = int(pa.clusters.loc[c, "representative"])
+        want = names[int(np.argmin(C[rep_t]))]
+        members = np.nonzero(clusters == c)[0]
+        assert set(plan.tile_kernels[members]) == {want}
+    # errors are measured on every member by the plan
+    assert plan.relative_error == pytest.approx(
+        np.sqrt(sum(get_kernel(k).error(pa.tileset.dense(t)) for t, k in enumerate(plan.tile_kernels)))
+        / pa.fro_norm, rel=1e-9, abs=1e-15)
+    gap = plan.selection.cost_gap
+    assert gap is not None and gap["gap"] >= -1e-12  # tile mode is the per-tile optimum
+
+
+def test_fusion_weights_equal_argmin_when_sram_does_not_bind(pa):
+    for g in ("cluster", "tile"):
+        a = select(pa, granularity=g, fusion=False)
+        b = select(pa, granularity=g, fusion=True)
+        f = b.selection.fusion
+        assert not f.binding
+        np.testing.assert_array_equal(f.choice, f.argmin)
+        assert list(a.tile_kernels) == list(b.tile_kernels)
+        np.testing.assert_allclose(f.weights.sum(axis=1), 1.0)
+        assert f.weights.max(axis=1).min() > 0.9  # (near) one-hot
+        tr = f.trajectory
+        assert tr["temperature"].iloc[-1] == 0 and tr["entropy"].iloc[-1] < tr["entropy"].iloc[0]
+        assert f.weights_trajectory.shape[0] == len(tr)
+
+
+def test_fusion_weights_reduce_bytes_when_sram_binds(pa):
+    free = select(pa, granularity="cluster", fusion=True)
+    need = free.selection.fusion.sram_bytes_argmin
+    tiny = HW.replace(rows=1, cols=1, sram_bytes_per_pe=max(1024, int(need // 4)))
+    assert tiny.total_sram_bytes < need
+    plan = select(pa, granularity="cluster", hw=tiny, fusion=True, sram_penalty=100.0)
+    f = plan.selection.fusion
+    assert f.binding
+    assert f.sram_bytes_final < f.sram_bytes_argmin
+    assert np.any(f.choice != f.argmin)
+    assert f.trajectory["penalty"].iloc[0] > 0
+
+
+def test_fusion_weights_small_direct_case():
+    # two units, three kernels; capacity binds: unit 1 must move from kernel 0 (many bytes) to 1
+    C = np.array([[0.0, 1.0, 2.0], [0.0, 0.1, 5.0]])
+    b = np.array([[10.0, 10.0, 0.0], [100.0, 1.0, 0.0]])
+    free = optimize_fusion_weights(C, np.ones(2), b, 1e9)
+    np.testing.assert_array_equal(free.choice, [0, 0])
+    bound = optimize_fusion_weights(C, np.ones(2), b, 15.0, penalty=100.0, steps=400)
+    assert bound.binding and bound.choice[1] == 1
+    assert bound.sram_bytes_final <= 15.0 + 1e-9
+    with pytest.raises(InputError):
+        optimize_fusion_weights(C, np.ones(3), b, 1.0)
+
+
+def test_alpha_large_gives_exact_and_beta_large_gives_cheapest(pa):
+    exact = select(pa, alpha=1e12, beta=1.0, granularity="tile", fusion=False)
+    assert exact.relative_error <= 1e-9
+    cheap = select(pa, alpha=1e-12, beta=1.0, granularity="tile", fusion=False)
+    rep = cheap.selection
+    np.testing.assert_array_equal(rep.R[np.arange(rep.R.shape[0]), rep.chosen], rep.R.min(axis=1))
+    assert set(cheap.tile_kernels) == {"SKIP"}  # SKIP costs nothing
+    assert cheap.resource <= exact.resource
+
+
+@pytest.mark.parametrize("granularity", ["tile", "cluster"])
+@pytest.mark.parametrize("eps", [0.0, 0.01, 0.05, 0.2])
+def test_error_budget_is_respected(pa, granularity, eps):
+    plan = select(pa, error_budget=eps, granularity=granularity)
+    assert plan.relative_error <= eps + 1e-12
+    if eps == 0:
+        assert plan.relative_error == 0.0
+        assert all(get_kernel(k).lossless for k in plan.tile_kernels)
+    tr = plan.selection.budget_trace
+    feas = tr[tr["feasible"]]
+    assert plan.resource == pytest.approx(feas["resource"].min(), rel=1e-9)
+
+
+def test_error_budget_uses_less_resource_when_looser(pa):
+    r = [select(pa, error_budget=e, granularity="tile").resource for e in (0.0, 0.02, 0.1, 0.5)]
+    assert all(a >= b - 1e-9 for a, b in zip(r, r[1:]))
+    assert r[-1] < r[0]
+
+
+@pytest.mark.parametrize("granularity", ["tile", "cluster"])
+def test_resource_budget_is_respected(pa, granularity):
+    R_dense = ptab.dense_resource(pa.shape, 32, HW)["energy"]
+    for share in (0.0, 0.002, 0.01, 1.0):
+        plan = select(pa, resource_budget=share, granularity=granularity)
+        assert plan.resource <= share * R_dense * (1 + 1e-9)
+    big = select(pa, resource_budget=10.0, granularity=granularity)
+    assert big.relative_error <= 1e-9  # room for an exact plan
+    with pytest.raises(InputError):
+        select(pa, resource_budget=0.0, kernels=["CSC", "DENSE"])
+
+
+@pytest.mark.parametrize("measure", ["energy", "cycles", "bytes", "mix"])
+def test_measures_are_normalised_by_dense(pa, measure):
+    plan = select(pa, resource=measure, granularity="tile", fusion=False)
+    rep = plan.selection
+    assert rep.measure == measure
+    assert 0 < rep.resource_share < 1
+    if measure == "mix":
+        assert rep.R_dense == 1.0
+    else:
+        assert rep.R_dense == pytest.approx(ptab.dense_resource(pa.shape, 32, HW)[measure])
+
+
+def test_plan_contract_and_determinism(pa):
+    a = select(pa)
+    b = select(pa)
+    assert len(a.tile_kernels) == pa.n_tiles
+    assert list(a.tile_kernels) == list(b.tile_kernels)
+    assert a.resource == b.resource and a.relative_error == b.relative_error
+    assert a.resource == pytest.approx(a.selection.resource)
+    d = a.selection.to_dict()
+    assert d["granularity"] == "cluster" and d["candidates"] == list(DEFAULT_CANDIDATES)
+    pickle.loads(pickle.dumps(a.selection))
+    assert akfviz.select is select
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(kernels=["NOPE"]), dict(kernels=[]), dict(granularity="row"), dict(alpha=-1),
+    dict(alpha=0, beta=0), dict(error_budget=0.1, resource_budget=0.1), dict(error_budget=-0.1),
+    dict(resource="watts"), dict(rho_x=0.0), dict(hw="big"), dict(alpha=float("nan")),
+])
+def test_bad_inputs_raise_input_error(pa, kwargs):
+    with pytest.raises(InputError):
+        select(pa, **kwargs)
+    with pytest.raises(InputError):
+        select("not an analysis")
+
+
+def test_error_budget_zero_without_lossless_candidates(pa):
+    with pytest.raises(InputError):
+        select(pa, error_budget=0, kernels=["SKIP", "PRUNE50"])
+
+
+def test_empty_matrix_selects_nothing():
+    pa0 = akfviz.analyze(sp.csr_array((40, 30)), tile=16)
+    plan = select(pa0)
+    assert len(plan.tile_kernels) == 0 and plan.resource == 0 and plan.relative_error == 0
+
+
+def test_candidate_subset(pa):
+    plan = select(pa, kernels=["CSC", "DENSE"], granularity="tile")
+    assert set(plan.tile_kernels) <= {"CSC", "DENSE"}
+    assert plan.relative_error == 0
+
+
+# ------------------------------------------------------------------ Pareto
+def test_pareto_front_is_non_dominated_and_monotone(pa):
+    pf = pareto_front(pa, granularity="tile", n_points=15, plan=select(pa, granularity="tile"))
+    pts, front = pf.points, pf.front
+    assert len(front) >= 2
+    assert np.all(np.diff(front["resource"].to_numpy()) > 0)
+    assert np.all(np.diff(front["error"].to_numpy()) < 0)
+    for f in front.itertuples():
+        dom = (pts["error"] <= f.error) & (pts["resource"] <= f.resource) & \
+              ((pts["error"] < f.error) | (pts["resource"] < f.resource))
+        assert not dom.any()
+    # λ = 0 is the cheapest point, λ = ∞ the most accurate
+    assert front["resource"].iloc[0] == pts["resource"].min()
+    assert front["error"].iloc[-1] == pts["error"].min()
+    assert pf.current is not None and pf.current["resource"] > 0
+
+
+def test_non_dominated_reference():
+    rng = np.random.default_rng(5)
+    e, r = rng.random(40), rng.random(40)
+    got = non_dominated(e, r)
+    for i in range(40):
+        dom = any((e[j] <= e[i] and r[j] <= r[i] and (e[j] < e[i] or r[j] < r[i])) for j in range(40))
+        assert got[i] == (not dom)
+
+
+# ------------------------------------------------------------------ explain
+@pytest.mark.parametrize("granularity", ["tile", "cluster"])
+def test_explain_is_consistent_with_the_choice(pa, granularity):
+    plan = select(pa, granularity=granularity, fusion=False)
+    for t in (0, pa.n_tiles // 2, pa.n_tiles - 1):
+        df = explain(plan, tile=t)
+        assert list(df.columns) == ["kernel", "family", "lossless", "E", "E_norm", "R", "R_norm", "C",
+                                    "chosen", "rank", "reason"]
+        assert df["chosen"].sum() == 1
+        chosen = df[df["chosen"]].iloc[0]
+        assert chosen["kernel"] == plan.tile_kernels[t]
+        assert chosen["reason"].startswith(chosen["kernel"])
+        assert list(df["rank"]) == list(range(1, len(df) + 1))
+        assert np.all(np.diff(df["C"].to_numpy()) >= 0)
+        np.testing.assert_allclose(df["C"], plan.selection.alpha * df["E_norm"] + plan.selection.beta * df["R_norm"])
+        if granularity == "tile":
+            assert chosen["rank"] == 1 and "lowest cost" in chosen["reason"]
+    for c in range(pa.n_clusters):
+        df = explain(plan, cluster=c)
+        rep_t = int(pa.clusters.loc[c, "representative"])
+        assert df[df["chosen"]]["kernel"].iloc[0] == plan.tile_kernels[rep_t]
+    with pytest.raises(InputError):
+        explain(plan, tile=pa.n_tiles)
+    with pytest.raises(InputError):
+        explain(plan, tile=0, cluster=0)
+
+
+def test_compare_granularity_reports_both_modes(pa):
+    df = compare_granularity(pa)
+    assert list(df.index) == ["cluster", "tile"]
+    assert df.loc["cluster", "cost"] >= df.loc["tile", "cost"] - 1e-12
+    assert df["cost_gap"].iloc[0] >= -1e-12 and df["speedup"].iloc[0] > 0
+    assert df.loc["cluster", "n_units"] == pa.n_clusters and df.loc["tile", "n_units"] == pa.n_tiles
+    plan = select(pa, granularity="tile", fusion=False)
+    assert plan_cost(plan) == pytest.approx(df.loc["tile", "cost"], rel=1e-9)
+
+
+@pytest.mark.parametrize("kwargs", [dict(granularity="tile"), dict(granularity="cluster"),
+                                    dict(granularity="cluster", error_budget=0.05)])
+def test_report_error_equals_plan_error(pa, kwargs):
+    plan = select(pa, **kwargs)
+    assert plan.selection.predicted_error == pytest.approx(plan.relative_error, rel=1e-9, abs=1e-15)
