@@ -1,0 +1,83 @@
+"""The command line: every subcommand runs and prints parseable output; errors exit 2."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from akfviz.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+GEN = ["--generate", "banded", "--n", "96", "--tile", "16"]
+
+
+def test_help_lists_every_command():
+    out = subprocess.run([sys.executable, "-m", "akfviz", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0
+    for cmd in ("analyze", "select", "simulate", "compare", "calibrate", "sweep", "bench"):
+        assert cmd in out.stdout
+
+
+def test_analyze_prints_summary(capsys):
+    code, out, _ = run(capsys, "analyze", *GEN)
+    assert code == 0
+    summary = json.loads(out)
+    assert summary["shape"] == [96, 96] and summary["n_tiles"] > 0
+
+
+def test_select_and_simulate(capsys):
+    code, out, _ = run(capsys, "select", *GEN, "--error-budget", "0")
+    assert code == 0
+    assert json.loads(out)["relative_error"] == 0.0
+    code, out, _ = run(capsys, "simulate", *GEN)
+    assert code == 0
+    assert json.loads(out)["simulation"]["cycles"] > 0
+
+
+def test_compare_table(capsys, tmp_path):
+    target = tmp_path / "cmp.csv"
+    code, _, _ = run(capsys, "compare", *GEN, "--out", str(target))
+    assert code == 0
+    text = target.read_text()
+    for name in ("Dense", "BlockSparse", "StaticSparse", "AKF"):
+        assert name in text
+
+
+def test_sweep_writes_csv(capsys, tmp_path):
+    target = tmp_path / "sweep.csv"
+    code, _, err = run(capsys, "sweep", *GEN, "--vary", "alpha=0.1,10", "--out", str(target))
+    assert code == 0, err
+    from akfviz.dse.sweep import load_sweep
+
+    assert len(load_sweep(target)) == 2
+
+
+def test_bench_reports_ratio(capsys):
+    code, out, _ = run(capsys, "bench", *GEN, "--repeats", "3", "--error-budget", "0")
+    assert code == 0
+    rep = json.loads(out)
+    assert rep["speedup_vs_scipy"] > 0
+    assert rep["relative_output_difference"] < 1e-12
+
+
+def test_calibrate_prints_fits(capsys):
+    code, out, _ = run(capsys, "calibrate", "--tile", "16")
+    assert code == 0 and out.strip()
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["analyze", "--generate", "no_such_kind"], "no_such_kind"),
+    (["analyze", "--input", "/nonexistent/file.mtx"], ""),
+    (["analyze", "--generate", "banded", "--tile", "1"], "tile"),
+    (["sweep", "--generate", "banded", "--n", "64"], "--vary"),
+])
+def test_input_errors_exit_2_with_message(capsys, argv, words):
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert err.startswith("error: ") and words in err
