@@ -4,7 +4,7 @@ Numba kernels only (arrays and scalars in, buffers filled); :mod:`akfviz.npu.sim
 validates, maps, schedules phases and iterations, and wraps the counters in a SimResult.
 The model is stated in full in ``docs/model.md``; in short, for one phase:
 
-1. **Injection** (:func:`injection_times`). Input events are the nonzero ``x[j, b]`` whose
+1. **Injection** (:func:`prepare_phase`). Input events are the nonzero ``x[j, b]`` whose
    column ``j`` is routed by at least one tile of the phase. Each column block ``bj`` has a
    source PE ``src[bj]``; every source injects its events one per ``inject_cycles`` cycles,
    in order of batch column ``b`` then column ``j``, starting at phase time 0.
@@ -21,61 +21,182 @@ The model is stated in full in ``docs/model.md``; in short, for one phase:
    reduction PE serves whole trains in order of first-flit arrival, after its own tile work:
    ``t = max(t, arrival) + out_rows · reduce_cycles``.
 5. **Makespan** = the latest PE end time (tile work or reduction).
+
+Performance layout. The kernels read the TileWork arrays in place (no per-tile copies): a
+phase is a list of tile ids sorted by PE (a stable counting sort, :func:`prepare_phase`), and
+each PE's deliveries live only in small per-worker scratch buffers. Step 3 is independent
+from PE to PE and step 4 from reduction PE to reduction PE, so both run as ``prange`` loops
+over chunks of PEs (:func:`run_phase`); every PE writes only its own counters and every tile
+only its own ``t_done``, and the hop histogram is summed per chunk and then over chunks in a
+fixed order (integers), so the result is bit-for-bit the same for any thread count. With
+``record=True`` (busy-interval timeline) the same per-PE code runs serially and appends
+intervals (:func:`run_phase_recorded`).
 """
 from __future__ import annotations
 
 import numpy as np
+from numba import prange
 
-from .._jit import njit_cached
+from .._jit import njit_cached, njit_parallel
+
 
 #: Interval kinds recorded for the timeline.
 KIND_SETUP, KIND_COMPUTE, KIND_REDUCE = 0, 1, 2
 
+#: Rows of the counter matrix, in :data:`akfviz.npu.results.COUNTERS` order.
+C_BUSY, C_EVENTS, C_MACS, C_MACS8, C_DECODES, C_SRAM, C_HOPS, C_DRAM, C_REDADDS = range(9)
+
+
+# --------------------------------------------------------------------------- preparation
+@njit_cached
+def pe_sort(sel, pe, n_pes):
+    """Stable counting sort of the tiles ``sel`` by PE.
+
+    Returns
+    -------
+    order : int64 (len(sel),)
+        Tile ids, by PE then by position in ``sel``.
+    pe_ptr : int64 (n_pes + 1,)
+        The tiles of PE ``p`` are ``order[pe_ptr[p]:pe_ptr[p + 1]]``.
+    """
+    n = sel.shape[0]
+    pe_ptr = np.zeros(n_pes + 1, dtype=np.int64)
+    for i in range(n):
+        pe_ptr[pe[sel[i]] + 1] += 1
+    for p in range(n_pes):
+        pe_ptr[p + 1] += pe_ptr[p]
+    fill = pe_ptr[:n_pes].copy()
+    order = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        u = sel[i]
+        p = pe[u]
+        order[fill[p]] = u
+        fill[p] += 1
+    return order, pe_ptr
+
 
 @njit_cached
-def injection_times(active, k, routed, col_width, src, inject_cycles, n_pes):
-    """Injection time of every event, ``-1`` when there is none.
+def tile_overflow_kernel(payload, pe, sram, n_pes):
+    """Bytes of each tile beyond its PE's SRAM, the PE's tiles filling it in TileWork order."""
+    n = payload.shape[0]
+    used = np.zeros(n_pes, dtype=np.int64)
+    out = np.empty(n, dtype=np.int64)
+    for u in range(n):
+        p = pe[u]
+        before = used[p]
+        after = before + payload[u]
+        used[p] = after
+        o = after - sram
+        if o < 0:
+            o = 0
+        if o > payload[u]:
+            o = payload[u]
+        out[u] = o
+    return out
+
+
+@njit_cached
+def prepare_phase(sel, bj, col_ptr, col_local, active, k, tile, src, inject_cycles,
+                  n_cols, n_pes, pe, streams):
+    """Injection times of the phase's events and the bytes each PE streams.
 
     Parameters
     ----------
+    sel : int64
+        Tile ids of the phase (any order; TileWork order reads memory sequentially).
     active : bool (n_cols * k,)
         ``x[j, b] != 0`` at flat index ``j * k + b``.
-    k : int
-        Batch columns.
-    routed : bool (n_cols,)
-        Column ``j`` has at least one destination tile in this phase.
-    col_width : int
-        Column block width ``T``; column ``j`` belongs to block ``j // T``.
-    src : int64 (n_bcols,)
-        Source PE of each column block.
-    inject_cycles : int
-        Cycles between two injections of one source.
-    n_pes : int
+    streams : int64 (n_tiles,)
+        Bytes each tile streams from DRAM in this phase.
 
     Returns
     -------
     inj : int64 (n_cols * k,)
+        Injection time of each event, ``-1`` when there is none (column not routed in this
+        phase, or ``x[j, b] == 0``).
+    stream_pe : int64 (n_pes,)
+        Bytes streamed by each PE.
+    wptr : int64 (n_pes + 1,)
+        Running work estimate (routes · k + 2 per tile) before each PE, for load balancing.
     """
-    n_cols = routed.shape[0]
+    routed = np.zeros(n_cols, dtype=np.bool_)
+    stream_pe = np.zeros(n_pes, dtype=np.int64)
+    wptr = np.zeros(n_pes + 1, dtype=np.int64)
+    for i in range(sel.shape[0]):
+        u = sel[i]
+        stream_pe[pe[u]] += streams[u]
+        wptr[pe[u] + 1] += (col_ptr[u + 1] - col_ptr[u]) * k + 2
+        off = bj[u] * tile
+        for r in range(col_ptr[u], col_ptr[u + 1]):
+            routed[off + col_local[r]] = True
     inj = np.full(n_cols * k, -1, dtype=np.int64)
     cnt = np.zeros(n_pes, dtype=np.int64)
     for b in range(k):
         for j in range(n_cols):
             if routed[j] and active[j * k + b]:
-                s = src[j // col_width]
+                s = src[j // tile]
                 inj[j * k + b] = cnt[s] * inject_cycles
                 cnt[s] += 1
-    return inj
+    for p in range(n_pes):
+        wptr[p + 1] += wptr[p]
+    return inj, stream_pe, wptr
 
 
 @njit_cached
-def _stable_order(keys, lo, hi, perm):
-    """Write into ``perm[lo:hi]`` the stable ascending order of ``keys[lo:hi]`` (absolute indices)."""
-    n = hi - lo
+def reduction_trains(order, pe_ptr, out_rows, bi, red, n_pes):
+    """Partial-sum trains grouped by reduction PE, each group in phase order (PE, tile id).
+
+    Returns ``tr_tile`` (tile ids) and ``tr_ptr`` (n_pes + 1): the trains reduced by PE ``q``
+    are ``tr_tile[tr_ptr[q]:tr_ptr[q + 1]]``.
+    """
+    n = order.shape[0]
+    tr_ptr = np.zeros(n_pes + 1, dtype=np.int64)
     for i in range(n):
-        perm[lo + i] = lo + i
+        u = order[i]
+        if out_rows[u] > 0:
+            tr_ptr[red[bi[u]] + 1] += 1
+    for p in range(n_pes):
+        tr_ptr[p + 1] += tr_ptr[p]
+    fill = tr_ptr[:n_pes].copy()
+    tr_tile = np.empty(tr_ptr[n_pes], dtype=np.int64)
+    for i in range(n):
+        u = order[i]
+        if out_rows[u] > 0:
+            q = red[bi[u]]
+            tr_tile[fill[q]] = u
+            fill[q] += 1
+    return tr_tile, tr_ptr
+
+
+@njit_cached
+def balanced_chunks(weight_ptr, n_chunks):
+    """Split ``range(len(weight_ptr) - 1)`` into ``n_chunks`` contiguous ranges of similar weight.
+
+    ``weight_ptr[p]`` is a running weight before item ``p`` (non-decreasing); returns the
+    ``n_chunks + 1`` boundaries. Only load balancing depends on it, never the result.
+    """
+    n = weight_ptr.shape[0] - 1
+    bounds = np.empty(n_chunks + 1, dtype=np.int64)
+    bounds[0] = 0
+    total = weight_ptr[n]
+    p = 0
+    for c in range(1, n_chunks):
+        target = total * c // n_chunks
+        while p < n and weight_ptr[p] < target:
+            p += 1
+        bounds[c] = p
+    bounds[n_chunks] = n
+    return bounds
+
+
+# --------------------------------------------------------------------------- sorting
+@njit_cached
+def _stable_order(keys, n, perm, ck):
+    """Write into ``perm[:n]`` the stable ascending order of ``keys[:n]`` (``ck`` = scratch)."""
+    for i in range(n):
+        perm[i] = i
     srt = True
-    for i in range(lo + 1, hi):
+    for i in range(1, n):
         if keys[i] < keys[i - 1]:
             srt = False
             break
@@ -83,21 +204,20 @@ def _stable_order(keys, lo, hi, perm):
         return
     if n <= 32:
         for i in range(1, n):
-            v = perm[lo + i]
+            v = perm[i]
             kv = keys[v]
             j = i - 1
-            while j >= 0 and keys[perm[lo + j]] > kv:
-                perm[lo + j + 1] = perm[lo + j]
+            while j >= 0 and keys[perm[j]] > kv:
+                perm[j + 1] = perm[j]
                 j -= 1
-            perm[lo + j + 1] = v
+            perm[j + 1] = v
     else:
         # unique composite keys (key, position) make an unstable sort stable and deterministic
-        ck = np.empty(n, dtype=np.int64)
         for i in range(n):
-            ck[i] = keys[lo + i] * n + i
-        ck.sort()
+            ck[i] = keys[i] * n + i
+        ck[:n].sort()
         for i in range(n):
-            perm[lo + i] = lo + ck[i] % n
+            perm[i] = ck[i] % n
 
 
 @njit_cached
@@ -107,254 +227,340 @@ def _grow(a, cap):
     return b
 
 
+# --------------------------------------------------------------------------- per PE
 @njit_cached
-def run_phase(t_pe, t_red, t_src, t_coloff, col_ptr, col_local, w_ev, ev_macs, ev_decodes,
-              ev_sram, final_cyc, final_macs, final_sram, out_rows, int8,
-              inj, k, ready, cols, hop, setup_cycles, reduce_cycles, record,
-              busy, events, macs, macs_int8, decodes, sram_bytes, flit_hops, reduce_adds,
-              pe_end, t_done):
-    """Simulate one phase; accumulate per-PE counters into the given buffers.
+def _tiles_of_pes(p_lo, p_hi, order, pe_ptr, bj, col_ptr, col_local, ev_macs, ev_decodes,
+                  ev_sram, final_macs, final_sram, out_rows, int8, bi, red, src, inj, k, tile,
+                  ready, cols, hop, setup_cycles, event_cycles, mac_lanes, decode_cycles, cnt,
+                  hist, t_done, pe_end, rec, iv):
+    """Steps 2–3 for PEs ``p_lo … p_hi - 1``; returns (deliveries, iv, n_intervals).
 
-    Parameters
-    ----------
-    t_pe, t_red, t_src : int64 (n,)
-        PE, reduction PE and event-source PE of each tile; tiles MUST be sorted by PE
-        (non-decreasing ``t_pe``), the wrapper guarantees it.
-    t_coloff : int64 (n,)
-        First global column of each tile (``bj * T``).
-    col_ptr, col_local : int64
-        Routed columns (TileWork layout).
-    w_ev : int64 (m,)
-        Cycles per event of each routed column.
-    ev_macs, ev_decodes, ev_sram : int64 (m,)
-        Per-event counts.
-    final_cyc, final_macs, final_sram, out_rows : int64 (n,)
-    int8 : bool (n,)
-    inj : int64 (n_cols * k,)
-        From :func:`injection_times`.
-    k : int
-        Batch columns.
-    ready : int64 (P,)
-        Time each PE may start (its DRAM stream done).
-    cols, hop, setup_cycles, reduce_cycles : int
-        Grid columns, hop latency, setup cycles per tile, cycles per reduced flit.
-    record : bool
-        Record busy intervals.
-    busy … reduce_adds : int64 (P,)
-        Counters, accumulated (``+=``).
-    pe_end : int64 (P,)
-        Output: end time of each PE in this phase (0 when unused).
-    t_done : int64 (n,)
-        Output: arrival time, at the reduction PE, of each tile's partial-sum train (the
-        tile's finish time + hop latency × distance).
-
-    Returns
-    -------
-    makespan : int
-    n_deliveries : int
-    iv_pe, iv_start, iv_end, iv_tile, iv_kind : int64 arrays
-        Busy intervals (empty unless ``record``).
+    Scratch: ``buf`` (5, cap) int64 rows arrival, route, tile position, perm, sort keys;
+    ``rem`` per-tile remaining deliveries; both grow when needed. ``iv`` is the (5, cap)
+    interval store (pe, start, end, tile, kind), used (and grown) when ``rec``.
     """
-    n = t_pe.shape[0]
-    P = ready.shape[0]
-    # Tiles are sorted by PE: the tiles of PE p are tfirst[p]:tfirst[p+1]. Deliveries of one PE
-    # are generated into small reusable buffers (no O(deliveries) arrays: allocation and page
-    # faults would cost more than the simulation itself).
-    tfirst = np.zeros(P + 1, dtype=np.int64)
-    for u in range(n):
-        tfirst[t_pe[u] + 1] += 1
-    for p in range(P):
-        tfirst[p + 1] += tfirst[p]
-    cap_d = 64
-    d_arr = np.empty(cap_d, dtype=np.int64)
-    d_route = np.empty(cap_d, dtype=np.int64)
-    d_tile = np.empty(cap_d, dtype=np.int64)
-    perm = np.empty(cap_d, dtype=np.int64)
-    cap_t = 16
-    remaining = np.empty(cap_t, dtype=np.int64)
-    cap = 1024 if record else 1
-    iv_pe = np.empty(cap, dtype=np.int64)
-    iv_start = np.empty(cap, dtype=np.int64)
-    iv_end = np.empty(cap, dtype=np.int64)
-    iv_tile = np.empty(cap, dtype=np.int64)
-    iv_kind = np.empty(cap, dtype=np.int64)
+    buf = np.empty((5, 64), dtype=np.int64)
+    rem = np.empty(16, dtype=np.int64)
     niv = 0
-    nd = 0
-    for p in range(P):
-        t0, t1 = tfirst[p], tfirst[p + 1]
+    nd_total = 0
+    for p in range(p_lo, p_hi):
+        t0 = pe_ptr[p]
+        t1 = pe_ptr[p + 1]
         if t1 == t0:
             pe_end[p] = 0
             continue
         nt = t1 - t0
-        if nt > cap_t:
-            cap_t = 2 * nt
-            remaining = np.empty(cap_t, dtype=np.int64)
+        if nt > rem.shape[0]:
+            rem = np.empty(2 * nt, dtype=np.int64)
+        pr = p // cols
+        pc = p % cols
         # ------------------------------------------------ this PE's deliveries
-        pr, pc = p // cols, p % cols
         m = 0
-        for u in range(t0, t1):
-            s = t_src[u]
-            lat = hop * (abs(pr - s // cols) + abs(pc - s % cols))
-            off = t_coloff[u]
+        for i in range(t0, t1):
+            u = order[i]
+            s = src[bj[u]]
+            dsrc = abs(pr - s // cols) + abs(pc - s % cols)
+            lat = hop * dsrc
+            off = bj[u] * tile
             c0 = m
             for r in range(col_ptr[u], col_ptr[u + 1]):
                 base = (off + col_local[r]) * k
                 for b in range(k):
                     a = inj[base + b]
                     if a >= 0:
-                        if m == cap_d:
-                            cap_d *= 2
-                            d_arr = _grow(d_arr, cap_d)
-                            d_route = _grow(d_route, cap_d)
-                            d_tile = _grow(d_tile, cap_d)
-                            perm = np.empty(cap_d, dtype=np.int64)
-                        d_arr[m] = a + lat
-                        d_route[m] = r
-                        d_tile[m] = u
+                        if m == buf.shape[1]:
+                            nb = np.empty((5, 2 * m), dtype=np.int64)
+                            nb[:, :m] = buf[:, :m]
+                            buf = nb
+                        buf[0, m] = a + lat
+                        buf[1, m] = r
+                        buf[2, m] = i
                         m += 1
-            remaining[u - t0] = m - c0
-        nd += m
+            nd_u = m - c0
+            rem[i - t0] = nd_u
+            hist[dsrc] += nd_u
         # ------------------------------------------------ setup, event-less tiles
-        if record and niv + m + 2 * nt + 2 > cap:
-            cap = 2 * (niv + m + 2 * nt + 2)
-            iv_pe = _grow(iv_pe, cap)
-            iv_start = _grow(iv_start, cap)
-            iv_end = _grow(iv_end, cap)
-            iv_tile = _grow(iv_tile, cap)
-            iv_kind = _grow(iv_kind, cap)
+        if rec:
+            need = niv + m + 2 * nt + 2
+            if need > iv.shape[1]:
+                iv2 = np.empty((5, 2 * need), dtype=np.int64)
+                iv2[:, :niv] = iv[:, :niv]
+                iv = iv2
         t = ready[p]
         su = setup_cycles * nt
-        if record and su > 0:
-            iv_pe[niv] = p
-            iv_start[niv] = t
-            iv_end[niv] = t + su
-            iv_tile[niv] = -1
-            iv_kind[niv] = KIND_SETUP
+        if rec and su > 0:
+            iv[0, niv] = p
+            iv[1, niv] = t
+            iv[2, niv] = t + su
+            iv[3, niv] = -1
+            iv[4, niv] = KIND_SETUP
             niv += 1
         t += su
-        busy[p] += su
-        for u in range(t0, t1):
-            if remaining[u - t0] == 0:
-                f = final_cyc[u]
-                if record and f > 0:
-                    iv_pe[niv] = p
-                    iv_start[niv] = t
-                    iv_end[niv] = t + f
-                    iv_tile[niv] = u
-                    iv_kind[niv] = KIND_COMPUTE
+        busy = su
+        macs = 0
+        macs8 = 0
+        sram = 0
+        for i in range(t0, t1):
+            if rem[i - t0] == 0:
+                u = order[i]
+                f = (final_macs[u] + mac_lanes - 1) // mac_lanes
+                if rec and f > 0:
+                    iv[0, niv] = p
+                    iv[1, niv] = t
+                    iv[2, niv] = t + f
+                    iv[3, niv] = u
+                    iv[4, niv] = KIND_COMPUTE
                     niv += 1
                 t += f
-                busy[p] += f
+                busy += f
                 t_done[u] = t
                 if int8[u]:
-                    macs_int8[p] += final_macs[u]
+                    macs8 += final_macs[u]
                 else:
-                    macs[p] += final_macs[u]
-                sram_bytes[p] += final_sram[u]
+                    macs += final_macs[u]
+                sram += final_sram[u]
         # ------------------------------------------------ deliveries in arrival order
-        _stable_order(d_arr, 0, m, perm)
+        _stable_order(buf[0], m, buf[3], buf[4])
+        decodes = 0
+        flits = 0
         for q in range(m):
-            i = perm[q]
-            r = d_route[i]
-            u = d_tile[i]
-            a = d_arr[i]
+            z = buf[3, q]
+            r = buf[1, z]
+            i = buf[2, z]
+            u = order[i]
+            a = buf[0, z]
             start = t if t > a else a
-            wk = w_ev[r]
+            wk = event_cycles + (ev_macs[r] + mac_lanes - 1) // mac_lanes + ev_decodes[r] * decode_cycles
             fin = 0
-            remaining[u - t0] -= 1
-            last = remaining[u - t0] == 0
+            rem[i - t0] -= 1
+            last = rem[i - t0] == 0
             if last:
-                fin = final_cyc[u]
+                fin = (final_macs[u] + mac_lanes - 1) // mac_lanes
             t = start + wk + fin
-            busy[p] += wk + fin
-            if record:
-                if niv > 0 and iv_pe[niv - 1] == p and iv_tile[niv - 1] == u \
-                        and iv_end[niv - 1] == start and iv_kind[niv - 1] == KIND_COMPUTE:
-                    iv_end[niv - 1] = t
+            busy += wk + fin
+            if rec:
+                if niv > 0 and iv[0, niv - 1] == p and iv[3, niv - 1] == u \
+                        and iv[2, niv - 1] == start and iv[4, niv - 1] == KIND_COMPUTE:
+                    iv[2, niv - 1] = t
                 else:
-                    iv_pe[niv] = p
-                    iv_start[niv] = start
-                    iv_end[niv] = t
-                    iv_tile[niv] = u
-                    iv_kind[niv] = KIND_COMPUTE
+                    iv[0, niv] = p
+                    iv[1, niv] = start
+                    iv[2, niv] = t
+                    iv[3, niv] = u
+                    iv[4, niv] = KIND_COMPUTE
                     niv += 1
-            events[p] += 1
-            s = t_src[u]
-            flit_hops[p] += abs(pr - s // cols) + abs(pc - s % cols)
+            s = src[bj[u]]
+            flits += abs(pr - s // cols) + abs(pc - s % cols)
             if int8[u]:
-                macs_int8[p] += ev_macs[r]
+                macs8 += ev_macs[r]
             else:
-                macs[p] += ev_macs[r]
-            decodes[p] += ev_decodes[r]
-            sram_bytes[p] += ev_sram[r]
+                macs += ev_macs[r]
+            decodes += ev_decodes[r]
+            sram += ev_sram[r]
             if last:
                 t_done[u] = t
                 if int8[u]:
-                    macs_int8[p] += final_macs[u]
+                    macs8 += final_macs[u]
                 else:
-                    macs[p] += final_macs[u]
-                sram_bytes[p] += final_sram[u]
+                    macs += final_macs[u]
+                sram += final_sram[u]
+        # ------------------------------------------------ partial-sum trains leave
+        for i in range(t0, t1):
+            u = order[i]
+            o = out_rows[u]
+            if o > 0:
+                q = red[bi[u]]
+                d = abs(pr - q // cols) + abs(pc - q % cols)
+                flits += o * d
+                hist[d] += o
+                t_done[u] += hop * d  # from here on: arrival of the train's first flit
+        cnt[C_BUSY, p] += busy
+        cnt[C_EVENTS, p] += m
+        cnt[C_MACS, p] += macs
+        cnt[C_MACS8, p] += macs8
+        cnt[C_DECODES, p] += decodes
+        cnt[C_SRAM, p] += sram
+        cnt[C_HOPS, p] += flits
         pe_end[p] = t
-    # ---------------------------------------------------------------- reduction trains
-    rcnt = np.zeros(P + 1, dtype=np.int64)
-    for u in range(n):
-        if out_rows[u] > 0:
-            rcnt[t_red[u] + 1] += 1
-    for p in range(P):
-        rcnt[p + 1] += rcnt[p]
-    ntr = rcnt[P]
-    tr_tile = np.empty(ntr, dtype=np.int64)
-    rfill = rcnt[:P].copy()
-    for u in range(n):
-        o = out_rows[u]
-        if o > 0:
-            p = t_pe[u]
-            q = t_red[u]
-            d = abs(p // cols - q // cols) + abs(p % cols - q % cols)
-            flit_hops[p] += o * d
-            t_done[u] += hop * d  # from here on: arrival of the train's first flit
-            i = rfill[q]
-            tr_tile[i] = u
-            rfill[q] = i + 1
-    if record and niv + ntr > cap:
-        cap = niv + ntr
-        iv_pe = _grow(iv_pe, cap)
-        iv_start = _grow(iv_start, cap)
-        iv_end = _grow(iv_end, cap)
-        iv_tile = _grow(iv_tile, cap)
-        iv_kind = _grow(iv_kind, cap)
-    for q in range(P):
-        lo, hi = rcnt[q], rcnt[q + 1]
-        m = hi - lo
-        if m == 0:
-            continue
-        if m > cap_d:
-            cap_d = 2 * m
-            d_arr = np.empty(cap_d, dtype=np.int64)
-            perm = np.empty(cap_d, dtype=np.int64)
-        for z in range(m):
-            d_arr[z] = t_done[tr_tile[lo + z]]
-        _stable_order(d_arr, 0, m, perm)
-        t = pe_end[q]
-        for z in range(m):
-            u = tr_tile[lo + perm[z]]
-            a = d_arr[perm[z]]
-            start = t if t > a else a
-            dur = out_rows[u] * reduce_cycles
-            t = start + dur
-            busy[q] += dur
-            reduce_adds[q] += out_rows[u]
-            if record:
-                iv_pe[niv] = q
-                iv_start[niv] = start
-                iv_end[niv] = t
-                iv_tile[niv] = u
-                iv_kind[niv] = KIND_REDUCE
-                niv += 1
-        pe_end[q] = t
+        nd_total += m
+    return nd_total, iv, niv
+
+
+@njit_cached
+def _reduce_at(q, tr_tile, tr_ptr, out_rows, t_done, reduce_cycles, t, cnt, buf, rec, iv, niv):
+    """Step 4 for reduction PE ``q`` starting at ``t``; returns (end, buf, iv, niv)."""
+    lo = tr_ptr[q]
+    m = tr_ptr[q + 1] - lo
+    if m > buf.shape[1]:
+        buf = np.empty((5, 2 * m), dtype=np.int64)
+    if rec and niv + m > iv.shape[1]:
+        iv2 = np.empty((5, 2 * (niv + m)), dtype=np.int64)
+        iv2[:, :niv] = iv[:, :niv]
+        iv = iv2
+    for z in range(m):
+        buf[0, z] = t_done[tr_tile[lo + z]]
+    _stable_order(buf[0], m, buf[3], buf[4])
+    busy = 0
+    adds = 0
+    for z in range(m):
+        w = buf[3, z]
+        u = tr_tile[lo + w]
+        a = buf[0, w]
+        start = t if t > a else a
+        dur = out_rows[u] * reduce_cycles
+        t = start + dur
+        busy += dur
+        adds += out_rows[u]
+        if rec:
+            iv[0, niv] = q
+            iv[1, niv] = start
+            iv[2, niv] = t
+            iv[3, niv] = u
+            iv[4, niv] = KIND_REDUCE
+            niv += 1
+    cnt[C_BUSY, q] += busy
+    cnt[C_REDADDS, q] += adds
+    return t, buf, iv, niv
+
+
+# --------------------------------------------------------------------------- phases
+@njit_cached
+def run_phase(order, pe_ptr, bounds, tr_tile, tr_ptr, rbounds, bj, col_ptr, col_local,
+              ev_macs, ev_decodes, ev_sram, final_macs, final_sram, out_rows, int8, bi, red,
+              src, inj, k, tile, ready, cols, hop, setup_cycles, event_cycles, mac_lanes,
+              decode_cycles, reduce_cycles, cnt, hist, pe_end, t_done):
+    """Simulate one phase without recording intervals (chunks of PEs one after the other).
+
+    Parameters
+    ----------
+    order, pe_ptr : int64
+        From :func:`pe_sort` (the phase's tiles by PE).
+    bounds, rbounds : int64 (n_chunks + 1,)
+        PE chunk boundaries for step 3 and step 4 (:func:`balanced_chunks`).
+    tr_tile, tr_ptr : int64
+        From :func:`reduction_trains`.
+    bj … int8, bi : TileWork arrays (read in place).
+    red, src : int64
+        Reduction PE of each row block, source PE of each column block.
+    inj : int64 (n_cols * k,)
+        From :func:`prepare_phase`.
+    ready : int64 (P,)
+        Time each PE may start (its DRAM stream done).
+    cnt : int64 (9, P)
+        Counters (rows in ``COUNTERS`` order), accumulated (``+=``).
+    hist : int64 (n_hops,)
+        Hop histogram, accumulated (events at their source distance, partial sums at theirs).
+    pe_end : int64 (P,)
+        Output: end time of each PE in this phase (0 when unused).
+    t_done : int64 (n_tiles,)
+        Output for the phase's tiles: arrival of the tile's partial-sum train at its
+        reduction PE (finish time + hop latency × distance).
+
+    Returns
+    -------
+    makespan, n_deliveries : int
+    """
+    P = pe_end.shape[0]
+    nch = bounds.shape[0] - 1
+    nh = hist.shape[0]
+    hist_c = np.zeros((nch, nh), dtype=np.int64)
+    nd_c = np.zeros(nch, dtype=np.int64)
+    for c in range(nch):
+        iv = np.empty((5, 1), dtype=np.int64)
+        nd, iv, niv = _tiles_of_pes(
+            bounds[c], bounds[c + 1], order, pe_ptr, bj, col_ptr, col_local, ev_macs, ev_decodes,
+            ev_sram, final_macs, final_sram, out_rows, int8, bi, red, src, inj, k, tile, ready,
+            cols, hop, setup_cycles, event_cycles, mac_lanes, decode_cycles, cnt, hist_c[c],
+            t_done, pe_end, False, iv)
+        nd_c[c] = nd
+    nrc = rbounds.shape[0] - 1
+    for c in range(nrc):
+        buf = np.empty((5, 64), dtype=np.int64)
+        iv = np.empty((5, 1), dtype=np.int64)
+        for q in range(rbounds[c], rbounds[c + 1]):
+            if tr_ptr[q + 1] > tr_ptr[q]:
+                t, buf, iv, niv = _reduce_at(q, tr_tile, tr_ptr, out_rows, t_done, reduce_cycles,
+                                             pe_end[q], cnt, buf, False, iv, 0)
+                pe_end[q] = t
+    for c in range(nch):
+        for h in range(nh):
+            hist[h] += hist_c[c, h]
     makespan = 0
     for p in range(P):
         if pe_end[p] > makespan:
             makespan = pe_end[p]
-    return (makespan, nd, iv_pe[:niv].copy(), iv_start[:niv].copy(), iv_end[:niv].copy(),
-            iv_tile[:niv].copy(), iv_kind[:niv].copy())
+    return makespan, nd_c.sum()
+
+
+@njit_parallel
+def run_phase_parallel(order, pe_ptr, bounds, tr_tile, tr_ptr, rbounds, bj, col_ptr, col_local,
+              ev_macs, ev_decodes, ev_sram, final_macs, final_sram, out_rows, int8, bi, red,
+              src, inj, k, tile, ready, cols, hop, setup_cycles, event_cycles, mac_lanes,
+              decode_cycles, reduce_cycles, cnt, hist, pe_end, t_done):
+    """:func:`run_phase` with the chunks of PEs (steps 3 and 4) run in parallel (``prange``).
+
+    Chunks write disjoint PEs / tiles and their own histogram row, so the result is the same
+    bit for bit as :func:`run_phase`.
+    """
+    P = pe_end.shape[0]
+    nch = bounds.shape[0] - 1
+    nh = hist.shape[0]
+    hist_c = np.zeros((nch, nh), dtype=np.int64)
+    nd_c = np.zeros(nch, dtype=np.int64)
+    for c in prange(nch):
+        iv = np.empty((5, 1), dtype=np.int64)
+        nd, iv, niv = _tiles_of_pes(
+            bounds[c], bounds[c + 1], order, pe_ptr, bj, col_ptr, col_local, ev_macs, ev_decodes,
+            ev_sram, final_macs, final_sram, out_rows, int8, bi, red, src, inj, k, tile, ready,
+            cols, hop, setup_cycles, event_cycles, mac_lanes, decode_cycles, cnt, hist_c[c],
+            t_done, pe_end, False, iv)
+        nd_c[c] = nd
+    nrc = rbounds.shape[0] - 1
+    for c in prange(nrc):
+        buf = np.empty((5, 64), dtype=np.int64)
+        iv = np.empty((5, 1), dtype=np.int64)
+        for q in range(rbounds[c], rbounds[c + 1]):
+            if tr_ptr[q + 1] > tr_ptr[q]:
+                t, buf, iv, niv = _reduce_at(q, tr_tile, tr_ptr, out_rows, t_done, reduce_cycles,
+                                             pe_end[q], cnt, buf, False, iv, 0)
+                pe_end[q] = t
+    for c in range(nch):
+        for h in range(nh):
+            hist[h] += hist_c[c, h]
+    makespan = 0
+    for p in range(P):
+        if pe_end[p] > makespan:
+            makespan = pe_end[p]
+    return makespan, nd_c.sum()
+
+
+@njit_cached
+def run_phase_recorded(order, pe_ptr, tr_tile, tr_ptr, bj, col_ptr, col_local, ev_macs,
+                       ev_decodes, ev_sram, final_macs, final_sram, out_rows, int8, bi, red, src,
+                       inj, k, tile, ready, cols, hop, setup_cycles, event_cycles, mac_lanes,
+                       decode_cycles, reduce_cycles, cnt, hist, pe_end, t_done):
+    """:func:`run_phase`, serially, also returning the busy intervals.
+
+    Returns
+    -------
+    makespan, n_deliveries : int
+    iv : int64 (5, n_intervals)
+        Rows ``pe, start, end, tile, kind`` (``tile`` = TileWork index, -1 for setup).
+    """
+    P = pe_end.shape[0]
+    buf = np.empty((5, 64), dtype=np.int64)
+    iv = np.empty((5, 1024), dtype=np.int64)
+    nd, iv, niv = _tiles_of_pes(
+        0, P, order, pe_ptr, bj, col_ptr, col_local, ev_macs, ev_decodes, ev_sram, final_macs,
+        final_sram, out_rows, int8, bi, red, src, inj, k, tile, ready, cols, hop, setup_cycles,
+        event_cycles, mac_lanes, decode_cycles, cnt, hist, t_done, pe_end, True, iv)
+    for q in range(P):
+        if tr_ptr[q + 1] > tr_ptr[q]:
+            t, buf, iv, niv = _reduce_at(q, tr_tile, tr_ptr, out_rows, t_done, reduce_cycles,
+                                         pe_end[q], cnt, buf, True, iv, niv)
+            pe_end[q] = t
+    makespan = 0
+    for p in range(P):
+        if pe_end[p] > makespan:
+            makespan = pe_end[p]
+    return makespan, nd, iv[:, :niv].copy()

@@ -40,17 +40,23 @@ class SimResult:
     config_hash : str
     mapping : dict
         Mapping summary (objective, improvement, iterations/s …).
-    per_iteration : pandas.DataFrame
-        One row per iteration: ``iteration, cycles, load_cycles, engine_cycles,
-        writeback_cycles, sync_cycles, dram_bytes, events, macs``.
+    per_iteration_columns : dict of str -> int64 array (iterations,)
+        The columns of :attr:`per_iteration` (the DataFrame is built on first access).
     hop_histogram : int64 array
         ``hop_histogram[d]`` = flits (events + partial sums) that travelled ``d`` hops, whole run.
     meta : dict
         Options of the run (fused, persistent, iterations, batch, rho_x, tiles, kernels…).
     intervals : dict of arrays
         Busy intervals of the first iteration (``pe, start, end, tile, kind``).
-    tile_kernels : tuple of str
-        Kernel name of each simulated tile (TileWork order).
+    kernel_names : tuple of str
+        TileWork kernel names.
+    kernel_id : int64 array (n_tiles,)
+        Kernel of each simulated tile (index into ``kernel_names``; TileWork order).
+
+    Properties :attr:`per_iteration` (DataFrame, one row per iteration: ``iteration, cycles,
+    load_cycles, engine_cycles, writeback_cycles, sync_cycles, dram_bytes, events, macs``) and
+    :attr:`tile_kernels` (kernel name of each tile) are built lazily from these fields, so a
+    simulation of a million tiles does not pay for a million Python strings it may never show.
     """
 
     counters: dict
@@ -58,11 +64,32 @@ class SimResult:
     hw: object
     config_hash: str
     mapping: dict
-    per_iteration: pd.DataFrame
+    per_iteration_columns: dict
     hop_histogram: np.ndarray
     meta: dict = field(default_factory=dict)
     intervals: dict = field(default_factory=dict)
-    tile_kernels: tuple = ()
+    kernel_names: tuple = ()
+    kernel_id: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    # ------------------------------------------------------------------ lazy views
+    @property
+    def per_iteration(self) -> pd.DataFrame:
+        """One row per iteration (see the class docstring); built once, then cached."""
+        df = self.__dict__.get("_per_iteration_df")
+        if df is None:
+            df = pd.DataFrame(self.per_iteration_columns)
+            self.__dict__["_per_iteration_df"] = df
+        return df
+
+    @property
+    def tile_kernels(self) -> tuple:
+        """Kernel name of each simulated tile (TileWork order)."""
+        tk = self.__dict__.get("_tile_kernels")
+        if tk is None:
+            names = np.asarray(self.kernel_names, dtype=object)
+            tk = tuple(names[self.kernel_id].tolist()) if self.kernel_id.size else ()
+            self.__dict__["_tile_kernels"] = tk
+        return tk
 
     # ------------------------------------------------------------------ totals
     def total(self, name: str) -> int:
@@ -160,8 +187,9 @@ class SimResult:
         if sel.sum() > max_intervals:
             raise InputError(f"{int(sel.sum())} intervals for these PEs exceed max_intervals={max_intervals}.")
         tile = iv["tile"][sel]
-        names = np.asarray(self.tile_kernels + ("",), dtype=object)
-        kern = names[np.where(tile >= 0, tile, len(self.tile_kernels))]
+        names = np.asarray(tuple(self.kernel_names) + ("",), dtype=object)
+        kid = np.append(self.kernel_id, len(self.kernel_names))
+        kern = names[kid[np.where(tile >= 0, tile, self.kernel_id.size)]]
         return pd.DataFrame({
             "pe": iv["pe"][sel], "start": iv["start"][sel], "end": iv["end"][sel], "tile": tile,
             "kernel": kern, "kind": [_KIND_NAMES[int(k)] for k in iv["kind"][sel]],

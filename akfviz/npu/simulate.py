@@ -17,18 +17,22 @@ One iteration of ``y = A x`` (or ``Y = A X``) is, in this order:
 4. **sync** — persistent: a global barrier between iterations; non-persistent: kernel exit +
    launch (``launch_cycles``) every iteration.
 
-All iterations after the first are identical, so the engine runs at most twice per phase.
+The engine part (step 2) is identical in every iteration — persistent runs stream the same
+overflow each time, non-persistent runs the whole payload each time — so each phase is simulated
+once and the iterations differ only in steps 1, 3 and 4.
 """
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
+
+import numba
 import numpy as np
-import pandas as pd
 
 from ..errors import InputError
 from . import _engine
-from .costmodel import event_work_cycles, final_work_cycles
 from .hardware import HardwareConfig
-from .mapping import Mapping, map_tiles
+from .mapping import MAPPING_METHODS, Mapping, map_tiles
 from .results import COUNTERS, SimResult
 from .tilework_builders import dense_tilework
 from .work import TileWork
@@ -147,115 +151,154 @@ def tile_overflow(payload: np.ndarray, pe: np.ndarray, sram: int) -> np.ndarray:
     """Bytes of each tile that do not fit in its PE's SRAM.
 
     Tiles of a PE fill its SRAM in TileWork order; the first tile that does not fit overflows
-    by the excess, all later tiles entirely.
+    by the excess, all later tiles entirely (one O(n) pass, :func:`_engine.tile_overflow_kernel`).
     """
     n = payload.shape[0]
     if n == 0:
         return np.zeros(0, np.int64)
-    order = np.argsort(pe, kind="stable")
-    p = payload[order].astype(np.int64)
-    grp = pe[order]
-    cum = np.cumsum(p)
-    start = np.r_[True, grp[1:] != grp[:-1]]
-    base = np.maximum.accumulate(np.where(start, cum - p, 0))
-    cum_in = cum - base
-    ovf = np.clip(cum_in - sram, 0, p)
-    out = np.empty(n, np.int64)
-    out[order] = ovf
-    return out
+    pe = np.ascontiguousarray(pe, dtype=np.int64)
+    return _engine.tile_overflow_kernel(np.ascontiguousarray(payload, dtype=np.int64), pe,
+                                        int(sram), int(pe.max()) + 1)
+
+
+# --------------------------------------------------------------------------- caches
+#: Mappings computed by simulate(), keyed by a digest of everything map_tiles reads.
+_MAPPING_CACHE: OrderedDict = OrderedDict()
+MAPPING_CACHE_SIZE = 8
+_HASH_CACHE: dict = {}
+
+
+def _config_hash(hw: HardwareConfig) -> str:
+    """``hw.config_hash()``, computed once per HardwareConfig object (it is frozen)."""
+    hit = _HASH_CACHE.get(id(hw))
+    if hit is not None and hit[0] is hw:
+        return hit[1]
+    h = hw.config_hash()
+    if len(_HASH_CACHE) > 64:
+        _HASH_CACHE.clear()
+    _HASH_CACHE[id(hw)] = (hw, h)
+    return h
+
+
+def mapping_key(work: TileWork, hw: HardwareConfig, rho: float, method: str, seed: int,
+                n_brows: int, n_bcols: int) -> str:
+    """Content digest (sha256) of every input of :func:`map_tiles` as simulate() calls it.
+
+    Two calls with equal TileWork arrays, hardware, activation density, method, seed and block
+    counts get the same key, whatever the objects' identities.
+    """
+    h = hashlib.sha256()
+    h.update(repr((_config_hash(hw), float(rho), method, int(seed), int(n_brows), int(n_bcols),
+                   work.n_tiles, work.n_routes)).encode())
+    for name in ("bi", "bj", "col_ptr", "ev_macs", "ev_decodes", "final_macs", "out_rows",
+                 "payload_bytes"):
+        h.update(np.ascontiguousarray(getattr(work, name), dtype=np.int64).data)
+    return h.hexdigest()
+
+
+def cached_map_tiles(work: TileWork, hw: HardwareConfig, *, rho_x: float, method: str, seed: int,
+                     n_brows: int, n_bcols: int) -> Mapping:
+    """:func:`map_tiles` with an LRU cache (``MAPPING_CACHE_SIZE`` entries) keyed by content.
+
+    The placement depends only on the plan, the hardware, ``rho_x``, the method and the seed,
+    so repeated simulations of one plan (fused vs unfused, persistent or not, other x of the
+    same density, iterations…) reuse it. The cached Mapping object is returned as is: do not
+    modify its arrays.
+    """
+    key = mapping_key(work, hw, rho_x, method, seed, n_brows, n_bcols)
+    mp = _MAPPING_CACHE.get(key)
+    if mp is not None:
+        _MAPPING_CACHE.move_to_end(key)
+        return mp
+    mp = map_tiles(work, hw, rho_x=rho_x, method=method, seed=seed, n_brows=n_brows,
+                   n_bcols=n_bcols)
+    _MAPPING_CACHE[key] = mp
+    while len(_MAPPING_CACHE) > MAPPING_CACHE_SIZE:
+        _MAPPING_CACHE.popitem(last=False)
+    return mp
+
+
+# --------------------------------------------------------------------------- engine driver
+def _i64(a):
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+class _WorkArrays:
+    """The TileWork arrays the engine reads, as contiguous int64 / bool (no copy if already)."""
+
+    def __init__(self, work: TileWork):
+        for name in ("bi", "bj", "col_ptr", "col_local", "ev_macs", "ev_decodes", "ev_sram_bytes",
+                     "final_macs", "final_sram_bytes", "out_rows"):
+            setattr(self, name, _i64(getattr(work, name)))
+        self.int8 = np.ascontiguousarray(work.int8, dtype=np.bool_)
 
 
 class _Phase:
-    """The arrays of one phase (a subset of tiles), prepared once."""
+    """The tiles of one phase sorted by PE, and their partial-sum trains by reduction PE."""
 
-    def __init__(self, work: TileWork, idx: np.ndarray, mp: Mapping, hw, tile: int, n_cols: int):
-        # the engine wants the tiles of a PE contiguous (sequential memory access)
-        idx = idx[np.argsort(mp.pe[idx], kind="stable")]
-        self.idx = idx
-        ptr = work.col_ptr
-        lens = ptr[idx + 1] - ptr[idx]
-        self.col_ptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-        ridx = (np.repeat(ptr[idx] - self.col_ptr[:-1], lens)
-                + np.arange(self.col_ptr[-1], dtype=np.int64))
-        self.ridx = ridx
-        self.col_local = work.col_local[ridx]
-        self.w_ev = event_work_cycles(work, hw)[ridx]
-        self.ev_macs = work.ev_macs[ridx]
-        self.ev_decodes = work.ev_decodes[ridx]
-        self.ev_sram = work.ev_sram_bytes[ridx]
-        self.t_pe = mp.pe[idx]
-        self.t_red = mp.red[work.bi[idx]]
-        self.t_src = mp.src[work.bj[idx]]
-        self.t_coloff = work.bj[idx] * tile
-        self.final_cyc = final_work_cycles(work, hw)[idx]
-        self.final_macs = work.final_macs[idx]
-        self.final_sram = work.final_sram_bytes[idx]
-        self.out_rows = work.out_rows[idx]
-        self.int8 = work.int8[idx].astype(np.bool_)
-        routed = np.zeros(n_cols, dtype=np.bool_)
-        routed[np.repeat(self.t_coloff, lens) + self.col_local] = True
-        self.routed = routed
-        self.lens = lens
+    def __init__(self, wa: _WorkArrays, sel: np.ndarray, mp: Mapping, P: int):
+        self.sel = sel
+        self.order, self.pe_ptr = _engine.pe_sort(sel, mp.pe, P)
+        self.tr_tile, self.tr_ptr = _engine.reduction_trains(self.order, self.pe_ptr, wa.out_rows,
+                                                             wa.bi, mp.red, P)
 
 
-def _run_iteration(phases, work, hw, mp, active_flat, k, tile, streams, fused, record, x_from_dram,
-                   x_dram_per_pe, y_write, y_dram_per_pe, sync_cycles):
+#: Estimated work (deliveries + 2 per tile) from which a phase runs in parallel over PEs
+#: (``prange`` over PE chunks; same result bit for bit). Set high: on the shared 2-core
+#: development machine two threads were slower than one, and even a one-chunk parallel
+#: launch cost ~8 ms there (see docs/benchmarks.md); below it the serial kernel runs.
+PARALLEL_MIN_WORK = 1 << 23
+
+
+def _n_chunks(P: int) -> int:
+    return int(max(1, min(P, 8 * numba.get_num_threads())))
+
+
+def _run_engine(phases, wa, hw, mp, active_flat, k, tile, n_cols, streams, fused, record):
+    """Run every phase once (one iteration without x load, y write-back and sync).
+
+    Returns the counter matrix (9, P), the hop histogram, the engine cycles (phases +
+    reconfigurations + barriers) and the recorded intervals (phase time offsets applied).
+    """
     P = hw.n_pes
-    c = {name: np.zeros(P, dtype=np.int64) for name in COUNTERS}
-    hops = np.zeros(hw.rows + hw.cols, dtype=np.int64)
+    cnt = np.zeros((len(COUNTERS), P), dtype=np.int64)
+    hist = np.zeros(hw.rows + hw.cols, dtype=np.int64)
+    t_done = np.zeros(wa.out_rows.shape[0], dtype=np.int64)
+    pe_end = np.empty(P, dtype=np.int64)
     bw = hw.dram_bytes_per_cycle
-    load = 0
-    if x_from_dram:
-        xb = int(x_dram_per_pe.sum())
-        load = -(-xb // bw)
-        c["dram_bytes"] += x_dram_per_pe
-    t = load
+    nch = _n_chunks(P)
+    t = 0
     intervals = []
+    hw_args = (hw.cols, hw.hop_latency_cycles, hw.setup_cycles, hw.event_cycles, hw.mac_lanes,
+               hw.decode_cycles, hw.reduce_cycles)
     for q, ph in enumerate(phases):
         if not fused and q > 0:
             t += hw.reconfig_cycles
-        sb = np.bincount(ph.t_pe, weights=streams[ph.idx], minlength=P).astype(np.int64)
-        c["dram_bytes"] += sb
+        inj, sb, wptr = _engine.prepare_phase(ph.sel, wa.bj, wa.col_ptr, wa.col_local,
+                                              active_flat, k, tile, mp.src, hw.inject_cycles,
+                                              n_cols, P, mp.pe, streams)
+        cnt[_engine.C_DRAM] += sb
         ready = ps_completion(sb, bw)
-        inj = _engine.injection_times(active_flat, k, ph.routed, tile, mp.src, hw.inject_cycles, P)
-        pe_end = np.zeros(P, dtype=np.int64)
-        t_done = np.zeros(ph.idx.size, dtype=np.int64)
-        mk, nd, ivp, ivs, ive, ivt, ivk = _engine.run_phase(
-            ph.t_pe, ph.t_red, ph.t_src, ph.t_coloff, ph.col_ptr, ph.col_local, ph.w_ev,
-            ph.ev_macs, ph.ev_decodes, ph.ev_sram, ph.final_cyc, ph.final_macs, ph.final_sram,
-            ph.out_rows, ph.int8, inj, k, ready, hw.cols, hw.hop_latency_cycles, hw.setup_cycles,
-            hw.reduce_cycles, record, c["busy"], c["events"], c["macs"], c["macs_int8"],
-            c["decodes"], c["sram_bytes"], c["flit_hops"], c["reduce_adds"], pe_end, t_done)
+        work_args = (wa.bj, wa.col_ptr, wa.col_local, wa.ev_macs, wa.ev_decodes, wa.ev_sram_bytes,
+                     wa.final_macs, wa.final_sram_bytes, wa.out_rows, wa.int8, wa.bi, mp.red,
+                     mp.src, inj, k, tile, ready) + hw_args + (cnt, hist, pe_end, t_done)
         if record:
-            intervals.append((ivp, ivs + t, ive + t,
-                              np.where(ivt >= 0, ph.idx[np.maximum(ivt, 0)], -1) if ivt.size else ivt,
-                              ivk))
-        # hop histogram: events per tile at their source distance, partial sums at theirs
-        delivered = np.zeros(ph.idx.size, dtype=np.int64)
-        if ph.col_ptr[-1]:
-            per_route = (inj.reshape(-1, k) >= 0).sum(axis=1)[np.repeat(ph.t_coloff, ph.lens)
-                                                              + ph.col_local]
-            seg = np.concatenate([[0], np.cumsum(per_route)])
-            delivered = seg[ph.col_ptr[1:]] - seg[ph.col_ptr[:-1]]
-        cols = hw.cols
-        dsrc = np.abs(ph.t_pe // cols - ph.t_src // cols) + np.abs(ph.t_pe % cols - ph.t_src % cols)
-        dred = np.abs(ph.t_pe // cols - ph.t_red // cols) + np.abs(ph.t_pe % cols - ph.t_red % cols)
-        nh = hops.size
-        hops += np.bincount(dsrc, weights=delivered, minlength=nh)[:nh].astype(np.int64)
-        hops += np.bincount(dred, weights=ph.out_rows, minlength=nh)[:nh].astype(np.int64)
+            mk, _, iv = _engine.run_phase_recorded(ph.order, ph.pe_ptr, ph.tr_tile, ph.tr_ptr,
+                                                   *work_args)
+            intervals.append((iv[0], iv[1] + t, iv[2] + t, iv[3], iv[4]))
+        else:
+            # small phases run on one worker (a parallel launch costs more than they do)
+            par = wptr[-1] >= PARALLEL_MIN_WORK
+            nc = nch if par else 1
+            bounds = _engine.balanced_chunks(wptr, nc)
+            rbounds = _engine.balanced_chunks(ph.tr_ptr, nc)
+            kernel = _engine.run_phase_parallel if par else _engine.run_phase
+            mk, _ = kernel(ph.order, ph.pe_ptr, bounds, ph.tr_tile, ph.tr_ptr, rbounds,
+                                      *work_args)
         t += int(mk)
         if not fused and q < len(phases) - 1:
             t += hw.barrier_cycles
-    engine = t - load
-    wb = 0
-    if y_write:
-        c["dram_bytes"] += y_dram_per_pe
-        wb = -(-int(y_dram_per_pe.sum()) // bw)
-    total = load + engine + wb + sync_cycles
-    row = dict(cycles=total, load_cycles=load, engine_cycles=engine, writeback_cycles=wb,
-               sync_cycles=sync_cycles, dram_bytes=int(c["dram_bytes"].sum()),
-               events=int(c["events"].sum()), macs=int(c["macs"].sum() + c["macs_int8"].sum()))
-    return c, hops, row, intervals
+    return cnt, hist, t, intervals
 
 
 # --------------------------------------------------------------------------- public
@@ -289,13 +332,15 @@ def simulate(plan, hw: HardwareConfig | None = None, x=None, iterations: int = 1
     seed : int
         Seed of the random x and of the annealing.
     mapping : {"anneal", "greedy"} or Mapping
-        Placement method or a ready placement.
+        Placement method or a ready placement. Placements computed here are cached by content
+        (:func:`cached_map_tiles`), so simulating the same plan again skips the mapping.
     batch : int, optional
         Columns of a random batch ``X`` (each nonzero ``X[j, b]`` is an event).
     shape, tile : optional
         Matrix shape and tile side for a TileWork input.
     record : bool
-        Record busy intervals of the first iteration (for :meth:`SimResult.timeline`).
+        Record busy intervals of the first iteration (for :meth:`SimResult.timeline`). With
+        ``record=False`` the engine runs in parallel over PEs (same counters, bit for bit).
     tile_rows : int, optional
         Tile height when it differs from ``tile`` (the width); used by :func:`simulate_dense`.
 
@@ -324,85 +369,93 @@ def simulate(plan, hw: HardwareConfig | None = None, x=None, iterations: int = 1
         if n and (mp.pe.max() >= hw.n_pes or mp.red.max() >= hw.n_pes):
             raise InputError("The given Mapping uses PEs outside this hardware's grid.")
     elif isinstance(mapping, str):
-        mp = map_tiles(work, hw, rho_x=max(rho, 1e-9), method=mapping, seed=seed,
-                       n_brows=n_brows, n_bcols=n_bcols)
+        if mapping not in MAPPING_METHODS:
+            raise InputError(f"Unknown mapping method {mapping!r}; use one of {', '.join(MAPPING_METHODS)}.")
+        mp = cached_map_tiles(work, hw, rho_x=max(rho, 1e-9), method=mapping, seed=seed,
+                              n_brows=n_brows, n_bcols=n_bcols)
     else:
         raise InputError(f"mapping must be 'anneal', 'greedy' or a Mapping, got {mapping!r}.")
+    P = hw.n_pes
+    wa = _WorkArrays(work)
+    kid = _i64(work.kernel_id)
+    used_kernels = np.flatnonzero(np.bincount(kid, minlength=len(work.kernel_names))) if n else kid
+    kernel_list = sorted({work.kernel_names[i] for i in used_kernels})
 
     # phases
     if fused or n == 0:
         groups = [np.arange(n, dtype=np.int64)]
     else:
-        names = [work.kernel_names[i] for i in np.unique(work.kernel_id)]
-        groups = [np.flatnonzero(work.kernel_id == work.kernel_names.index(nm)).astype(np.int64)
-                  for nm in sorted(names)]
-    phases = [_Phase(work, g, mp, hw, tile, n_cols) for g in groups]
+        groups = [np.flatnonzero(kid == work.kernel_names.index(nm)).astype(np.int64)
+                  for nm in kernel_list]
+    phases = [_Phase(wa, g, mp, P) for g in groups]
 
     # DRAM attribution
-    P = hw.n_pes
     fb = hw.flit_bytes
-    x_per_pe = np.zeros(P, dtype=np.int64)
     col_src = mp.src[np.arange(n_cols) // tile]
-    np.add.at(x_per_pe, col_src, active.sum(axis=1).astype(np.int64) * fb)
+    x_per_pe = np.bincount(col_src, weights=active.sum(axis=1).astype(np.float64) * fb,
+                           minlength=P).astype(np.int64)
     y_per_pe = np.zeros(P, dtype=np.int64)
     if n:
         has = np.zeros(n_brows, bool)
-        has[work.bi] = True
+        has[wa.bi] = True
         rows_b = np.minimum(tr, shape[0] - np.arange(n_brows) * tr)
-        np.add.at(y_per_pe, mp.red[:n_brows][has], rows_b[has] * k * fb)
-    ovf = tile_overflow(work.payload_bytes, mp.pe, hw.sram_bytes_per_pe)
-    full = work.payload_bytes.astype(np.int64)
+        y_per_pe = np.bincount(mp.red[:n_brows][has], weights=(rows_b[has] * k * fb).astype(np.float64),
+                               minlength=P).astype(np.int64)
+    full = _i64(work.payload_bytes)
+    ovf = tile_overflow(full, mp.pe, hw.sram_bytes_per_pe)
+    streams = ovf if persistent else full
 
-    def run(first: bool, last: bool, rec: bool):
-        streams = ovf if persistent else full
-        x_dram = first or not persistent
-        y_write = (not persistent) or last
-        if persistent:
-            sync = 0 if last else hw.barrier_cycles
-        else:
-            sync = hw.launch_cycles
-        return _run_iteration(phases, work, hw, mp, active_flat, k, tile, streams, fused, rec,
-                              x_dram, x_per_pe, y_write, y_per_pe, sync)
-
-    kinds = []  # (kind result, count, iteration numbers)
-    if iterations == 1:
-        kinds.append((run(True, True, record), [0]))
-    elif not persistent:
-        kinds.append((run(True, False, record), list(range(iterations))))
+    # The engine part of an iteration is the same in every iteration (persistent: the
+    # overflow streams each time; non-persistent: the whole payload), so it runs once; the
+    # iterations differ only in x load, y write-back and sync.
+    cnt, hist, engine, first_iv = _run_engine(phases, wa, hw, mp, active_flat, k, tile, n_cols,
+                                              streams, fused, record)
+    bw = hw.dram_bytes_per_cycle
+    x_bytes, y_bytes = int(x_per_pe.sum()), int(y_per_pe.sum())
+    load_c, wb_c = -(-x_bytes // bw), -(-y_bytes // bw)
+    it = np.arange(iterations, dtype=np.int64)
+    if persistent:
+        x_load = it == 0
+        y_write = it == iterations - 1
+        sync = np.where(it == iterations - 1, 0, hw.barrier_cycles).astype(np.int64)
     else:
-        kinds.append((run(True, False, record), [0]))
-        if iterations > 2:
-            kinds.append((run(False, False, False), list(range(1, iterations - 1))))
-        kinds.append((run(False, True, False), [iterations - 1]))
-
-    counters = {name: np.zeros(P, dtype=np.int64) for name in COUNTERS}
-    hop_hist = np.zeros(hw.rows + hw.cols, dtype=np.int64)
-    rows = []
-    for (c, hops, row, _), its in kinds:
-        m = len(its)
-        for name in COUNTERS:
-            counters[name] += c[name] * m
-        hop_hist += hops * m
-        for i in its:
-            rows.append(dict(iteration=i, **row))
-    per_it = pd.DataFrame(rows).sort_values("iteration").reset_index(drop=True)
-    cycles = int(per_it["cycles"].sum())
+        x_load = np.ones(iterations, bool)
+        y_write = np.ones(iterations, bool)
+        sync = np.full(iterations, hw.launch_cycles, dtype=np.int64)
+    load = np.where(x_load, load_c, 0).astype(np.int64)
+    wb = np.where(y_write, wb_c, 0).astype(np.int64)
+    eng_dram = int(cnt[_engine.C_DRAM].sum())
+    events_it = int(cnt[_engine.C_EVENTS].sum())
+    macs_it = int(cnt[_engine.C_MACS].sum() + cnt[_engine.C_MACS8].sum())
+    cyc = load + engine + wb + sync
+    per_it = dict(iteration=it, cycles=cyc, load_cycles=load,
+                  engine_cycles=np.full(iterations, engine, dtype=np.int64), writeback_cycles=wb,
+                  sync_cycles=sync,
+                  dram_bytes=eng_dram + np.where(x_load, x_bytes, 0) + np.where(y_write, y_bytes, 0),
+                  events=np.full(iterations, events_it, dtype=np.int64),
+                  macs=np.full(iterations, macs_it, dtype=np.int64))
+    cnt *= iterations
+    cnt[_engine.C_DRAM] += x_per_pe * int(x_load.sum()) + y_per_pe * int(y_write.sum())
+    counters = {name: cnt[i] for i, name in enumerate(COUNTERS)}
+    hop_hist = hist * iterations
+    cycles = int(cyc.sum())
     intervals = {}
-    first_iv = kinds[0][0][3]
     if record and first_iv:
         cat = lambda j: np.concatenate([iv[j] for iv in first_iv])  # noqa: E731
-        intervals = dict(pe=cat(0), start=cat(1), end=cat(2), tile=cat(3), kind=cat(4))
+        # the first iteration's phases start after its x load
+        intervals = dict(pe=cat(0), start=cat(1) + load[0], end=cat(2) + load[0], tile=cat(3),
+                         kind=cat(4))
     last_nz = np.flatnonzero(hop_hist)
     hop_hist = hop_hist[: (last_nz[-1] + 1 if last_nz.size else 1)]
     meta = dict(fused=bool(fused), persistent=bool(persistent), iterations=iterations, batch=int(k),
                 rho_x=float(rho), tiles=int(n), tile=int(tile), shape=list(shape), origin=origin,
-                kernels=sorted({work.kernel_names[i] for i in np.unique(work.kernel_id)}) if n else [],
-                phases=len(phases), seed=seed, payload_bytes=int(full.sum()),
-                overflow_bytes=int(ovf.sum()), preload_bytes=int(full.sum() - ovf.sum()) if persistent else 0)
-    tile_names = tuple(np.asarray(work.kernel_names, dtype=object)[work.kernel_id].tolist()) if n else ()
-    return SimResult(counters=counters, cycles=cycles, hw=hw, config_hash=hw.config_hash(),
-                     mapping=mp.summary(), per_iteration=per_it, hop_histogram=hop_hist, meta=meta,
-                     intervals=intervals, tile_kernels=tile_names)
+                kernels=kernel_list if n else [], phases=len(phases), seed=seed,
+                payload_bytes=int(full.sum()), overflow_bytes=int(ovf.sum()),
+                preload_bytes=int(full.sum() - ovf.sum()) if persistent else 0)
+    return SimResult(counters=counters, cycles=cycles, hw=hw, config_hash=_config_hash(hw),
+                     mapping=mp.summary(), per_iteration_columns=per_it, hop_histogram=hop_hist,
+                     meta=meta, intervals=intervals, kernel_names=tuple(work.kernel_names),
+                     kernel_id=kid)
 
 
 #: Largest number of (merged) tiles and of routed columns simulate_dense builds explicitly.

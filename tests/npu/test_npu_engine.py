@@ -99,15 +99,17 @@ def _random_case(seed, k=1, rho=1.0, fused=True, persistent=True, sram=300):
     return work, hw, pe, red, src, X, shape, tile
 
 
+@pytest.mark.parametrize("record", [True, False])
 @pytest.mark.parametrize("seed", range(12))
-def test_engine_matches_python_reference(seed):
+def test_engine_matches_python_reference(seed, record):
+    # record=True: the serial kernel that also logs intervals; record=False: the parallel one
     k = 1 + seed % 3
     fused = seed % 4 != 1
     persistent = seed % 3 != 2
     work, hw, pe, red, src, X, shape, tile = _random_case(seed, k=k, rho=0.7, fused=fused,
                                                           persistent=persistent)
     res = simulate(work, hw, x=X, mapping=given_mapping(pe, red, src), shape=shape, tile=tile,
-                   fused=fused, persistent=persistent)
+                   fused=fused, persistent=persistent, record=record)
     cyc, C, _ = ref_simulate(work, hw, pe, red, src, X != 0, shape, tile, fused, persistent)
     assert res.cycles == cyc
     for name, v in C.items():
@@ -277,3 +279,65 @@ def test_input_errors_are_readable():
         simulate(tw, x=np.full(96, np.nan), shape=A.shape, tile=16)
     with pytest.raises(InputError, match="mapping"):
         simulate(tw, mapping="magic", shape=A.shape, tile=16)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 5])
+def test_parallel_engine_path_matches_reference(seed, monkeypatch):
+    # force the prange path (several PE chunks) even on tiny inputs; results must be identical
+    import akfviz.npu.simulate as S
+
+    monkeypatch.setattr(S, "PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(S, "_n_chunks", lambda P: 5)
+    k = 1 + seed % 3
+    fused = seed != 1
+    work, hw, pe, red, src, X, shape, tile = _random_case(seed, k=k, rho=0.7, fused=fused,
+                                                          persistent=True)
+    res = simulate(work, hw, x=X, mapping=given_mapping(pe, red, src), shape=shape, tile=tile,
+                   fused=fused, record=False)
+    cyc, C, _ = ref_simulate(work, hw, pe, red, src, X != 0, shape, tile, fused, True)
+    assert res.cycles == cyc
+    for name, v in C.items():
+        assert res.counters[name].tolist() == v, name
+    rec = simulate(work, hw, x=X, mapping=given_mapping(pe, red, src), shape=shape, tile=tile,
+                   fused=fused, record=True)
+    assert rec.to_dict(arrays=True) == res.to_dict(arrays=True)
+
+
+def test_mapping_cache_keyed_by_content():
+    import akfviz.npu.simulate as S
+
+    A, tw = _plan_case(4)
+    hw = HardwareConfig(rows=4, cols=4)
+    r1 = simulate(tw, hw, shape=A.shape, tile=16, seed=3)
+    # an equal TileWork built again (other objects, same content) hits the cache
+    tw2 = csc_tilework(A.copy(), 16)
+    k1 = S.mapping_key(tw, hw, 1.0, "anneal", 3, 6, 6)
+    assert k1 == S.mapping_key(tw2, hw, 1.0, "anneal", 3, 6, 6)
+    assert k1 in S._MAPPING_CACHE
+    r2 = simulate(tw2, hw, shape=A.shape, tile=16, seed=3)
+    assert r2.to_dict(arrays=True) == r1.to_dict(arrays=True)
+    # any change of content, seed or hardware changes the key
+    assert k1 != S.mapping_key(tw, hw, 1.0, "anneal", 4, 6, 6)
+    assert k1 != S.mapping_key(tw, HardwareConfig(rows=4, cols=8), 1.0, "anneal", 3, 6, 6)
+    A3 = A.tolil()
+    A3[0, 0] = 5.0
+    A3[0, 1] = 5.0
+    assert k1 != S.mapping_key(csc_tilework(A3.tocsr(), 16), hw, 1.0, "anneal", 3, 6, 6)
+    # cached placement equals a fresh one
+    fresh = map_tiles(tw, hw, rho_x=1.0, seed=3, n_brows=6, n_bcols=6)
+    assert np.array_equal(S._MAPPING_CACHE[k1].pe, fresh.pe)
+
+
+def test_lazy_views_and_multi_iteration_rows():
+    A, tw = _plan_case(5)
+    hw = HardwareConfig(rows=4, cols=4)
+    res = simulate(tw, hw, shape=A.shape, tile=16, iterations=4)
+    pi = res.per_iteration
+    assert list(pi["iteration"]) == [0, 1, 2, 3]
+    assert pi["load_cycles"].iloc[0] > 0 and (pi["load_cycles"].iloc[1:] == 0).all()
+    assert (pi["writeback_cycles"].iloc[:3] == 0).all() and pi["writeback_cycles"].iloc[3] > 0
+    assert int(pi["cycles"].sum()) == res.cycles
+    assert res.tile_kernels == ("CSC",) * tw.n_tiles
+    one = simulate(tw, hw, shape=A.shape, tile=16, iterations=1)
+    assert res.events == 4 * one.events and res.macs == 4 * one.macs
+    assert pickle.loads(pickle.dumps(res)).per_iteration.equals(pi)
