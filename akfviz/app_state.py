@@ -1,0 +1,896 @@
+"""App state for the Streamlit front end: URL state, run bundles and cached library calls.
+
+This is the only module besides ``app.py`` and ``pages/`` that imports streamlit.
+
+* **URL state** — every setting that shapes a view lives in :data:`FIELDS` (a registry:
+  key, default, parser). :func:`parse_query` turns ``st.query_params`` into validated
+  values (bad values are reported, never fatal); :func:`to_query` writes back only what
+  differs from the defaults, so a link reproduces a view. Uploaded files cannot travel in
+  a URL: the source is recorded as ``src=upload`` and the page says so.
+* **Run bundles** — :func:`make_bundle` / :func:`parse_bundle`: JSON with the settings,
+  the seeds, the library version, the matrix fingerprint and a results summary; loaded
+  back after validation (a bad bundle raises :class:`~akfviz.errors.InputError`).
+* **Caching at the edge** — library calls are wrapped in ``st.cache_data`` keyed by the
+  matrix's content hash (sha256 of ``indptr``, ``indices``, ``data``) plus the parameters,
+  with bounded ``max_entries``; numba warm-up lives in ``st.cache_resource``.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import io
+import json
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import streamlit as st
+
+from . import __version__
+from .errors import InputError
+
+# --------------------------------------------------------------------------- URL state (pure)
+
+
+def _int_in(lo: int, hi: int) -> Callable[[str], int]:
+    def parse(s):
+        v = float(s)
+        if not v.is_integer() or not lo <= v <= hi:
+            raise ValueError(f"a whole number from {lo} to {hi}")
+        return int(v)
+    return parse
+
+
+def _float_in(lo: float, hi: float) -> Callable[[str], float]:
+    def parse(s):
+        v = float(s)
+        if not math.isfinite(v) or not lo <= v <= hi:
+            raise ValueError(f"a number from {lo:g} to {hi:g}")
+        return v
+    return parse
+
+
+def _opt_float_in(lo: float, hi: float) -> Callable[[str], float | None]:
+    inner = _float_in(lo, hi)
+
+    def parse(s):
+        if s in (None, "", "none", "None"):
+            return None
+        return inner(s)
+    return parse
+
+
+def _choice(*options: str) -> Callable[[str], str]:
+    def parse(s):
+        if s not in options:
+            raise ValueError("one of " + ", ".join(options))
+        return s
+    return parse
+
+
+def _text(max_len: int = 200, allow_empty: bool = False) -> Callable[[str], str]:
+    def parse(s):
+        s = str(s)
+        if (not s and not allow_empty) or len(s) > max_len:
+            raise ValueError(f"a {'' if allow_empty else 'non-empty '}text of at most {max_len} characters")
+        return s
+    return parse
+
+
+def _opt_int_in(lo: int, hi: int):
+    inner = _int_in(lo, hi)
+
+    def parse(s):
+        if s in (None, "", "none", "None"):
+            return None
+        return inner(s)
+    return parse
+
+
+@dataclass(frozen=True)
+class Field:
+    """One URL/state setting: its query key, default and parser (string → value)."""
+
+    key: str
+    default: Any
+    parse: Callable[[str], Any]
+    help: str = ""
+
+
+FIELDS: dict[str, Field] = {f.key: f for f in (
+    Field("src", "sample", _choice("sample", "gen", "upload"), "workload source"),
+    Field("sample", "", _text(allow_empty=True), "sample name (empty: the default sample)"),
+    Field("gen", "llm_magnitude", _text(60), "generator kind"),
+    Field("tile", 32, _int_in(8, 128), "tile side T"),
+    Field("preset", "horowitz-45nm", _text(60), "hardware preset"),
+    Field("alpha", 1.0, _float_in(0.0, 1e6), "error weight alpha"),
+    Field("beta", 1.0, _float_in(0.0, 1e6), "resource weight beta"),
+    Field("mode", "weights", _choice("weights", "error", "resource"), "selector mode: weights or a budget"),
+    Field("budget", 0.02, _float_in(0.0, 1.0), "error budget eps (relative error), error mode"),
+    Field("rbudget", 0.5, _float_in(0.0, 10.0), "resource budget (share of Dense), resource mode"),
+    Field("gran", "cluster", _choice("cluster", "tile"), "selection granularity"),
+    Field("resource", "energy", _choice("energy", "cycles", "bytes", "mix"), "resource measure R"),
+    Field("lsh_k", 32, _int_in(4, 256), "MinHash functions K"),
+    Field("lsh_b", 8, _int_in(1, 256), "LSH bands b"),
+    Field("lsh_g", 8, _int_in(1, 8), "coarse grid g"),
+    Field("lsh_seed", 0, _int_in(0, 2**31 - 1), "LSH seed"),
+    Field("tsel", 0, _int_in(0, 10**9), "selected tile (row of pa.tiles)"),
+    Field("csel", 0, _int_in(0, 10**9), "selected cluster"),
+    Field("hw_rows", None, _opt_int_in(1, 1024), "PE grid rows (empty: preset)"),
+    Field("hw_cols", None, _opt_int_in(1, 1024), "PE grid columns (empty: preset)"),
+    Field("hw_sram", None, _opt_int_in(64, 1 << 30), "SRAM bytes per PE (empty: preset)"),
+    Field("hw_clock", None, _opt_float_in(1e6, 1e11), "clock in Hz (empty: preset)"),
+    Field("hw_bw", None, _opt_int_in(1, 1 << 20), "DRAM bytes per cycle (empty: preset)"),
+    Field("perow", None, _opt_int_in(0, 1023), "PE row shown in the timeline (empty: the busiest row)"),
+    Field("xdens", 1.0, _float_in(0.01, 1.0), "activation density rho_x of the input vector"),
+    Field("static", "CSC", _text(40), "kernel of the StaticSparse baseline"),
+    Field("sweep", "tile=16,32;beta=0.1,1,10", _text(400), "design-space sweep: name=v1,v2;name=…"),
+    Field("solver", "jacobi", _choice("jacobi", "cg", "power"), "iterative method"),
+    Field("iters", 30, _int_in(1, 500), "solver iterations"),
+    Field("sop", "sample", _choice("sample", "stencil9", "current"), "solver operator"),
+    Field("seps", 0.02, _float_in(0.0, 0.5), "error budget of the solver's lossy plan"),
+    Field("lstep", 0, _int_in(0, 10**6), "Learn: step shown"),
+    Field("up_tensor", "", _text(200, allow_empty=True), "uploaded safetensors: tensor name"),
+    Field("up_prune", "none", _choice("none", "magnitude", "nm", "block"), "pruning of an upload"),
+    Field("up_sparsity", 0.9, _float_in(0.0, 0.999), "pruning sparsity of an upload"),
+    Field("up_pattern", "2:4", _text(10), "N:M pattern of an upload"),
+)}
+
+GEN_PREFIX = "g_"  # generator parameters travel as g_<name>=value
+
+
+def parse_query(params) -> tuple[dict, list[str]]:
+    """Validate query parameters into state values.
+
+    Parameters
+    ----------
+    params : Mapping[str, str]
+        ``st.query_params`` (or any mapping of strings).
+
+    Returns
+    -------
+    values : dict
+        Known keys with parsed values; generator parameters under ``"gen_params"`` (raw
+        strings, validated by the generator itself).
+    problems : list of str
+        One plain-language line per rejected value (the default is kept instead).
+    """
+    values: dict = {}
+    problems: list[str] = []
+    gen_params: dict = {}
+    for key in params:
+        raw = params[key]
+        if key.startswith(GEN_PREFIX):
+            gen_params[key[len(GEN_PREFIX):]] = str(raw)
+            continue
+        field = FIELDS.get(key)
+        if field is None:
+            problems.append(f"Unknown link parameter {key!r} was ignored.")
+            continue
+        try:
+            values[key] = field.parse(raw)
+        except (TypeError, ValueError) as exc:
+            problems.append(f"Link parameter {key}={raw!r} was ignored: it must be {exc}.")
+    if gen_params:
+        values["gen_params"] = gen_params
+    return values, problems
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return repr(v) if not v.is_integer() else str(int(v)) if abs(v) < 1e15 else repr(v)
+    return str(v)
+
+
+def to_query(values: dict) -> dict[str, str]:
+    """Query parameters for ``values``: only keys that differ from their defaults (stable order)."""
+    out: dict[str, str] = {}
+    for key, field in FIELDS.items():
+        if key in values and values[key] is not None and values[key] != field.default:
+            out[key] = _fmt(values[key])
+        elif key in values and values[key] is None and field.default is not None:
+            out[key] = ""
+    if values.get("src") == "gen":
+        for name, v in sorted((values.get("gen_params") or {}).items()):
+            if v is not None:
+                out[GEN_PREFIX + name] = _fmt(v)
+    return out
+
+
+def coerce_gen_value(spec, raw):
+    """Turn a URL string into the type a generator parameter spec expects."""
+    if raw is None or raw == "" or raw == "None":
+        return None
+    if spec.kind == "int":
+        return int(float(raw))
+    if spec.kind == "float":
+        return float(raw)
+    return str(raw)
+
+
+# --------------------------------------------------------------------------- run bundles (pure)
+
+BUNDLE_FORMAT = "akfviz-run-bundle"
+BUNDLE_VERSION = 1
+MAX_BUNDLE_BYTES = 2_000_000
+
+
+def make_bundle(values: dict, workload: dict, results: dict) -> str:
+    """Serialise a run bundle (JSON text).
+
+    Contents: ``format``/``version``, ``akfviz_version``, ``created`` (UTC ISO time),
+    ``state`` (the URL settings, generator parameters included), ``seeds`` (generator,
+    LSH), ``workload`` (source, name, shape, nnz, sha256 fingerprint) and ``results``
+    (summary numbers computed in this session for these settings).
+    """
+    state = {k: values.get(k, f.default) for k, f in FIELDS.items()}
+    state["gen_params"] = dict(values.get("gen_params") or {})
+    seeds = {"lsh_seed": state["lsh_seed"], "generator_seed": state["gen_params"].get("seed")}
+    doc = {
+        "format": BUNDLE_FORMAT, "version": BUNDLE_VERSION, "akfviz_version": __version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "state": state, "seeds": seeds, "workload": workload, "results": _jsonable(results),
+    }
+    return json.dumps(doc, indent=2, sort_keys=False, allow_nan=False)
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating, float)):
+        v = float(obj)
+        return v if math.isfinite(v) else None
+    if isinstance(obj, (np.bool_,)):
+        return bool(obj)
+    if obj is None or isinstance(obj, (str, int, bool)):
+        return obj
+    return str(obj)
+
+
+def parse_bundle(data: bytes | str) -> dict:
+    """Validate a run bundle and return its parsed document.
+
+    Raises
+    ------
+    InputError
+        Not JSON, too large, not an akfviz bundle, unsupported version, or a setting
+        outside its accepted range (the message names the setting).
+    """
+    if isinstance(data, bytes):
+        if len(data) > MAX_BUNDLE_BYTES:
+            raise InputError(f"The run bundle is {len(data):,} bytes; bundles are at most "
+                             f"{MAX_BUNDLE_BYTES:,} bytes of JSON.")
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError("The run bundle is not UTF-8 text; expected the JSON file the app downloads.") from None
+    try:
+        doc = json.loads(data)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"The run bundle is not valid JSON ({exc.msg} at line {exc.lineno}); "
+                         "expected the JSON file the app downloads.") from None
+    if not isinstance(doc, dict) or doc.get("format") != BUNDLE_FORMAT:
+        raise InputError(f"This JSON is not an akfviz run bundle (its 'format' must be {BUNDLE_FORMAT!r}).")
+    if doc.get("version") != BUNDLE_VERSION:
+        raise InputError(f"Run bundle version {doc.get('version')!r} is not supported; this app reads "
+                         f"version {BUNDLE_VERSION}.")
+    state = doc.get("state")
+    if not isinstance(state, dict):
+        raise InputError("The run bundle has no 'state' object with the settings.")
+    clean: dict = {}
+    for key, value in state.items():
+        if key == "gen_params":
+            if not isinstance(value, dict):
+                raise InputError("The run bundle's 'gen_params' must be an object of generator parameters.")
+            clean[key] = {str(k): v for k, v in value.items()}
+            continue
+        field = FIELDS.get(key)
+        if field is None:
+            raise InputError(f"The run bundle has an unknown setting {key!r}.")
+        if value is None:
+            if field.default is not None:
+                raise InputError(f"The run bundle's setting {key!r} is empty; it must be {_describe(field)}.")
+            clean[key] = None
+            continue
+        try:
+            clean[key] = field.parse(str(value) if not isinstance(value, str) else value)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"The run bundle's setting {key}={value!r} is not accepted: it must be {exc}.") from None
+    doc["state"] = clean
+    return doc
+
+
+def _describe(field: Field) -> str:
+    try:
+        field.parse("\x00invalid")
+    except (TypeError, ValueError) as exc:
+        return str(exc)
+    return "a valid value"
+
+
+# --------------------------------------------------------------------------- library availability
+
+
+def stage(module: str, attr: str | None = None):
+    """Import ``akfviz.<module>`` (and fetch ``attr``) or return None when it is not there yet."""
+    try:
+        mod = importlib.import_module(f"akfviz.{module}")
+        return getattr(mod, attr) if attr else mod
+    except (ImportError, AttributeError):
+        return None
+
+
+def require(module: str, attr: str | None = None, what: str = ""):
+    """Like :func:`stage`, but show an honest ``st.info`` and stop the page when missing."""
+    obj = stage(module, attr)
+    if obj is None:
+        st.info(f"{what or module} is not available yet in this build of akfviz "
+                f"(module `akfviz.{module}`{'.' + attr if attr else ''} is missing), so this part is not shown.")
+        st.stop()
+    return obj
+
+
+# --------------------------------------------------------------------------- content hashing
+
+
+def matrix_digest(A) -> str:
+    """sha256 of the matrix content (shape, indptr, indices, data), hex."""
+    h = hashlib.sha256()
+    h.update(np.asarray(A.shape, np.int64).tobytes())
+    for arr, dt in ((A.indptr, np.int64), (A.indices, np.int64), (A.data, np.float64)):
+        h.update(np.ascontiguousarray(arr, dtype=dt).tobytes())
+    return h.hexdigest()
+
+
+def bytes_digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# --------------------------------------------------------------------------- cached library calls
+
+
+@st.cache_data(max_entries=16, show_spinner="Generating the matrix…")
+def generate_cached(kind: str, params: tuple) -> Any:
+    import akfviz
+    return akfviz.generate(kind, **dict(params))
+
+
+@st.cache_data(max_entries=8, show_spinner="Loading the sample…")
+def sample_cached(name: str):
+    from .workloads import samples
+    return samples.load_sample(name)
+
+
+@st.cache_data(max_entries=4, show_spinner="Reading the uploaded file…")
+def load_cached(digest: str, _data: bytes, fmt: str | None, tensor: str | None, prune: tuple):
+    import akfviz
+    A = akfviz.load(_data, fmt=fmt, tensor=tensor or None)
+    method = prune[0]
+    if method and method != "none":
+        from .workloads.prune import prune as do_prune
+        A = do_prune(A, method=method, sparsity=prune[1], pattern=prune[2])
+    return A
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def list_tensors_cached(digest: str, _data: bytes):
+    from .workloads.loaders import list_tensors
+    return list_tensors(_data)
+
+
+@st.cache_data(max_entries=8, show_spinner="Analysing tiles and LSH clusters…")
+def analyze_cached(key: str, _A, tile: int, lsh: tuple):
+    import akfviz
+    return akfviz.analyze(_A, tile=tile, lsh=_lsh_config(lsh))
+
+
+def _lsh_config(lsh: tuple):
+    if not lsh:
+        return None
+    LSHConfig = stage("analysis.lsh", "LSHConfig")
+    if LSHConfig is None:
+        return None
+    k, b, g, seed = lsh
+    return LSHConfig(num_hashes=k, bands=b, grid=g, seed=seed)
+
+
+@st.cache_data(max_entries=16, show_spinner="Selecting kernels…")
+def select_cached(key: str, _pa, alpha: float, beta: float, budget, granularity: str,
+                  hw_key: str, _hw, extra: tuple = ()):
+    import akfviz
+    return akfviz.select(_pa, alpha=alpha, beta=beta, error_budget=budget, granularity=granularity,
+                         hw=_hw, **dict(extra))
+
+
+@st.cache_data(max_entries=8, show_spinner="Sweeping the multiplier for the Pareto front…")
+def pareto_cached(key: str, _pa, hw_key: str, _hw, resource: str, granularity: str, n_points: int = 25):
+    from .selection.pareto import pareto_front
+    return pareto_front(_pa, hw=_hw, resource=resource, granularity=granularity, n_points=n_points)
+
+
+@st.cache_data(max_entries=4, show_spinner="Calibrating the performance table…")
+def perftable_cached(hw_key: str, _hw, tile: int):
+    from .selection.perftable import performance_table
+    return performance_table(_hw, tile)
+
+
+@st.cache_data(max_entries=4, show_spinner="Pricing the tiles exactly to check the table…")
+def prediction_error_cached(key: str, _pa, hw_key: str, _hw):
+    from .selection.perftable import prediction_error
+    return prediction_error(_pa, _hw, max_tiles=500)
+
+
+@st.cache_data(max_entries=8, show_spinner="Simulating the NPU event by event…")
+def simulate_cached(key: str, _plan, hw_key: str, _hw, x_key: str, _x, fused: bool = True,
+                    iterations: int = 1, persistent: bool = True, _mapping="anneal"):
+    import akfviz
+    return akfviz.simulate(_plan, _hw, x=_x, iterations=iterations, persistent=persistent, fused=fused,
+                           mapping=_mapping)
+
+
+@st.cache_data(max_entries=8, show_spinner="Running the four baselines…")
+def compare_cached(key: str, _A, hw_key: str, _hw, alpha: float, beta: float, tile: int, extra: tuple = (),
+                   _pa=None):
+    from .compare import compare   # not akfviz.compare: importing the module shadows the lazy function
+    return compare(_A, hw=_hw, alpha=alpha, beta=beta, tile=tile, analysis=_pa, **dict(extra))
+
+
+@st.cache_data(max_entries=4, show_spinner="Placing tiles on the PE grid (annealing)…")
+def mapping_cached(key: str, _plan, hw_key: str, _hw, rho_x: float):
+    from .npu.mapping import map_tiles
+    return map_tiles(_plan.npu_work(), _hw, rho_x=rho_x)
+
+
+def parse_sweep_spec(text: str) -> dict:
+    """``"tile=16,32;beta=0.1,1"`` → ``{"tile": ["16", "32"], "beta": ["0.1", "1"]}`` (values checked later).
+
+    Raises InputError for a malformed part (the message shows the expected form).
+    """
+    grid: dict = {}
+    for part in [p.strip() for p in str(text).split(";") if p.strip()]:
+        name, sep, vals = part.partition("=")
+        if not sep or not name.strip() or not vals.strip():
+            raise InputError(f"Sweep part {part!r} is not of the form name=value1,value2 "
+                             "(e.g. tile=16,32;beta=0.1,1,10).")
+        grid[name.strip()] = [v.strip() for v in vals.split(",") if v.strip()]
+    if not grid:
+        raise InputError("The sweep is empty; write e.g. tile=16,32;beta=0.1,1,10.")
+    return grid
+
+
+@st.cache_data(max_entries=8, show_spinner="Running the solver and simulating its iterations…")
+def solver_cached(key: str, _plan, hw_key: str, _hw, method: str, iterations: int):
+    from .npu.iterative import run_solver
+    return run_solver(_plan, _hw, method=method, iterations=iterations)
+
+
+def input_vector(m: int, rho_x: float, seed: int = 0) -> np.ndarray:
+    """Seeded input ``x``: standard normal values, a fraction ``rho_x`` of them nonzero (ReLU-like).
+
+    Exactly ``round(rho_x · m)`` (at least 1) entries are nonzero, chosen by a seeded permutation.
+    """
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(m)
+    k = max(1, int(round(rho_x * m)))
+    keep = rng.permutation(m)[:k]
+    out = np.zeros(m)
+    out[keep] = x[keep]
+    return out
+
+
+def simulation(wl: Workload, plan, hw, hwk: str, fused: bool = True, iterations: int = 1,
+               persistent: bool = True):
+    """Cached SimResult of the current plan on the current hardware (None with st.error)."""
+    rho = float(get("xdens"))
+    x = input_vector(wl.A.shape[1], rho)
+    args = selection_args()
+    key = f"{wl.digest}|{get('tile')}|{lsh_tuple()}|{sorted(args.items())}"
+    try:
+        mp = mapping_cached(key, plan, hwk, hw, rho)
+        return simulate_cached(key, plan, hwk, hw, f"{rho}|0", x, fused, iterations, persistent, mp)
+    except (InputError, ValueError) as exc:
+        show_error(exc)
+        return None
+
+
+@st.cache_resource(show_spinner="Compiling numba kernels (first run only)…")
+def warm_up() -> float:
+    """Compile the numba kernels once per server process on a tiny matrix; returns seconds."""
+    t0 = time.perf_counter()
+    try:
+        import akfviz
+        from .execute.plan import FusionPlan
+        A = akfviz.generate("uniform", n=64, density=0.05, seed=0)
+        pa = akfviz.analyze(A, tile=16)
+        FusionPlan(pa, ["CSC"] * pa.tileset.n_tiles).matvec(np.ones(A.shape[1]))
+    except (ImportError, AttributeError):   # a stage not in this build: nothing to warm there
+        pass
+    return time.perf_counter() - t0
+
+
+# --------------------------------------------------------------------------- session state + widgets
+
+_INIT = "_akf_initialised"
+_PROBLEMS = "_akf_url_problems"
+RESULTS = "_akf_results"
+
+
+def init_session() -> None:
+    """First run of a session: defaults, then the URL's values (problems remembered for display)."""
+    ss = st.session_state
+    if ss.get(_INIT):
+        return
+    for key, field in FIELDS.items():
+        ss.setdefault(key, field.default)
+    ss.setdefault("gen_params", {})
+    values, problems = parse_query(st.query_params)
+    for key, value in values.items():
+        ss[key] = value
+    if not ss.get("sample"):
+        ss["sample"] = default_sample()
+    ss[_PROBLEMS] = problems
+    ss[RESULTS] = {}
+    ss[_INIT] = True
+
+
+def url_problems() -> list[str]:
+    return list(st.session_state.get(_PROBLEMS, []))
+
+
+def get(key: str):
+    return st.session_state.get(key, FIELDS[key].default if key in FIELDS else None)
+
+
+def put(key: str, value) -> None:
+    """Set a state value (and forget the widget's own copy so it shows the new value)."""
+    st.session_state[key] = value
+    st.session_state.pop("w:" + key, None)
+
+
+def values() -> dict:
+    out = {k: st.session_state.get(k, f.default) for k, f in FIELDS.items()}
+    out["gen_params"] = dict(st.session_state.get("gen_params") or {})
+    return out
+
+
+def sync_url() -> None:
+    """Write the current state into the URL (only non-default values)."""
+    vals = values()
+    if vals.get("sample") == default_sample():
+        vals["sample"] = ""
+    q = to_query(vals)
+    current = {k: st.query_params[k] for k in st.query_params}
+    if current != q:
+        st.query_params.from_dict(q)
+
+
+def _bind(key: str, options=None):
+    wkey = "w:" + key
+    if wkey not in st.session_state:
+        st.session_state[wkey] = get(key)
+    if options is not None and options and st.session_state[wkey] not in options:
+        st.session_state[wkey] = options[0]
+        st.session_state[key] = options[0]
+    return wkey
+
+
+def _commit(key: str):
+    st.session_state[key] = st.session_state["w:" + key]
+
+
+def widget(fn, label: str, key: str, *args, options=None, **kwargs):
+    """Render ``fn`` (e.g. ``st.slider``) bound to state ``key``; the value survives page switches."""
+    wkey = _bind(key, options)
+    if options is not None:
+        args = (options, *args)
+    value = fn(label, *args, key=wkey, on_change=_commit, args=(key,), **kwargs)
+    st.session_state[key] = value
+    return value
+
+
+PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+
+
+def chart(fig, key: str, **kwargs):
+    """``st.plotly_chart`` with our own colours (``theme=None``: the fixed kernel-family colours and the
+    colour scales are never restyled by the Streamlit theme)."""
+    return st.plotly_chart(fig, key=key, theme=None, config=PLOTLY_CONFIG, **kwargs)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def figure_cached(key: str, _build):
+    """A figure that depends only on ``key``, built once and kept as a plain dict (cheap to re-send)."""
+    return _build().to_dict()
+
+
+def record_result(section: str, summary: dict) -> None:
+    """Remember a results summary (for the run bundle) computed for the current settings."""
+    st.session_state.setdefault(RESULTS, {})[section] = _jsonable(summary)
+
+
+def show_error(exc: Exception) -> None:
+    """An InputError (or a ValueError from a library check) as a readable st.error, no traceback."""
+    st.error(str(exc))
+
+
+# --------------------------------------------------------------------------- the current workload
+
+
+@dataclass
+class Workload:
+    A: Any
+    label: str
+    source: str
+    provenance: str
+    digest: str
+
+
+def default_sample() -> str:
+    samples = stage("workloads.samples")
+    return getattr(samples, "DEFAULT_SAMPLE", "") if samples else ""
+
+
+def sample_names() -> list[str]:
+    samples = stage("workloads.samples")
+    if samples is None:
+        return []
+    names = samples.list_samples()
+    if hasattr(names, "columns"):
+        col = "name" if "name" in names.columns else names.columns[0]
+        return [str(n) for n in (names.index if col not in names else names[col])]
+    if isinstance(names, dict):
+        return [str(n) for n in names]
+    return [str(n if isinstance(n, str) else getattr(n, "name", n)) for n in names]
+
+
+def sample_provenance(name: str) -> str:
+    """One provenance line for a shipped sample (title, source, pruning, seed, licence)."""
+    samples = stage("workloads.samples")
+    if samples is None:
+        return ""
+    listing = samples.list_samples()
+    row = listing[listing["name"] == name]
+    if not len(row):
+        return ""
+    r = row.iloc[0]
+    parts = [str(r.get("title", ""))]
+    for col, label in (("source", "source"), ("pruning", "pruning"), ("seed", "seed"), ("licence", "licence")):
+        v = r.get(col)
+        if v is not None and not (isinstance(v, float) and math.isnan(v)) and str(v):
+            parts.append(f"{label}: {v}")
+    return "; ".join(p for p in parts if p)
+
+
+def sample_title(name: str) -> str:
+    samples = stage("workloads.samples")
+    listing = samples.list_samples() if samples else None
+    if listing is None or "title" not in listing:
+        return name
+    row = listing[listing["name"] == name]
+    return f"{name} — {row.iloc[0]['title']}" if len(row) else name
+
+
+def _as_matrix(obj):
+    """``load_sample`` may return the matrix or an object/tuple holding it."""
+    if hasattr(obj, "indptr"):
+        return obj
+    if isinstance(obj, tuple):
+        return next(o for o in obj if hasattr(o, "indptr"))
+    for attr in ("A", "matrix"):
+        if hasattr(obj, attr):
+            return getattr(obj, attr)
+    raise InputError("The sample could not be read as a sparse matrix.")
+
+
+def gen_kwargs(kind: str) -> dict:
+    """Generator keyword arguments from state (defaults of the generator filled in)."""
+    gens = stage("workloads.generators")
+    raw = dict(st.session_state.get("gen_params") or {})
+    specs = {s.name: s for s in gens.generator_specs(kind)}
+    out = {}
+    for name, default in gens.generator_params(kind).items():
+        v = raw.get(name, default)
+        if isinstance(v, str) and name in specs:
+            try:
+                v = coerce_gen_value(specs[name], v)
+            except ValueError:
+                raise InputError(f"Generator parameter {name}={v!r} is not a valid "
+                                 f"{specs[name].kind}.") from None
+        out[name] = v
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def current_workload() -> Workload | None:
+    """The matrix every page works on, from the sidebar's source; None (with st.error) on bad input."""
+    src = get("src")
+    try:
+        if src == "upload":
+            data = st.session_state.get("_akf_upload")
+            if data is None:
+                st.warning("The workload source is an uploaded file, but no file is uploaded in this session "
+                           "(uploaded files cannot be carried in a link). Showing the default sample instead; "
+                           "upload the file on the Matrix page.")
+                src = "sample"
+            else:
+                name, payload = data
+                prune = (get("up_prune"), get("up_sparsity"), get("up_pattern"))
+                fmt = _fmt_of(name)
+                A = load_cached(bytes_digest(payload), payload, fmt, get("up_tensor") or None, prune)
+                prov = f"uploaded file {name}" + (f", tensor {get('up_tensor')}" if get("up_tensor") else "") + \
+                    (f", pruned by {prune[0]} (sparsity {prune[1]:g}, pattern {prune[2]})" if prune[0] != "none" else "")
+                return Workload(A, name, "upload", prov, matrix_digest(A))
+        if src == "gen":
+            gens = stage("workloads.generators")
+            if gens is None:
+                st.info("The generators are not available yet; showing the default sample.")
+                src = "sample"
+            else:
+                kind = get("gen")
+                if kind not in gens.generators():
+                    raise InputError(f"Unknown generator {kind!r}; choose one of {', '.join(gens.generators())}.")
+                kw = gen_kwargs(kind)
+                A = generate_cached(kind, tuple(sorted(kw.items())))
+                desc = ", ".join(f"{k}={v}" for k, v in kw.items())
+                return Workload(A, f"{kind}({desc})", "gen", f"generated: akfviz.generate({kind!r}, {desc})",
+                                matrix_digest(A))
+        name = get("sample") or default_sample()
+        if not name:
+            st.info("The shipped samples are not available yet in this build (akfviz.workloads.samples is "
+                    "missing); generate a matrix on the Matrix page instead.")
+            return None
+        A = _as_matrix(sample_cached(name))
+        return Workload(A, name, "sample", sample_provenance(name), matrix_digest(A))
+    except (InputError, ValueError) as exc:
+        show_error(exc)
+        return None
+
+
+def _fmt_of(name: str) -> str | None:
+    low = name.lower()
+    for ext in (".safetensors", ".mtx", ".npz", ".npy"):
+        if low.endswith(ext):
+            return ext[1:]
+    return None
+
+
+_WL = "_akf_workload"
+
+
+def load_workload() -> Workload | None:
+    """Resolve the current workload once per run (called by app.py before the page runs)."""
+    wl = current_workload()
+    st.session_state[_WL] = wl
+    return wl
+
+
+def require_workload() -> Workload:
+    """The workload resolved for this run; stops the page (an error is already shown) when None."""
+    wl = st.session_state[_WL] if _WL in st.session_state else load_workload()
+    if wl is None:
+        st.stop()
+    return wl
+
+
+def lsh_tuple() -> tuple:
+    return (int(get("lsh_k")), int(get("lsh_b")), int(get("lsh_g")), int(get("lsh_seed")))
+
+
+def analysis(wl: Workload):
+    """Cached PatternAnalysis of the current workload and settings (None with st.error on bad input)."""
+    try:
+        return analyze_cached(wl.digest, wl.A, int(get("tile")), lsh_tuple())
+    except (InputError, ValueError) as exc:
+        show_error(exc)
+        return None
+
+
+def selection_args() -> dict:
+    """Keyword arguments of akfviz.select from the state (mode, budgets, resource, granularity)."""
+    mode = get("mode")
+    return {"alpha": float(get("alpha")), "beta": float(get("beta")),
+            "budget": float(get("budget")) if mode == "error" else None,
+            "granularity": get("gran"),
+            "extra": (("resource", get("resource")),
+                      ("resource_budget", float(get("rbudget")) if mode == "resource" else None))}
+
+
+def plan_for(wl: Workload, pa, hw, hwk: str):
+    """Cached FusionPlan for the current selector settings (None with st.error on bad input)."""
+    args = selection_args()
+    try:
+        return select_cached(f"{wl.digest}|{pa.tile}|{lsh_tuple()}", pa, args["alpha"], args["beta"],
+                             args["budget"], args["granularity"], hwk, hw, args["extra"])
+    except (InputError, ValueError) as exc:
+        show_error(exc)
+        return None
+
+
+def require_tiles(pa) -> None:
+    """Stop the page with an explanation when the matrix has no nonzero tile (nothing to select/simulate)."""
+    if pa.tiles.shape[0] == 0:
+        st.info("This matrix has no nonzeros, so there are no tiles to analyse, select or simulate. "
+                "Pick another workload on the Matrix page.")
+        st.stop()
+
+
+def hardware():
+    """HardwareConfig from the preset plus the NPU page's overrides (None when not available)."""
+    hwmod = stage("npu.hardware")
+    if hwmod is None:
+        return None, ""
+    try:
+        preset = get("preset")
+        names = hwmod.HardwareConfig.preset_names()
+        base = hwmod.HardwareConfig.from_preset(preset if preset in names else names[0])
+        hw = _apply_overrides(base)
+        return hw, hw_key(hw)
+    except (InputError, ValueError) as exc:
+        show_error(exc)
+        return None, ""
+
+
+def _apply_overrides(hw):
+    import dataclasses
+    overrides = {}
+    names = {f.name for f in dataclasses.fields(hw)} if dataclasses.is_dataclass(hw) else set()
+    mapping = {"hw_rows": ("rows",), "hw_cols": ("cols",), "hw_sram": ("sram_bytes_per_pe",),
+               "hw_clock": ("clock_hz",), "hw_bw": ("dram_bytes_per_cycle",)}
+    for key, candidates in mapping.items():
+        v = get(key)
+        if v is None:
+            continue
+        attr = next((c for c in candidates if c in names), None)
+        if attr is not None:
+            overrides[attr] = type(getattr(hw, attr))(v)
+    energy = st.session_state.get("_akf_energy_override")
+    if energy is not None and "energy" in names:
+        overrides["energy"] = energy
+    if not overrides:
+        return hw
+    return hw.replace(**overrides) if hasattr(hw, "replace") else dataclasses.replace(hw, **overrides)
+
+
+def hw_key(hw) -> str:
+    """Stable hash of a HardwareConfig (its canonical TOML)."""
+    return hw.config_hash()
+
+
+def preset_names() -> list[str]:
+    """Hardware preset names from the library (empty when the NPU stage is missing)."""
+    HW = stage("npu.hardware", "HardwareConfig")
+    return [str(n) for n in HW.preset_names()] if HW is not None else []
+
+
+def workload_summary(wl: Workload) -> dict:
+    return {"source": wl.source, "label": wl.label, "provenance": wl.provenance,
+            "shape": list(wl.A.shape), "nnz": int(wl.A.nnz), "sha256": wl.digest}
+
+
+def bundle_text(wl: Workload | None) -> str:
+    return make_bundle(values(), workload_summary(wl) if wl is not None else {},
+                       st.session_state.get(RESULTS, {}))
+
+
+def apply_bundle(doc: dict) -> None:
+    """Apply a validated bundle's settings to the session (the caller reruns)."""
+    for key, value in doc["state"].items():
+        put(key, value)
+    st.session_state["_akf_bundle_workload"] = doc.get("workload") or {}
+
+
+def json_download(obj) -> bytes:
+    return json.dumps(_jsonable(obj), indent=2).encode()
+
+
+def frame_bytes(df, fmt: str) -> bytes:
+    buf = io.BytesIO()
+    if fmt == "csv":
+        return df.to_csv(index=False).encode()
+    df.to_parquet(buf, index=False)
+    return buf.getvalue()

@@ -1,0 +1,132 @@
+"""Selector figures (akf-spec §4–§5): kernel choice map, fusion-weight trajectory, Pareto front, table fits."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .colors import family_color, families_in, kernel_color, kernel_family
+from .layout import coarse_grid, empty_figure, grid_axes, styled
+
+
+def kernel_map(tiles, tile_kernels, n_brows: int, n_bcols: int, tile: int,
+               families: dict | None = None, cap: int = 256, height: int = 440) -> go.Figure:
+    """Tiles coloured by the family of their chosen kernel — one fixed colour per family.
+
+    The colour scale is a step scale over the families present, so a family's colour is the
+    same here as in every other figure (``colors.FAMILY_COLORS``).
+    """
+    if len(tiles) == 0:
+        return empty_figure("No nonempty tiles.", height)
+    names = np.asarray(tile_kernels, dtype=object)
+    fams = [kernel_family(k, (families or {}).get(k)) for k in names]
+    order = families_in(names, families)
+    code = {f: i for i, f in enumerate(order)}
+    vals = np.array([code[f] for f in fams], np.float64)
+    grid, sr, sc = coarse_grid(tiles["bi"].to_numpy(), tiles["bj"].to_numpy(), vals,
+                               (n_brows, n_bcols), cap, "first")
+    kname = np.array([str(k) for k in names], dtype=object)
+    k = len(order)
+    scale = []
+    for i, f in enumerate(order):
+        scale += [[i / k, family_color(f)], [(i + 1) / k, family_color(f)]]
+    labels = np.full(grid.shape, "", dtype=object)
+    idx, _, _ = coarse_grid(tiles["bi"].to_numpy(), tiles["bj"].to_numpy(), np.arange(len(tiles)),
+                            (n_brows, n_bcols), cap, "first", fill=-1)
+    ok = idx >= 0
+    labels[ok] = kname[idx[ok].astype(np.int64)]
+    fig = go.Figure(go.Heatmap(
+        z=grid.astype(np.float32), customdata=labels, x0=(sc - 1) / 2, dx=sc, y0=(sr - 1) / 2, dy=sr,
+        colorscale=scale if k > 1 else [[0, family_color(order[0])], [1, family_color(order[0])]],
+        zmin=-0.5, zmax=k - 0.5, xgap=1 if n_bcols <= 64 else 0, ygap=1 if n_brows <= 64 else 0,
+        colorbar=dict(title="kernel family", tickvals=list(range(k)), ticktext=order, len=min(1.0, 0.1 * k + 0.3)),
+        hovertemplate="bi %{y:.0f}, bj %{x:.0f}<br>%{customdata}<extra></extra>",
+    ))
+    grid_axes(fig, n_brows, n_bcols, f"tile row bi (×{tile})", f"tile column bj (×{tile})")
+    return styled(fig, "Kernel choice per tile", height)
+
+
+def kernel_mix(tile_kernels, weights=None, families: dict | None = None, height: int = 300) -> go.Figure:
+    """Horizontal bars: number of tiles (or ``weights``, e.g. nnz) per chosen kernel."""
+    names = np.asarray(tile_kernels, dtype=object).astype(str)
+    if names.size == 0:
+        return empty_figure("No tiles.", height)
+    w = np.ones(names.size) if weights is None else np.asarray(weights, np.float64)
+    uniq = sorted(set(names), key=lambda n: (families_in([n], families)[0], n))
+    tot = [float(w[names == u].sum()) for u in uniq]
+    fig = go.Figure(go.Bar(y=uniq, x=tot, orientation="h",
+                           marker_color=[kernel_color(u, (families or {}).get(u)) for u in uniq],
+                           hovertemplate="%{y}: %{x:,.0f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(title="tiles" if weights is None else "nonzeros")
+    return styled(fig, "Kernel mix", height)
+
+
+def fusion_trajectory(steps, cost, entropy, weights: dict | None = None, height: int = 360) -> go.Figure:
+    """Fusion-weight optimisation (paper eq. 1): expected cost and entropy per step, and weights.
+
+    ``weights`` maps a kernel name to its mean weight per step (optional).
+    """
+    steps = np.asarray(steps)
+    if steps.size == 0:
+        return empty_figure("No fusion-weight trajectory recorded.", height)
+    n_rows = 2 if weights else 1
+    fig = make_subplots(rows=n_rows, cols=1, shared_xaxes=True, vertical_spacing=0.1,
+                        specs=[[{"secondary_y": True}]] + ([[{}]] if weights else []))
+    fig.add_trace(go.Scatter(x=steps, y=cost, name="expected cost", line=dict(color="#1f4e79")), 1, 1)
+    fig.add_trace(go.Scatter(x=steps, y=entropy, name="entropy", line=dict(color="#e67e22", dash="dot")),
+                  1, 1, secondary_y=True)
+    fig.update_yaxes(title_text="cost", row=1, col=1)
+    fig.update_yaxes(title_text="entropy", row=1, col=1, secondary_y=True)
+    if weights:
+        for name, w in weights.items():
+            fig.add_trace(go.Scatter(x=steps, y=w, name=f"w[{name}]", line=dict(color=kernel_color(name))), 2, 1)
+        fig.update_yaxes(title_text="mean weight", range=[0, 1.02], row=2, col=1)
+    fig.update_xaxes(title_text="gradient step", row=n_rows, col=1)
+    return styled(fig, "Fusion-weight trajectory", height if not weights else height + 140,
+                  legend=dict(orientation="h", y=-0.18))
+
+
+def pareto_front(error, resource, current=None, labels=None, resource_name: str = "resource",
+                 height: int = 380) -> go.Figure:
+    """Error–resource Pareto front from the multiplier sweep, with the current plan marked."""
+    error = np.asarray(error, np.float64)
+    resource = np.asarray(resource, np.float64)
+    if error.size == 0:
+        return empty_figure("No Pareto points.", height)
+    order = np.argsort(resource)
+    fig = go.Figure(go.Scatter(x=resource[order], y=100 * error[order], mode="lines+markers", name="front",
+                               line=dict(color="#2e86c1", shape="hv"),
+                               text=None if labels is None else np.asarray(labels, dtype=object)[order],
+                               hovertemplate="%{x:.4g}, error %{y:.3g}%<br>%{text}<extra></extra>"))
+    if current is not None:
+        fig.add_trace(go.Scatter(x=[current[1]], y=[100 * current[0]], mode="markers", name="current plan",
+                                 marker=dict(symbol="star", size=16, color="#e6194b")))
+    fig.update_xaxes(title=resource_name)
+    fig.update_yaxes(title="relative error ‖A−Â‖_F/‖A‖_F (%)")
+    return styled(fig, "Error–resource Pareto front", height, legend=dict(orientation="h", y=1.1, x=1, xanchor="right"))
+
+
+def perftable_fits(curves: list[dict], height_per_row: int = 210, cols: int = 3) -> go.Figure:
+    """Performance-table fits against their calibration points.
+
+    ``curves``: dicts with ``kernel``, ``label``, ``density`` and ``measured`` (calibration
+    points), ``grid`` and ``fit`` (the polynomial evaluated by Horner's rule).
+    """
+    if not curves:
+        return empty_figure("No performance-table fits available.")
+    rows = -(-len(curves) // cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[c["label"] for c in curves],
+                        horizontal_spacing=0.08, vertical_spacing=0.35 / max(rows, 1) + 0.02)
+    for i, c in enumerate(curves):
+        r, k = i // cols + 1, i % cols + 1
+        col = kernel_color(c["kernel"])
+        fig.add_trace(go.Scatter(x=c["density"], y=c["measured"], mode="markers", marker=dict(color=col, size=6),
+                                 name="calibration", showlegend=i == 0, legendgroup="cal"), r, k)
+        fig.add_trace(go.Scatter(x=c["grid"], y=c["fit"], mode="lines", line=dict(color="#333", width=1.5),
+                                 name="polynomial fit", showlegend=i == 0, legendgroup="fit"), r, k)
+    fig.update_xaxes(title_text="density", title_standoff=2, nticks=5)
+    fig.update_annotations(font_size=11)
+    return styled(fig, height=rows * height_per_row + 80, legend=dict(orientation="h", y=0.995, yanchor="top",
+                                                                       x=1, xanchor="right", yref="container"),
+                  margin=dict(l=60, r=20, t=70, b=40))

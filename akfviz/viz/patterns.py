@@ -1,0 +1,131 @@
+"""Pattern-analysis figures (akf-spec §2): tile density map, LSH cluster map, representatives, histogram."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .colors import CLUSTER_PALETTE
+from .layout import coarse_grid, empty_figure, grid_axes, log_ticks, styled
+
+
+def _tile_axes(fig: go.Figure, n_brows: int, n_bcols: int, tile: int) -> None:
+    grid_axes(fig, n_brows, n_bcols, f"tile row bi (×{tile} rows)", f"tile column bj (×{tile} cols)")
+
+
+def tile_density_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 256,
+                     selected: int | None = None, height: int = 420) -> go.Figure:
+    """Heatmap of tile density (nnz / tile area), log colour, empty tiles blank.
+
+    One cell per tile ``(bi, bj)``; beyond ``cap`` tiles per axis, neighbouring tiles are
+    averaged (area-weighted). Hover shows the tile index used by the detail panel.
+    """
+    if len(tiles) == 0:
+        return empty_figure("No nonempty tiles.", height)
+    bi, bj = tiles["bi"].to_numpy(), tiles["bj"].to_numpy()
+    grid, sr, sc = coarse_grid(bi, bj, tiles["density"].to_numpy(), (n_brows, n_bcols), cap, "mean")
+    z = np.where(grid > 0, np.log10(np.where(grid > 0, grid, 1.0)), np.nan).astype(np.float32)
+    idx, _, _ = coarse_grid(bi, bj, np.arange(len(tiles)), (n_brows, n_bcols), cap, "first", fill=-1)
+    lo, hi = float(np.nanmin(z)), float(np.nanmax(z))
+    hi = max(hi, lo + 1e-6)
+    ticks = np.asarray(log_ticks(lo, hi))
+    fig = go.Figure(go.Heatmap(
+        z=z, customdata=idx.astype(np.int32), x0=(sc - 1) / 2, dx=sc, y0=(sr - 1) / 2, dy=sr,
+        colorscale="Viridis", zmin=lo, zmax=hi, xgap=1 if n_bcols <= 64 else 0, ygap=1 if n_brows <= 64 else 0,
+        colorbar=dict(title=dict(text="density", side="right"), tickvals=ticks.tolist(),
+                      ticktext=[f"{10 ** t:g}" for t in ticks]),
+        hovertemplate="bi %{y:.0f}, bj %{x:.0f}<br>log10 density %{z:.2f}<br>tile #%{customdata}<extra></extra>",
+    ))
+    _mark(fig, tiles, selected)
+    _tile_axes(fig, n_brows, n_bcols, tile)
+    return styled(fig, f"Tile density — {len(tiles):,} nonempty tiles of {n_brows}×{n_bcols}", height)
+
+
+def _mark(fig: go.Figure, tiles, selected) -> None:
+    if selected is None or not (0 <= int(selected) < len(tiles)):
+        return
+    row = tiles.iloc[int(selected)]
+    fig.add_shape(type="rect", x0=row["bj"] - 0.5, x1=row["bj"] + 0.5, y0=row["bi"] - 0.5, y1=row["bi"] + 0.5,
+                  line=dict(color="#e6194b", width=3))
+
+
+def cluster_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 256,
+                selected_cluster: int | None = None, height: int = 420) -> go.Figure:
+    """Tiles coloured by LSH cluster (a cycled qualitative palette; hover gives the cluster id).
+
+    With a cluster selected, its members keep their colour and all other tiles turn grey.
+    """
+    if len(tiles) == 0:
+        return empty_figure("No nonempty tiles.", height)
+    bi, bj = tiles["bi"].to_numpy(), tiles["bj"].to_numpy()
+    cl = tiles["cluster"].to_numpy().astype(np.int64)
+    cid, sr, sc = coarse_grid(bi, bj, cl, (n_brows, n_bcols), cap, "first", fill=-1)
+    k = len(CLUSTER_PALETTE)
+    z = np.where(cid >= 0, np.mod(cid, k), np.nan)
+    scale = []
+    for i, c in enumerate(CLUSTER_PALETTE):
+        scale += [[i / (k + 1), c], [(i + 1) / (k + 1), c]]
+    scale += [[k / (k + 1), "#d9d9d9"], [1.0, "#d9d9d9"]]
+    if selected_cluster is not None:
+        z = np.where((cid >= 0) & (cid != int(selected_cluster)), k, z)
+    fig = go.Figure(go.Heatmap(
+        z=z.astype(np.float32), customdata=cid.astype(np.int32), x0=(sc - 1) / 2, dx=sc, y0=(sr - 1) / 2, dy=sr,
+        colorscale=scale, zmin=-0.5, zmax=k + 0.5, showscale=False,
+        xgap=1 if n_bcols <= 64 else 0, ygap=1 if n_brows <= 64 else 0,
+        hovertemplate="bi %{y:.0f}, bj %{x:.0f}<br>cluster %{customdata}<extra></extra>",
+    ))
+    _tile_axes(fig, n_brows, n_bcols, tile)
+    n_cl = int(cl.max()) + 1 if cl.size else 0
+    return styled(fig, f"LSH clusters — {n_cl} clusters (colours repeat every {k})", height)
+
+
+def representative_gallery(dense_tiles: list, labels: list[str], cols: int = 4,
+                           height_per_row: int = 170) -> go.Figure:
+    """Small heatmaps of cluster representatives (|value|, zeros blank), one per panel."""
+    if not dense_tiles:
+        return empty_figure("No clusters to show.")
+    n = len(dense_tiles)
+    rows = -(-n // cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=labels, horizontal_spacing=0.03,
+                        vertical_spacing=0.12 / max(rows, 1) + 0.04)
+    for i, t in enumerate(dense_tiles):
+        a = np.abs(np.asarray(t, np.float64))
+        z = np.where(a > 0, a, np.nan).astype(np.float32)
+        fig.add_trace(go.Heatmap(z=z, colorscale="Blues", showscale=False,
+                                 hovertemplate="r %{y}, c %{x}: |a| %{z:.3g}<extra></extra>"),
+                      row=i // cols + 1, col=i % cols + 1)
+    fig.update_yaxes(autorange="reversed", showticklabels=False, scaleanchor=None)
+    fig.update_xaxes(showticklabels=False)
+    fig.update_annotations(font_size=11)
+    return styled(fig, height=max(220, rows * height_per_row + 40))
+
+
+def density_histogram(tiles, height: int = 320) -> go.Figure:
+    """Histogram of tile densities on log-spaced bins, stacked by the analysis' density bin."""
+    if len(tiles) == 0:
+        return empty_figure("No nonempty tiles.", height)
+    d = tiles["density"].to_numpy()
+    lo, hi = np.log10(d.min()), np.log10(max(d.max(), d.min() * 1.0001))
+    edges = np.logspace(lo, hi, min(40, max(5, int(np.sqrt(len(d))) + 1)))
+    counts, edges = np.histogram(d, bins=edges)
+    centers = np.sqrt(edges[:-1] * edges[1:])
+    fig = go.Figure(go.Bar(x=centers, y=counts, width=np.diff(edges), marker_color="#2e86c1",
+                           hovertemplate="density ≈ %{x:.3g}: %{y} tiles<extra></extra>"))
+    fig.update_xaxes(type="log", title="tile density (nnz / area)")
+    fig.update_yaxes(title="tiles")
+    return styled(fig, "Tile density histogram", height)
+
+
+def cluster_sizes(clusters, height: int = 320) -> go.Figure:
+    """Bar chart of cluster sizes, coloured by within-cluster Jaccard similarity."""
+    if len(clusters) == 0:
+        return empty_figure("No clusters.", height)
+    c = clusters.sort_values("size", ascending=False).head(60)
+    jac = c["jaccard_mean"].to_numpy(dtype=float) if "jaccard_mean" in c else np.full(len(c), np.nan)
+    fig = go.Figure(go.Bar(
+        x=[str(i) for i in c.index], y=c["size"], marker=dict(color=jac, colorscale="RdYlGn", cmin=0, cmax=1,
+                                                             colorbar=dict(title="Jaccard")),
+        hovertemplate="cluster %{x}: %{y} tiles<br>Jaccard %{marker.color:.2f}<extra></extra>"))
+    fig.update_xaxes(title="cluster (largest 60)", type="category")
+    fig.update_yaxes(title="tiles")
+    return styled(fig, "Cluster sizes and quality", height)

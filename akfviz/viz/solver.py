@@ -1,0 +1,45 @@
+"""Iterative-solver figures (akf-spec §7, iterative mode): convergence and per-iteration traffic."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .layout import empty_figure, styled
+
+
+def convergence(curves: dict, height: int = 380, ylabel: str = "relative residual ‖b − A x_k‖ / ‖b‖") -> go.Figure:
+    """Residual per iteration for several plans (log scale). ``curves``: name -> residual array."""
+    if not curves:
+        return empty_figure("No convergence data.", height)
+    colors = ["#1f4e79", "#e67e22", "#17a589", "#c0392b"]
+    fig = go.Figure()
+    for i, (name, r) in enumerate(curves.items()):
+        r = np.asarray(r, np.float64)
+        fig.add_trace(go.Scatter(x=np.arange(r.size), y=r, mode="lines", name=name,
+                                 line=dict(color=colors[i % len(colors)], dash="solid" if i == 0 else "dash")))
+    fig.update_yaxes(type="log", title=ylabel, exponentformat="power")
+    fig.update_xaxes(title="iteration")
+    return styled(fig, "Convergence: exact vs lossy plan", height,
+                  legend=dict(orientation="h", y=1.1, x=1, xanchor="right"))
+
+
+def persistence_bars(rows: dict, height: int = 320) -> go.Figure:
+    """DRAM bytes and cycles per iteration, persistent vs non-persistent.
+
+    ``rows``: ``{"persistent": {"dram_bytes_per_iter": .., "cycles_per_iter": ..}, ...}``.
+    """
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("DRAM bytes per iteration", "cycles per iteration"))
+    names = list(rows)
+    colors = ["#17a589", "#c0392b"]
+    for j, metric in enumerate(("dram_bytes_per_iter", "cycles_per_iter"), start=1):
+        vals = [float(rows[n][metric]) for n in names]
+        fig.add_trace(go.Bar(x=names, y=vals, marker_color=colors[:len(names)], showlegend=False,
+                             text=[f"{v:,.0f}" for v in vals], textposition="outside", cliponaxis=False,
+                             textangle=0), 1, j)
+    fig.update_xaxes(tickangle=0, tickfont=dict(size=10))
+    fig.update_yaxes(rangemode="tozero")
+    for ax in ("yaxis", "yaxis2"):
+        top = max(float(v) for n in names for v in [rows[n]["dram_bytes_per_iter" if ax == "yaxis" else "cycles_per_iter"]])
+        fig.layout[ax].range = [0, 1.18 * top if top > 0 else 1]
+    return styled(fig, "Persistent vs non-persistent iterations", height + 40, margin=dict(l=50, r=10, t=70, b=40))

@@ -1,0 +1,170 @@
+"""Matrix: pick a sample, generate, or upload a matrix; honest spy plot, nnz histograms, summary, download."""
+import io
+
+import pandas as pd
+import scipy.io
+import scipy.sparse as sp
+import streamlit as st
+
+from akfviz import app_state as S
+from akfviz.errors import InputError
+from akfviz.viz import matrix as vm
+
+st.title("Matrix")
+st.caption("The workload `y = A x`: a real pruned transformer weight, a stencil, or a generated matrix (akf-spec §1).")
+
+tab_sample, tab_gen, tab_up = st.tabs(["Sample", "Generate", "Upload"])
+
+with tab_sample:
+    names = S.sample_names()
+    if not names:
+        st.info("The shipped samples are not available yet in this build (akfviz.workloads.samples is missing).")
+    else:
+        samples = S.stage("workloads.samples")
+        listing = samples.list_samples()
+        pick = st.selectbox("Sample", names, index=names.index(S.get("sample")) if S.get("sample") in names else 0,
+                            key="matrix_sample_pick", format_func=S.sample_title)
+        if st.button("Use this sample", key="use_sample"):
+            S.put("src", "sample")
+            S.put("sample", pick)
+            st.rerun()
+        with st.expander("All shipped samples"):
+            st.dataframe(listing[[c for c in ("name", "title", "shape", "nnz", "pruning", "source", "licence")
+                                  if c in listing]], hide_index=True, width="stretch")
+
+with tab_gen:
+    gens = S.stage("workloads.generators")
+    if gens is None:
+        st.info("The generators are not available yet in this build.")
+    else:
+        info = gens.generator_info()
+        kinds = gens.generators()
+        kind = st.selectbox("Generator", kinds, index=kinds.index(S.get("gen")) if S.get("gen") in kinds else 0,
+                            format_func=lambda k: f"{k} — {info.set_index('name').loc[k, 'description']}",
+                            key="gen_kind")
+        current = S.get("gen_params") if S.get("gen") == kind else {}
+        with st.form("gen_form"):
+            params = {}
+            specs = gens.generator_specs(kind)
+            if "m" in gens.generator_params(kind) and not any(s.name == "m" for s in specs):
+                specs = specs + (gens._m_spec(),)
+            cols = st.columns(3)
+            for i, spec in enumerate(specs):
+                raw = current.get(spec.name, spec.default)
+                with cols[i % 3]:
+                    label = f"{spec.name} — {spec.help}"
+                    if spec.kind == "choice":
+                        params[spec.name] = st.selectbox(label, spec.choices,
+                                                         index=list(spec.choices).index(raw) if raw in spec.choices else 0)
+                    elif spec.kind == "pattern" or spec.optional:
+                        params[spec.name] = st.text_input(label, "" if raw is None else str(raw),
+                                                          help=f"Accepted: {spec.describe_range()}.")
+                    elif spec.kind == "int":
+                        params[spec.name] = st.number_input(label, value=int(float(raw)), step=1,
+                                                            help=f"Accepted: {spec.describe_range()}.")
+                    else:
+                        params[spec.name] = st.number_input(label, value=float(raw), format="%g",
+                                                            help=f"Accepted: {spec.describe_range()}.")
+            go = st.form_submit_button("Generate", type="primary")
+        if go:
+            try:
+                kw = {}
+                for spec in specs:
+                    v = S.coerce_gen_value(spec, params[spec.name]) if isinstance(params[spec.name], str) \
+                        else params[spec.name]
+                    if v is not None:
+                        kw[spec.name] = v
+                S.generate_cached(kind, tuple(sorted(kw.items())))   # validates now, shows the error here
+            except (InputError, ValueError) as exc:
+                st.error(str(exc))
+            else:
+                S.put("src", "gen")
+                S.put("gen", kind)
+                S.put("gen_params", {k: v for k, v in kw.items()})
+                st.rerun()
+
+with tab_up:
+    st.caption("Matrix Market `.mtx`, scipy `.npz`, dense `.npy` (no pickle), or `.safetensors` weights "
+               "(pick a 2-D tensor, then prune it). Uploaded files stay in this browser session and cannot be "
+               "carried in a link.")
+    up = st.file_uploader("Matrix file", type=["mtx", "npz", "npy", "safetensors"], key="matrix_upload")
+    if up is not None:
+        data = up.getvalue()
+        ok = True
+        if up.name.lower().endswith(".safetensors"):
+            try:
+                tensors = S.list_tensors_cached(S.bytes_digest(data), data)
+            except (InputError, ValueError) as exc:
+                st.error(str(exc))
+                ok = False
+            else:
+                two_d = [str(n) for n, shp in zip(tensors["name"], tensors["shape"]) if len(shp) == 2]
+                if not two_d:
+                    st.error("This safetensors file has no 2-D tensor; a weight matrix is needed.")
+                    ok = False
+                else:
+                    S.widget(st.selectbox, "Tensor", "up_tensor", options=two_d,
+                             format_func=lambda n: f"{n} {tuple(tensors.set_index('name').loc[n, 'shape'])}")
+        if ok:
+            c1, c2, c3 = st.columns(3)
+            with c1:
+                S.widget(st.selectbox, "Pruning", "up_prune", options=["none", "magnitude", "nm", "block"])
+            with c2:
+                S.widget(st.slider, "Sparsity (magnitude / block)", "up_sparsity", 0.0, 0.99, step=0.01)
+            with c3:
+                S.widget(st.selectbox, "N:M pattern", "up_pattern", options=["2:4", "1:4", "4:8", "2:8"])
+            try:
+                prune = (S.get("up_prune"), S.get("up_sparsity"), S.get("up_pattern"))
+                A_up = S.load_cached(S.bytes_digest(data), data, S._fmt_of(up.name), S.get("up_tensor") or None, prune)
+            except (InputError, ValueError) as exc:
+                st.error(str(exc))
+            else:
+                prev = st.session_state.get("_akf_upload")
+                st.session_state["_akf_upload"] = (up.name, data)
+                if S.get("src") != "upload" or prev is None or prev[0] != up.name or prev[1] != data:
+                    S.put("src", "upload")
+                    st.rerun()
+                st.success(f"Using {up.name}: {A_up.shape[0]}×{A_up.shape[1]}, nnz {A_up.nnz:,}.")
+
+wl = S.require_workload()
+A = wl.A
+st.subheader(wl.label)
+if wl.provenance:
+    st.caption(f"Provenance: {wl.provenance}")
+summary = vm.matrix_summary(A)
+S.record_result("matrix", {"shape": list(A.shape), "nnz": A.nnz, "sha256": wl.digest,
+                           "density": summary["density"]})
+cols = st.columns(6)
+for col, key in zip(cols, ("rows", "columns", "nnz", "density", "empty rows", "max nnz per row")):
+    v = summary[key]
+    col.metric(key, f"{v:.3g}" if isinstance(v, float) else f"{v:,}")
+
+left, right = st.columns([3, 2])
+with left:
+    S.chart(vm.spy_density(A, max_bins=512), key="spy")
+    st.caption("How to read this: each cell is a bin of the matrix; colour = fraction of nonzero entries in it "
+               "(log scale), blank = no nonzeros. Large matrices are aggregated, never downsampled.")
+with right:
+    S.chart(vm.nnz_histograms(A), key="nnz_hist")
+    st.caption("How to read this: how many rows (left) or columns (right) hold a given number of nonzeros; "
+               "a long tail means a few dense rows/columns (outliers).")
+    st.dataframe(pd.DataFrame({"statistic": list(summary), "value": [f"{v:.6g}" if isinstance(v, float) else str(v)
+                                                                    for v in summary.values()]}),
+                 hide_index=True, width="stretch")
+
+
+def _mtx_bytes():
+    buf = io.BytesIO()
+    scipy.io.mmwrite(buf, sp.coo_array(A), comment=f"akfviz: {wl.provenance}")
+    return buf.getvalue()
+
+
+def _npz_bytes():
+    buf = io.BytesIO()
+    sp.save_npz(buf, sp.csr_array(A))
+    return buf.getvalue()
+
+
+d1, d2, _ = st.columns([1, 1, 4])
+d1.download_button("Download .mtx", data=_mtx_bytes, file_name="akfviz-matrix.mtx", on_click="ignore")
+d2.download_button("Download .npz", data=_npz_bytes, file_name="akfviz-matrix.npz", on_click="ignore")

@@ -1,0 +1,241 @@
+"""Units behind the app: URL state, run bundles, figures (against slow references) and the teaching trace."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+from akfviz import app_state as S
+from akfviz.errors import InputError
+from akfviz.viz import colors, dse, layout, matrix, npu, patterns
+
+
+# --------------------------------------------------------------------------- URL state
+def test_query_round_trip_keeps_only_non_defaults():
+    vals = {k: f.default for k, f in S.FIELDS.items()}
+    vals.update(tile=16, alpha=0.3, src="gen", gen="banded", gen_params={"n": 256, "seed": 3}, budget=0.05)
+    q = S.to_query(vals)
+    assert q == {"src": "gen", "gen": "banded", "tile": "16", "alpha": "0.3", "budget": "0.05",
+                 "g_n": "256", "g_seed": "3"}
+    back, problems = S.parse_query(q)
+    assert problems == []
+    for k in ("src", "gen", "tile", "alpha", "budget"):
+        assert back[k] == vals[k]
+    assert back["gen_params"] == {"n": "256", "seed": "3"}
+
+
+@pytest.mark.parametrize("key,value", [("tile", "7"), ("tile", "129"), ("tile", "abc"), ("alpha", "-1"),
+                                       ("alpha", "nan"), ("gran", "row"), ("src", "ftp"), ("lsh_g", "9")])
+def test_bad_query_values_are_reported(key, value):
+    vals, problems = S.parse_query({key: value})
+    assert key not in vals
+    assert len(problems) == 1 and key in problems[0]
+
+
+def test_optional_fields_round_trip_none():
+    q = S.to_query({"hw_rows": 64, "perow": None})
+    assert q == {"hw_rows": "64"}
+    back, _ = S.parse_query({"hw_rows": "64", "perow": ""})
+    assert back == {"hw_rows": 64, "perow": None}
+
+
+def test_sweep_spec_parser():
+    assert S.parse_sweep_spec("tile=16,32; beta=0.1,1") == {"tile": ["16", "32"], "beta": ["0.1", "1"]}
+    for bad in ("", "tile", "tile=", "=1,2"):
+        with pytest.raises(InputError):
+            S.parse_sweep_spec(bad)
+
+
+# --------------------------------------------------------------------------- run bundles
+def test_bundle_round_trip():
+    vals = {k: f.default for k, f in S.FIELDS.items()}
+    vals.update(tile=24, preset="loihi-like", gen_params={"n": 100})
+    text = S.make_bundle(vals, {"sha256": "ab" * 32, "shape": [3, 4]}, {"npu": {"cycles": np.int64(7),
+                                                                              "x": float("nan")}})
+    doc = S.parse_bundle(text.encode())
+    assert doc["state"]["tile"] == 24 and doc["state"]["preset"] == "loihi-like"
+    assert doc["state"]["gen_params"] == {"n": 100}
+    assert doc["results"]["npu"] == {"cycles": 7, "x": None}
+    assert doc["akfviz_version"] and doc["seeds"]["lsh_seed"] == 0
+
+
+@pytest.mark.parametrize("payload,msg", [
+    (b"{not json", "not valid JSON"),
+    (b"[1, 2]", "not an akfviz run bundle"),
+    (json.dumps({"format": "akfviz-run-bundle", "version": 99, "state": {}}).encode(), "version"),
+    (json.dumps({"format": "akfviz-run-bundle", "version": 1}).encode(), "'state'"),
+    (json.dumps({"format": "akfviz-run-bundle", "version": 1, "state": {"tile": 1000}}).encode(), "tile"),
+    (json.dumps({"format": "akfviz-run-bundle", "version": 1, "state": {"evil": 1}}).encode(), "unknown setting"),
+    (b"\xff\xfe", "UTF-8"),
+    (b" " * (S.MAX_BUNDLE_BYTES + 1), "bytes"),
+])
+def test_bad_bundles_raise_input_error(payload, msg):
+    with pytest.raises(InputError, match=msg):
+        S.parse_bundle(payload)
+
+
+def test_matrix_digest_is_content_based():
+    A = sp.random_array((30, 20), density=0.2, random_state=1, format="csr")
+    B = sp.csr_array(A.toarray())
+    assert S.matrix_digest(A) == S.matrix_digest(B)
+    C = A.copy()
+    C.data[0] += 1e-12
+    assert S.matrix_digest(A) != S.matrix_digest(C)
+
+
+def test_input_vector_density_and_determinism():
+    x = S.input_vector(1000, 0.25, seed=3)
+    assert np.count_nonzero(x) == 250
+    np.testing.assert_array_equal(x, S.input_vector(1000, 0.25, seed=3))
+
+
+# --------------------------------------------------------------------------- figures vs slow references
+def _naive_density(A, max_bins):
+    D = A.toarray() != 0
+    n, m = D.shape
+    sr, sc = -(-n // max_bins), -(-m // max_bins)
+    out = np.zeros((-(-n // sr), -(-m // sc)))
+    for p in range(out.shape[0]):
+        for q in range(out.shape[1]):
+            block = D[p * sr:(p + 1) * sr, q * sc:(q + 1) * sc]
+            out[p, q] = block.mean()
+    return out
+
+
+@pytest.mark.parametrize("shape,bins", [((50, 37), 512), ((300, 1000), 64), ((1, 1), 8), ((129, 7), 16)])
+def test_density_grid_matches_naive(shape, bins):
+    A = sp.random_array(shape, density=0.1, random_state=0, format="csr")
+    got, _, _ = matrix.density_grid(A, bins)
+    np.testing.assert_allclose(got, _naive_density(A, bins))
+
+
+def test_spy_density_is_capped_and_leaves_empty_bins_blank():
+    A = sp.random_array((5000, 3000), density=0.0005, random_state=0, format="csr")
+    fig = matrix.spy_density(A, max_bins=256)
+    z = np.asarray(fig.data[0].z)
+    assert z.shape == (250, 250)                     # sr = ceil(5000/256) = 20 -> 250 bins; sc = 12 -> 250
+    assert np.isnan(z).any()                         # empty bins are blank, not the lowest colour
+    assert len(fig.to_json()) < 1_000_000
+
+
+def test_spy_density_empty_matrix():
+    fig = matrix.spy_density(sp.csr_array((10, 10)))
+    assert "no nonzeros" in fig.layout.annotations[0].text
+
+
+def test_nnz_histograms_counts():
+    A = sp.csr_array(np.array([[1, 0, 2], [0, 0, 0], [3, 4, 5.0]]))
+    fig = matrix.nnz_histograms(A)
+    np.testing.assert_array_equal(np.asarray(fig.data[0].x), [2, 0, 3])
+    np.testing.assert_array_equal(np.asarray(fig.data[1].x), [2, 1, 2])
+
+
+@pytest.mark.parametrize("how", ["mean", "max", "first", "sum"])
+def test_coarse_grid_matches_naive(how):
+    rng = np.random.default_rng(0)
+    n_r, n_c, cap = 37, 23, 8
+    cells = rng.choice(n_r * n_c, size=120, replace=False)
+    r, c = cells // n_c, cells % n_c
+    v = rng.uniform(0.1, 1, size=cells.size)
+    got, sr, sc = layout.coarse_grid(r, c, v, (n_r, n_c), cap, how)
+    ref = np.full(got.shape, np.nan)
+    for i in range(cells.size):
+        p, q = r[i] // sr, c[i] // sc
+        if how == "first":
+            if np.isnan(ref[p, q]):
+                ref[p, q] = v[i] if i == min(j for j in range(cells.size) if r[j] // sr == p and c[j] // sc == q) \
+                    else ref[p, q]
+        else:
+            ref[p, q] = (0 if np.isnan(ref[p, q]) else ref[p, q])
+            ref[p, q] = max(ref[p, q], v[i]) if how == "max" else ref[p, q] + v[i]
+    if how == "mean":
+        ref = ref / (sr * sc)
+    np.testing.assert_allclose(got, ref)
+
+
+def test_utilization_heatmap_256_is_one_trace_and_small():
+    u = np.random.default_rng(0).uniform(0, 1, size=(256, 256))
+    fig = npu.utilization_heatmap(u)
+    assert len(fig.data) == 1 and np.asarray(fig.data[0].z).shape == (256, 256)
+    size = len(fig.to_json())
+    assert size < 1_000_000, size
+
+
+def test_kernel_colours_are_fixed_per_family():
+    assert colors.kernel_color("NM2:4") == colors.kernel_color("NM1:4") == colors.FAMILY_COLORS["NM"]
+    assert colors.kernel_color("LOWRANK8") == colors.FAMILY_COLORS["LOWRANK"]
+    assert colors.kernel_color("QUANT8D", "QUANT8") == colors.FAMILY_COLORS["QUANT8"]
+    assert colors.kernel_family("MYSTERY") == "MYSTERY"
+    assert colors.kernel_color("MYSTERY") == colors.kernel_color("MYSTERY")
+    assert len(set(colors.FAMILY_COLORS.values())) == len(colors.FAMILY_COLORS)
+
+
+def test_registry_families_all_have_colours():
+    from akfviz.kernels.registry import KERNELS
+
+    for k in KERNELS.values():
+        assert k.family.upper() in colors.FAMILY_COLORS, k.family
+
+
+def test_pareto_mask_matches_naive():
+    rng = np.random.default_rng(1)
+    pts = rng.uniform(size=(40, 3))
+    pts[5] = pts[6]                                   # duplicates are both kept
+    got = dse.pareto_mask(pts[:, 0], pts[:, 1], pts[:, 2])
+    ref = [not any(all(pts[j] <= pts[i]) and any(pts[j] < pts[i]) for j in range(40)) for i in range(40)]
+    np.testing.assert_array_equal(got, ref)
+
+
+def test_tile_maps_place_values_at_tiles():
+    tiles = pd.DataFrame({"bi": [0, 2], "bj": [1, 0], "density": [0.1, 1.0], "cluster": [0, 1], "nnz": [3, 9]})
+    fig = patterns.tile_density_map(tiles, 3, 2, 8)
+    z = np.asarray(fig.data[0].z, dtype=float)
+    assert np.isclose(z[0, 1], -1.0) and np.isclose(z[2, 0], 0.0) and np.isnan(z[1, 1])
+    fig = patterns.cluster_map(tiles, 3, 2, 8, selected_cluster=1)
+    cd = np.asarray(fig.data[0].customdata)
+    assert cd[0, 1] == 0 and cd[2, 0] == 1 and cd[1, 0] == -1
+
+
+# --------------------------------------------------------------------------- the teaching trace
+@pytest.mark.parametrize("kernel,xd,grid,seed", [("CSC", 0.75, (2, 2), 3), ("DENSE", 1.0, (2, 2), 0),
+                                                 ("LOWRANK2", 0.5, (1, 2), 1), ("QUANT8", 1.0, (2, 3), 2),
+                                                 (None, 0.75, (3, 3), 4)])
+def test_trace_equals_the_simulator(kernel, xd, grid, seed):
+    import akfviz
+    from akfviz.npu.trace import tiny_case
+
+    tc = tiny_case(n=12 if grid == (3, 3) else 8, tile=4, grid=grid, kernel=kernel, x_density=xd, seed=seed)
+    res = akfviz.simulate(tc.plan, tc.hw, x=tc.x, mapping=tc.mapping)
+    tr, c = tc.trace, res.counters
+    assert tr.makespan == int(res.per_iteration["engine_cycles"].iloc[0])
+    for name in ("busy", "events", "decodes", "sram_bytes", "flit_hops", "reduce_adds"):
+        np.testing.assert_array_equal(tr.counters[name], c[name], err_msg=name)
+    np.testing.assert_array_equal(tr.counters["macs"], c["macs"] + c["macs_int8"])
+    np.testing.assert_allclose(tr.y, tc.A_hat @ tc.x, rtol=1e-12, atol=1e-12)
+
+
+def test_trace_states_are_consistent():
+    from akfviz.npu.trace import tiny_case
+
+    tc = tiny_case(kernel="CSC", x_density=1.0, seed=5)
+    tr = tc.trace
+    times = [s.start for s in tr.steps]
+    assert times == sorted(times)
+    first = tr.state_at(0)
+    assert not first["done"] and np.all(first["y"] == 0)
+    last = tr.state_at(len(tr.steps))
+    np.testing.assert_allclose(last["y"], tc.A_hat @ tc.x, atol=1e-12)
+    assert all(not q for q in last["queues"])
+    assert max(s.end for s in tr.steps) == tr.makespan
+    n_events = sum(s.kind == "event" for s in tr.steps)
+    assert n_events == int(tr.counters["events"].sum())
+
+
+def test_trace_rejects_large_cases():
+    from akfviz.npu.trace import tiny_case
+
+    with pytest.raises(InputError):
+        tiny_case(n=64)
+    with pytest.raises(InputError):
+        tiny_case(grid=(8, 8))

@@ -1,0 +1,101 @@
+"""Browser tests: the real app in Debian's chromium (Playwright), every page renders charts, screenshots.
+
+Screenshots go to ``test-artifacts/screenshots/<page>.png`` (the first 1400×900 viewport, as a
+user sees it) and ``<page>-full.png`` (the whole page).
+"""
+import time
+
+import pytest
+
+from browser_support import SHOTS
+
+pytestmark = pytest.mark.browser
+
+PAGES = [("", "matrix"), ("patterns", "patterns"), ("kernels", "kernels"), ("npu", "npu"),
+         ("compare", "compare"), ("design_space", "design_space"), ("solver", "solver"), ("learn", "learn")]
+
+_CONTENT_HEIGHT_JS = """() => { let m = 0;
+  for (const e of document.querySelectorAll('*')) {
+    if (e.scrollHeight > e.clientHeight + 5 && e.clientHeight > 300) m = Math.max(m, e.scrollHeight); }
+  return m; }"""
+
+
+def wait_idle(page, timeout_s: float = 180.0) -> None:
+    """Wait until the script run is over: no 'Running' status, no spinner, twice in a row."""
+    t0, calm = time.perf_counter(), 0
+    while time.perf_counter() - t0 < timeout_s:
+        busy = page.locator('[data-testid="stStatusWidget"]').count() > 0 or \
+            page.locator('[data-testid="stSpinner"]').count() > 0
+        calm = 0 if busy else calm + 1
+        if calm >= 3:
+            return
+        time.sleep(0.4)
+    raise AssertionError("the app kept running for more than %.0f s" % timeout_s)
+
+
+def open_page(page, url: str, path: str, query: str = "") -> None:
+    page.goto(f"{url}/{path}{('?' + query) if query else ''}")
+    page.wait_for_selector('[data-testid="stAppViewContainer"]')
+    if path == "design_space":          # its charts appear once a sweep has run
+        wait_idle(page)
+        page.get_by_role("button", name="Run sweep").click()
+    page.wait_for_selector(".js-plotly-plot .main-svg")
+    wait_idle(page)
+
+
+def shoot(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+    h = int(page.evaluate(_CONTENT_HEIGHT_JS) or 900)
+    page.set_viewport_size({"width": 1400, "height": max(900, min(h + 60, 12000))})
+    time.sleep(1.5)
+    page.screenshot(path=str(SHOTS / f"{name}-full.png"))
+    page.set_viewport_size({"width": 1400, "height": 900})
+
+
+@pytest.mark.parametrize("path,name", PAGES)
+def test_page_renders_charts(server, page, path, name):
+    open_page(page, server, path, "sweep=beta%3D1,100" if path == "design_space" else "")
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert page.locator(".js-plotly-plot").count() >= 1
+    shoot(page, name)
+    # the shell is there on every page (deep links run through app.py, not the page alone)
+    assert page.get_by_text("Tile size T").count() >= 1
+
+
+def test_deep_link_reproduces_the_view(server, page):
+    open_page(page, server, "kernels", "tile=16&alpha=10&mode=weights")
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert "tile=16" in page.url and "alpha=10" in page.url
+    assert page.get_by_text("16", exact=True).count() >= 1
+
+
+def _title_of_first_chart(page) -> str:
+    return page.locator(".js-plotly-plot .gtitle").first.text_content()
+
+
+def test_slider_updates_a_chart(server, page):
+    open_page(page, server, "patterns")
+    before = _title_of_first_chart(page)
+    thumb = page.locator('[data-testid="stSidebar"] [data-testid="stSlider"] input[type="range"]').first
+    thumb.focus()
+    for _ in range(4):
+        page.keyboard.press("ArrowRight")                 # T: 32 → 48 (step 4)
+    page.wait_for_function("(b) => { const t = document.querySelector('.js-plotly-plot .gtitle');"
+                           " return t && t.textContent !== b; }", arg=before, timeout=120_000)
+    wait_idle(page)
+    after = _title_of_first_chart(page)
+    assert after != before
+    assert "tile=48" in page.url
+
+
+def test_bad_upload_shows_the_error_message(server, page):
+    open_page(page, server, "")
+    page.get_by_role("tab", name="Upload").click()
+    uploader = page.locator('[data-testid="stMain"] [data-testid="stFileUploader"]').filter(has_text="Matrix file")
+    uploader.locator('input[type="file"]').set_input_files(
+        files=[{"name": "broken.mtx", "mimeType": "text/plain", "buffer": b"this is not a matrix market file\n"}])
+    err = page.get_by_text("not a valid Matrix Market file")
+    err.first.wait_for(timeout=60_000)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    shoot(page, "bad-upload")
