@@ -9,13 +9,15 @@ structure-of-arrays. Every format keeps its tiles in TileSet order (row-major by
 format-specific offsets). Formats:
 
 ========== ===================================================================
-residual   compressed rows (CSR): uint32 columns (unsigned: no wraparound check), float64
-dense      ``h·w`` float64 values row-major                       (DENSE)
-dense_i8   ``h·w`` int8 codes + per-tile scale                    (QUANT8D)
+residual   compressed rows (CSR): uint16/uint32 columns, float64 values; when it holds fewer
+           entries than the matrix has rows: COO (uint32 row, column, value) with a pointer
+           per row block instead of per row (no per-row loop exits to mispredict)
+dense      ``h·w`` float64 values column-major                    (DENSE)
+dense_i8   ``h·w`` int8 codes (column-major) + per-tile scale     (QUANT8D)
 csc        ``w+1`` absolute column pointers, uint8 rows, float64  (CSC, PRUNE)
 csc_i8     as csc with int8 codes + per-tile scale                (QUANT8)
 bitmap     ``h·ceil(w/64)`` uint64 words (row-major), values in row order  (BITMAP)
-dia        per diagonal: offset and ``h`` float64 slots           (DIA)
+dia        per diagonal run: (first row, first column, first slot, length), float64 slots  (DIA)
 block      per 4×4 block: block row/col and 16 float64 values     (BLOCK)
 nm         ``h·ceil(w/M)·N`` slots of (uint8 in-group index, float64 value)  (NM)
 lowrank    ``U·diag s`` (h×k) and ``V`` (w×k) float64             (LOWRANK)
@@ -24,20 +26,26 @@ lowrank    ``U·diag s`` (h×k) and ``V`` (w×k) float64             (LOWRANK)
 Hyper-sparse tiles (HYB / Cocktail idea): a tile whose kernel's ``Â`` is a set of entries
 (CSC, BITMAP, DIA, BLOCK exactly; PRUNE, NM, QUANT8 after their approximation) and that
 keeps fewer entries than it has columns (``kept < w``, i.e. density below ``1/T`` for a
-full tile: less than one entry per column, so a per-column or per-diagonal loop would
-mostly visit nothing) is not packed in its format: its entries are merged into the
-``residual`` compressed-row part of its row block, paying no per-tile overhead.
+full tile: less than one entry per column, so a per-column loop would mostly visit
+nothing; DIA: fewer than ``min(h, w)/2``) is not packed in its format: its entries are
+merged into the ``residual`` compressed-row part of its row block, paying no per-tile
+overhead. Exact CSC tiles and BITMAP tiles below 75 % density go there too (see
+:func:`to_residual`): the same entries, executed as whole CSR rows, run faster on a CPU
+than per-tile column scatters or bit scans. The NPU payload and work of a tile
+(``Kernel.npu_work``) do not depend on this CPU layout.
 
 Execution
 ---------
-:func:`_fused_matvec` / :func:`_fused_matmat` run ``prange`` over row blocks. A row block
-owns its output rows: it first writes the residual rows (this also zero-initialises
-them), then adds the contribution of each of its tiles, format by format. No two threads
-write the same output row, so there are no races and the result is deterministic
-(independent of the thread count).
+:func:`_residual_matvec` writes the residual rows (this also zero-initialises ``y``),
+then :func:`_tiles_matvec` adds every packed tile's contribution, format by format; both
+run ``prange`` over chunks of consecutive row blocks balanced by streamed bytes.
+:func:`_fused_matmat` runs ``prange`` over row blocks, residual first. A row block owns
+its output rows: no two threads write the same output row, so there are no races and the
+result is deterministic (independent of the thread count and of the chunking).
 """
 from __future__ import annotations
 
+import os
 import types
 from dataclasses import dataclass
 
@@ -101,7 +109,7 @@ def pack_dense(ts, e: Entries, int8: bool):
     h, w = ts.h[e.tid], ts.w[e.tid]
     off = _starts(h * w)
     seg = _seg(e.ptr)
-    pos = off[seg] + e.r * w[seg] + e.c
+    pos = off[seg] + e.c * h[seg] + e.r  # column-major: the executor's axpy order
     if int8:
         val = np.zeros(off[-1], dtype=np.int8)
         val[pos] = e.q
@@ -145,22 +153,63 @@ def pack_bitmap(ts, e: Entries):
                 val=e.v.astype(np.float64))
 
 
+@njit_cached
+def _pack_dia(ptr, r, c, v, c0, T):
+    """Numba packer of :func:`pack_dia` (two passes over the entries, O(nnz + n·T))."""
+    n = ptr.shape[0] - 1
+    lo = np.full(2 * T, -1, dtype=np.int64)
+    hi = np.zeros(2 * T, dtype=np.int64)
+    dptr = np.zeros(n + 1, dtype=np.int64)
+    n_slots = 0
+    for u in range(n):  # pass 1: occupied diagonals and their run lengths
+        nd = 0
+        for k in range(ptr[u], ptr[u + 1]):
+            o = c[k] - r[k] + T
+            if lo[o] < 0:
+                lo[o] = r[k]  # entries are ordered by (r, c): first seen = first row
+                nd += 1
+            hi[o] = r[k] + 1
+        for o in range(2 * T):
+            if lo[o] >= 0:
+                n_slots += hi[o] - lo[o]
+                lo[o] = -1
+        dptr[u + 1] = dptr[u] + nd
+    run = np.empty((dptr[n], 4), dtype=np.int64)
+    val = np.zeros(n_slots, dtype=np.float64)
+    where = np.empty(2 * T, dtype=np.int64)
+    q = 0
+    vs = 0
+    for u in range(n):  # pass 2: runs (ascending offset) and values
+        for k in range(ptr[u], ptr[u + 1]):
+            o = c[k] - r[k] + T
+            if lo[o] < 0:
+                lo[o] = r[k]
+            hi[o] = r[k] + 1
+        for o in range(2 * T):
+            if lo[o] >= 0:
+                run[q, 0] = lo[o]
+                run[q, 1] = c0[u] + lo[o] + o - T
+                run[q, 2] = vs
+                run[q, 3] = hi[o] - lo[o]
+                where[o] = vs - lo[o]
+                vs += hi[o] - lo[o]
+                lo[o] = -1
+                q += 1
+        for k in range(ptr[u], ptr[u + 1]):
+            val[where[c[k] - r[k] + T] + r[k]] = v[k]
+    return dptr, run, val
+
+
 def pack_dia(ts, e: Entries):
+    """Per occupied diagonal ``o = c − r`` of a tile (ascending ``o``): the run of rows
+    ``i = lo … lo+n−1`` from its first to its last stored entry, stored as (first local row
+    ``lo``, first global column ``c0 + lo + o``, first value slot, run length ``n``) and
+    ``n`` float64 slots — all non-negative, so the executor indexes with unsigned integers."""
     T = int(ts.tile)
-    h = ts.h[e.tid]
-    seg = _seg(e.ptr)
-    ekey = seg * (2 * T) + (e.c - e.r + T)
-    dkey = np.unique(ekey)
-    dseg = dkey // (2 * T)
-    doff = dkey % (2 * T) - T
-    dptr = _starts(np.bincount(dseg, minlength=e.tid.shape[0]))
-    dh = h[dseg]
-    vstart = _starts(dh)
-    didx = np.searchsorted(dkey, ekey)
-    val = np.zeros(vstart[-1], dtype=np.float64)
-    val[vstart[didx] + e.r] = e.v
-    return dict(meta=_meta(ts, e.tid, dptr[:-1], dptr[1:]), doff=doff.astype(np.int64),
-                dstart=vstart[:-1].astype(np.int64), val=val)
+    c0 = ts.bj[e.tid] * T
+    dptr, run, val = _pack_dia(e.ptr, e.r.astype(np.int64), e.c.astype(np.int64),
+                               e.v.astype(np.float64), c0.astype(np.int64), np.int64(T))
+    return dict(meta=_meta(ts, e.tid, dptr[:-1], dptr[1:]), run=run, val=val)
 
 
 def pack_block(ts, e: Entries):
@@ -180,25 +229,36 @@ def pack_block(ts, e: Entries):
                 br=(ub // nbc[useg]).astype(np.int64), bc=(ub % nbc[useg]).astype(np.int64), val=val)
 
 
+@njit_cached
+def _pack_nm(ptr, r, c, v, off, w, N, M):
+    """Numba packer of :func:`pack_nm`: slot of an entry = its tile's offset +
+    ``(r·G + c // M)·N`` + its rank among the kept entries of its group (column order)."""
+    idx = np.zeros(off[-1], dtype=np.uint8)
+    val = np.zeros(off[-1], dtype=np.float64)
+    for u in range(ptr.shape[0] - 1):
+        m = M[u]
+        G = (w[u] + m - 1) // m
+        prev = -1
+        rank = 0
+        for k in range(ptr[u], ptr[u + 1]):
+            g = c[k] // m
+            key = r[k] * G + g
+            rank = rank + 1 if key == prev else 0
+            prev = key
+            p = off[u] + key * N[u] + rank
+            idx[p] = c[k] - g * m
+            val[p] = v[k]
+    return idx, val
+
+
 def pack_nm(ts, e: Entries, n_of_tile, m_of_tile):
+    """``h·ceil(w/M)·N`` slots per tile (row-major by row, group, slot): uint8 in-group
+    index and float64 value (unused slots: index 0, value 0)."""
     h, w = ts.h[e.tid], ts.w[e.tid]
     G = -(-w // m_of_tile)
     off = _starts(h * G * n_of_tile)
-    seg = _seg(e.ptr)
-    M = m_of_tile[seg]
-    g = e.c // M
-    key = (seg * 256 + e.r) * 256 + g
-    if key.size:
-        start = np.r_[0, np.flatnonzero(np.diff(key)) + 1]
-        first = np.repeat(start, np.diff(np.r_[start, key.size]))
-        rank = np.arange(key.size) - first
-    else:
-        rank = key
-    pos = off[seg] + (e.r * G[seg] + g) * n_of_tile[seg] + rank
-    idx = np.zeros(off[-1], dtype=np.uint8)
-    val = np.zeros(off[-1], dtype=np.float64)
-    idx[pos] = (e.c % M).astype(np.uint8)
-    val[pos] = e.v
+    idx, val = _pack_nm(e.ptr, e.r.astype(np.int64), e.c.astype(np.int64), e.v.astype(np.float64),
+                        off, w.astype(np.int64), n_of_tile.astype(np.int64), m_of_tile.astype(np.int64))
     return dict(meta=_meta(ts, e.tid, off[:-1], n_of_tile, m_of_tile), idx=idx, val=val)
 
 
@@ -245,6 +305,11 @@ def _residual_fill(n_brows, T, rb_ptr, bi, bj, src, lo, hi, ts_r, ts_c, ts_v, ap
                 fill[lr] = p + 1
 
 
+def residual_col_dtype(n_cols):
+    """Unsigned column index type of the residual: uint16 up to 65 536 columns, else uint32."""
+    return np.uint16 if n_cols <= 1 << 16 else np.uint32
+
+
 def build_residual(ts, src, lo, hi, ap_r, ap_c, ap_v):
     """Compressed-row residual of the tiles with ``src[t] != 0``.
 
@@ -258,11 +323,26 @@ def build_residual(ts, src, lo, hi, ap_r, ap_c, ap_v):
     _residual_counts(ts.n_brows, T, ts.rb_ptr, ts.bi, src, lo, hi, ts.r, ap_r, counts)
     res_ptr = np.cumsum(counts).astype(np.int64)
     m = int(res_ptr[-1])
-    res_col = np.empty(m, dtype=np.uint32)
+    res_col = np.empty(m, dtype=residual_col_dtype(ts.shape[1]))
     res_val = np.empty(m, dtype=np.float64)
     _residual_fill(ts.n_brows, T, ts.rb_ptr, ts.bi, ts.bj, src, lo, hi, ts.r, ts.c, ts.v,
                    ap_r, ap_c, ap_v, res_ptr, res_col, res_val, n_rows)
-    return dict(ptr=res_ptr, col=res_col, val=res_val)
+    return residual_layout(ts, res_ptr, res_col, res_val)
+
+
+def residual_layout(ts, res_ptr, res_col, res_val):
+    """The residual dict from compressed rows: COO with per-row-block pointers when there
+    are fewer entries than rows, else CSR (with four partial sums when rows are long)."""
+    n_rows = int(ts.shape[0])
+    m = int(res_val.shape[0])
+    if m < n_rows:  # fewer entries than rows: row-block-pointed COO (see module docstring)
+        bounds = np.minimum(np.arange(ts.n_brows + 1, dtype=np.int64) * int(ts.tile), n_rows)
+        row = np.repeat(np.arange(n_rows, dtype=np.uint32), np.diff(res_ptr))
+        return dict(ptr=res_ptr[bounds].copy(), row=row, col=res_col, val=res_val,
+                    mode=np.full(1, RES_COO, dtype=np.int64))
+    mode = RES_CSR_LONG if m >= LONG_ROW * n_rows else RES_CSR
+    return dict(ptr=res_ptr, row=np.zeros(0, np.uint32), col=res_col, val=res_val,
+                mode=np.full(1, mode, dtype=np.int64))
 
 
 # =========================================================================== empty packs
@@ -276,7 +356,7 @@ def empty_pack(fmt):
         "csc": dict(meta=m, colptr=z64, row=np.zeros(0, np.uint8), val=zf),
         "csc_i8": dict(meta=m, colptr=z64, row=np.zeros(0, np.uint8), val=np.zeros(0, np.int8), scale=zf),
         "bitmap": dict(meta=m, words=np.zeros(0, np.uint64), val=zf),
-        "dia": dict(meta=m, doff=z64, dstart=z64, val=zf),
+        "dia": dict(meta=m, run=np.zeros((0, 4), np.int64), val=zf),
         "block": dict(meta=m, br=z64, bc=z64, val=zf),
         "nm": dict(meta=m, idx=np.zeros(0, np.uint8), val=zf),
         "lowrank": dict(meta=m, us=zf, v=zf),
@@ -284,35 +364,83 @@ def empty_pack(fmt):
 
 
 # =========================================================================== matvec
+# The matvec kernels index with *unsigned* integers (pointer/metadata arrays are viewed as
+# uint64, columns are uint32, local indices uint8): numba then emits no negative-index
+# wraparound in the inner loops. Constants are typed uint64 so that no expression mixes
+# signed and unsigned integers (numba would promote that to float64).
+_U0 = np.uint64(0)
+_U1 = np.uint64(1)
+_U2 = np.uint64(2)
+_U3 = np.uint64(3)
+_U4 = np.uint64(4)
+_U5 = np.uint64(5)
+_U6 = np.uint64(6)
+_U7 = np.uint64(7)
+_U8 = np.uint64(8)
+_U9 = np.uint64(9)
+_U10 = np.uint64(10)
+_U11 = np.uint64(11)
+_U12 = np.uint64(12)
+_U13 = np.uint64(13)
+_U14 = np.uint64(14)
+_U15 = np.uint64(15)
+_U16 = np.uint64(16)
+_UWORD = np.uint64(WORD)
+
+
+#: A compressed-row residual averaging at least this many entries per row uses four
+#: partial sums per row (breaks the floating-point add chain); on short rows the plain loop
+#: is faster. Decided once per plan (no per-row branch).
+LONG_ROW = 16
+RES_CSR, RES_COO, RES_CSR_LONG = 0, 1, 2
+
+
 @njit_inline
-def _mv_dense(meta, t, val, x, y):
-    r0, c0, h, w, off = meta[t, 0], meta[t, 1], meta[t, 2], meta[t, 3], meta[t, 4]
-    w4 = w - w % 4
-    for i in range(h):
-        base = off + i * w
+def _mv_residual_rows(r0, r1, ptr, col, val, x, y):
+    """Plain CSR rows ``r0 … r1−1`` (writes ``y``: also its zero-initialisation)."""
+    for i in range(r0, r1):
+        s = 0.0
+        for k in range(ptr[i], ptr[i + _U1]):
+            s += val[k] * x[col[k]]
+        y[i] = s
+
+
+@njit_inline
+def _mv_residual_long_rows(r0, r1, ptr, col, val, x, y):
+    """CSR rows with four partial sums (long rows)."""
+    for i in range(r0, r1):
+        k0 = ptr[i]
+        k1 = ptr[i + _U1]
+        k4 = k0 + ((k1 - k0) >> _U2 << _U2)
         s0 = 0.0
         s1 = 0.0
         s2 = 0.0
         s3 = 0.0
-        for j in range(0, w4, 4):  # four partial sums: lets LLVM vectorise
-            s0 += val[base + j] * x[c0 + j]
-            s1 += val[base + j + 1] * x[c0 + j + 1]
-            s2 += val[base + j + 2] * x[c0 + j + 2]
-            s3 += val[base + j + 3] * x[c0 + j + 3]
-        for j in range(w4, w):
-            s0 += val[base + j] * x[c0 + j]
-        y[r0 + i] += (s0 + s1) + (s2 + s3)
+        for k in range(k0, k4, _U4):
+            s0 += val[k] * x[col[k]]
+            s1 += val[k + _U1] * x[col[k + _U1]]
+            s2 += val[k + _U2] * x[col[k + _U2]]
+            s3 += val[k + _U3] * x[col[k + _U3]]
+        for k in range(k4, k1):
+            s0 += val[k] * x[col[k]]
+        y[i] = (s0 + s1) + (s2 + s3)
 
 
 @njit_inline
-def _mv_dense_i8(meta, t, val, scale, x, y):
-    r0, c0, h, w, off = meta[t, 0], meta[t, 1], meta[t, 2], meta[t, 3], meta[t, 4]
+def _mv_dense(meta, t, val, scale, x, y, acc):
+    """Column-major tile: ``acc[0:h] += val[:, j] · x_j`` column by column (contiguous
+    axpy, vectorises; each row is summed in column order, as scipy's CSR loop does), then
+    ``y`` is written once per row."""
+    r0, c0, h, w, base = meta[t, 0], meta[t, 1], meta[t, 2], meta[t, 3], meta[t, 4]
     for i in range(h):
-        s = 0.0
-        base = off + i * w
-        for j in range(w):
-            s += (val[base + j] * scale) * x[c0 + j]
-        y[r0 + i] += s
+        acc[i] = 0.0
+    for j in range(w):
+        xj = x[c0 + j]
+        for i in range(h):
+            acc[i] += (val[base + i] * scale) * xj
+        base += h
+    for i in range(h):
+        y[r0 + i] += acc[i]
 
 
 @njit_inline
@@ -320,74 +448,119 @@ def _mv_csc(meta, t, colptr, row, val, scale, x, y):
     r0, c0, w, cpo = meta[t, 0], meta[t, 1], meta[t, 3], meta[t, 4]
     for j in range(w):
         xj = x[c0 + j]
-        for k in range(colptr[cpo + j], colptr[cpo + j + 1]):
+        for k in range(colptr[cpo + j], colptr[cpo + j + _U1]):
             y[r0 + row[k]] += (val[k] * scale) * xj
 
 
 @njit_inline
 def _mv_bitmap(meta, t, words, val, x, y):
     r0, c0, h, woff, k, nw = meta[t, 0], meta[t, 1], meta[t, 2], meta[t, 4], meta[t, 5], meta[t, 6]
+    p = woff
     for i in range(h):
-        s = 0.0
+        s0 = 0.0
+        s1 = 0.0  # two accumulators: halves the floating-point add chain
         for q in range(nw):
-            bits = words[woff + i * nw + q]
-            base = c0 + q * WORD
-            while bits != 0:
-                tz = np.int64(trailing_zeros(bits))
-                s += val[k] * x[base + tz]
-                k += 1
-                bits &= bits - np.uint64(1)
-        y[r0 + i] += s
+            bits = words[p]
+            p += _U1
+            base = c0 + q * _UWORD
+            while bits != _U0:
+                s0 += val[k] * x[base + trailing_zeros(bits)]
+                k += _U1
+                bits &= bits - _U1
+                if bits == _U0:
+                    break
+                s1 += val[k] * x[base + trailing_zeros(bits)]
+                k += _U1
+                bits &= bits - _U1
+        y[r0 + i] += s0 + s1
 
 
 @njit_inline
-def _mv_dia(meta, t, doff, dstart, val, x, y):
-    r0, c0, h, w, d0, d1 = meta[t, 0], meta[t, 1], meta[t, 2], meta[t, 3], meta[t, 4], meta[t, 5]
+def _mv_dia(meta, t, run, val, x, y):
+    r0, d0, d1 = meta[t, 0], meta[t, 4], meta[t, 5]
     for d in range(d0, d1):
-        o = doff[d]
-        s = dstart[d]
-        for i in range(max(0, -o), min(h, w - o)):
-            y[r0 + i] += val[s + i] * x[c0 + i + o]
+        yo, xo, vo = r0 + run[d, 0], run[d, 1], run[d, 2]
+        for i in range(run[d, 3]):  # contiguous in y, x and the values: vectorises
+            y[yo + i] += val[vo + i] * x[xo + i]
 
 
 @njit_inline
 def _mv_block(meta, t, br, bc, val, x, y):
-    r0, c0, h, w, b0, b1 = meta[t, 0], meta[t, 1], meta[t, 2], meta[t, 3], meta[t, 4], meta[t, 5]
-    for q in range(b0, b1):
-        rr = br[q] * 4
-        cc = bc[q] * 4
-        base = q * 16
-        nr = min(4, h - rr)
-        nc = min(4, w - cc)
-        if nc == 4:
-            x0 = x[c0 + cc]
-            x1 = x[c0 + cc + 1]
-            x2 = x[c0 + cc + 2]
-            x3 = x[c0 + cc + 3]
-            for i in range(nr):
-                p = base + i * 4
-                y[r0 + rr + i] += val[p] * x0 + val[p + 1] * x1 + val[p + 2] * x2 + val[p + 3] * x3
-        else:
-            for i in range(nr):
-                s = 0.0
-                for j in range(nc):
-                    s += val[base + i * 4 + j] * x[c0 + cc + j]
-                y[r0 + rr + i] += s
+    """4×4 blocks ordered by (block row, block column): the four row sums of a block row
+    stay in registers and ``y`` is written once per block row."""
+    r0, c0, h, w, q, b1 = meta[t, 0], meta[t, 1], meta[t, 2], meta[t, 3], meta[t, 4], meta[t, 5]
+    while q < b1:
+        rb = br[q]
+        a0 = 0.0
+        a1 = 0.0
+        a2 = 0.0
+        a3 = 0.0
+        while q < b1 and br[q] == rb:
+            cc = bc[q] * _U4
+            p = q * _U16
+            if cc + _U4 <= w:
+                xb = c0 + cc
+                x0 = x[xb]
+                x1 = x[xb + _U1]
+                x2 = x[xb + _U2]
+                x3 = x[xb + _U3]
+                a0 += val[p] * x0 + val[p + _U1] * x1 + val[p + _U2] * x2 + val[p + _U3] * x3
+                a1 += val[p + _U4] * x0 + val[p + _U5] * x1 + val[p + _U6] * x2 + val[p + _U7] * x3
+                a2 += val[p + _U8] * x0 + val[p + _U9] * x1 + val[p + _U10] * x2 + val[p + _U11] * x3
+                a3 += val[p + _U12] * x0 + val[p + _U13] * x1 + val[p + _U14] * x2 + val[p + _U15] * x3
+            else:  # right edge tile: fewer than 4 columns
+                for j in range(w - cc):
+                    xj = x[c0 + cc + j]
+                    a0 += val[p + j] * xj
+                    a1 += val[p + _U4 + j] * xj
+                    a2 += val[p + 8 + j] * xj
+                    a3 += val[p + 12 + j] * xj
+            q += _U1
+        ro = r0 + rb * _U4
+        nr = h - rb * _U4
+        y[ro] += a0
+        if nr > _U1:
+            y[ro + _U1] += a1
+        if nr > _U2:
+            y[ro + _U2] += a2
+        if nr > _U3:
+            y[ro + _U3] += a3
 
 
 @njit_inline
 def _mv_nm(meta, t, idx, val, x, y):
-    r0, c0, h, w, off, N, M = meta[t, 0], meta[t, 1], meta[t, 2], meta[t, 3], meta[t, 4], meta[t, 5], meta[t, 6]
-    G = (w + M - 1) // M
-    p = off
-    for i in range(h):
-        s = 0.0
-        for g in range(G):
-            cg = c0 + g * M
-            for _ in range(N):
-                s += val[p] * x[cg + idx[p]]
-                p += 1
-        y[r0 + i] += s
+    r0, c0, h, w, p, N, M = meta[t, 0], meta[t, 1], meta[t, 2], meta[t, 3], meta[t, 4], meta[t, 5], meta[t, 6]
+    G = (w + M - _U1) // M
+    if N == _U2:  # 2:M — two groups per step, four accumulators, no inner slot loop
+        G2 = G - G % _U2
+        for i in range(h):
+            s0 = 0.0
+            s1 = 0.0
+            s2 = 0.0
+            s3 = 0.0
+            cg = c0
+            for g in range(_U0, G2, _U2):
+                s0 += val[p] * x[cg + idx[p]]
+                s1 += val[p + _U1] * x[cg + idx[p + _U1]]
+                s2 += val[p + _U2] * x[cg + M + idx[p + _U2]]
+                s3 += val[p + _U3] * x[cg + M + idx[p + _U3]]
+                p += _U4
+                cg += M + M
+            if G2 < G:
+                s0 += val[p] * x[cg + idx[p]]
+                s1 += val[p + _U1] * x[cg + idx[p + _U1]]
+                p += _U2
+            y[r0 + i] += (s0 + s1) + (s2 + s3)
+    else:
+        for i in range(h):
+            s = 0.0
+            cg = c0
+            for g in range(G):
+                for _ in range(N):
+                    s += val[p] * x[cg + idx[p]]
+                    p += _U1
+                cg += M
+            y[r0 + i] += s
 
 
 @njit_inline
@@ -406,44 +579,64 @@ def _mv_lowrank(meta, t, us, v, x, y):
 
 
 @njit_parallel
-def _fused_matvec(x, y, T, n_rows, n_brows,
-                  res_ptr, res_col, res_val,
+def _residual_matvec(x, y, chunks, T, n_rows, res_mode, res_ptr, res_row, res_col, res_val):
+    """First pass of ``y = Â x``: the residual (this also initialises every row of ``y``).
+
+    ``prange`` over chunks of consecutive row blocks; a small function of its own, so that
+    the compressed-row loop compiles as tightly as scipy's."""
+    for ch in numba.prange(chunks.shape[0] - 1):
+        r0c = chunks[ch] * T
+        r1c = min(chunks[ch + 1] * T, n_rows)
+        mode = res_mode[0]
+        if mode == RES_COO:  # hyper-sparse residual: zero the rows, then one loop of entries
+            for i in range(r0c, r1c):
+                y[i] = 0.0
+            for k in range(res_ptr[chunks[ch]], res_ptr[chunks[ch + 1]]):
+                y[res_row[k]] += res_val[k] * x[res_col[k]]
+        elif mode == RES_CSR_LONG:
+            _mv_residual_long_rows(r0c, r1c, res_ptr, res_col, res_val, x, y)
+        else:
+            _mv_residual_rows(r0c, r1c, res_ptr, res_col, res_val, x, y)
+
+
+@njit_parallel
+def _tiles_matvec(x, y, chunks, T, n_rows,
                   dn_rbp, dn_meta, dn_val,
                   d8_rbp, d8_meta, d8_val, d8_scale,
                   cs_rbp, cs_meta, cs_colptr, cs_row, cs_val,
                   c8_rbp, c8_meta, c8_colptr, c8_row, c8_val, c8_scale,
                   bm_rbp, bm_meta, bm_words, bm_val,
-                  dg_rbp, dg_meta, dg_doff, dg_dstart, dg_val,
+                  dg_rbp, dg_meta, dg_run, dg_val,
                   bk_rbp, bk_meta, bk_br, bk_bc, bk_val,
                   nm_rbp, nm_meta, nm_idx, nm_val,
                   lr_rbp, lr_meta, lr_us, lr_v):
-    """y = Â x: ``prange`` over row blocks; each block owns rows ``b·T … b·T+h−1``."""
-    for b in numba.prange(n_brows):
-        r0 = b * T
-        r1 = min(r0 + T, n_rows)
-        for i in range(r0, r1):
-            s = 0.0
-            for k in range(res_ptr[i], res_ptr[i + 1]):
-                s += res_val[k] * x[res_col[k]]
-            y[i] = s
-        for t in range(dn_rbp[b], dn_rbp[b + 1]):
-            _mv_dense(dn_meta, t, dn_val, x, y)
-        for t in range(d8_rbp[b], d8_rbp[b + 1]):
-            _mv_dense_i8(d8_meta, t, d8_val, d8_scale[t], x, y)
-        for t in range(cs_rbp[b], cs_rbp[b + 1]):
-            _mv_csc(cs_meta, t, cs_colptr, cs_row, cs_val, 1.0, x, y)
-        for t in range(c8_rbp[b], c8_rbp[b + 1]):
-            _mv_csc(c8_meta, t, c8_colptr, c8_row, c8_val, c8_scale[t], x, y)
-        for t in range(bm_rbp[b], bm_rbp[b + 1]):
-            _mv_bitmap(bm_meta, t, bm_words, bm_val, x, y)
-        for t in range(dg_rbp[b], dg_rbp[b + 1]):
-            _mv_dia(dg_meta, t, dg_doff, dg_dstart, dg_val, x, y)
-        for t in range(bk_rbp[b], bk_rbp[b + 1]):
-            _mv_block(bk_meta, t, bk_br, bk_bc, bk_val, x, y)
-        for t in range(nm_rbp[b], nm_rbp[b + 1]):
-            _mv_nm(nm_meta, t, nm_idx, nm_val, x, y)
-        for t in range(lr_rbp[b], lr_rbp[b + 1]):
-            _mv_lowrank(lr_meta, t, lr_us, lr_v, x, y)
+    """Second pass of ``y = Â x``: every packed tile adds ``Â_t x`` to its rows.
+
+    ``prange`` over chunks of consecutive row blocks (balanced by work); row block ``b``
+    owns rows ``b·T … b·T+h−1`` — no two chunks write the same row, and the arithmetic of a
+    row does not depend on the chunking (deterministic for any thread count). Index arrays
+    are unsigned (see above)."""
+    for ch in numba.prange(chunks.shape[0] - 1):
+        acc = np.empty(T, dtype=np.float64)  # per-thread row accumulator of a dense tile
+        for b in range(chunks[ch], chunks[ch + 1]):
+            for t in range(dn_rbp[b], dn_rbp[b + _U1]):
+                _mv_dense(dn_meta, t, dn_val, 1.0, x, y, acc)
+            for t in range(d8_rbp[b], d8_rbp[b + _U1]):
+                _mv_dense(d8_meta, t, d8_val, d8_scale[t], x, y, acc)
+            for t in range(cs_rbp[b], cs_rbp[b + _U1]):
+                _mv_csc(cs_meta, t, cs_colptr, cs_row, cs_val, 1.0, x, y)
+            for t in range(c8_rbp[b], c8_rbp[b + _U1]):
+                _mv_csc(c8_meta, t, c8_colptr, c8_row, c8_val, c8_scale[t], x, y)
+            for t in range(bm_rbp[b], bm_rbp[b + _U1]):
+                _mv_bitmap(bm_meta, t, bm_words, bm_val, x, y)
+            for t in range(dg_rbp[b], dg_rbp[b + _U1]):
+                _mv_dia(dg_meta, t, dg_run, dg_val, x, y)
+            for t in range(bk_rbp[b], bk_rbp[b + _U1]):
+                _mv_block(bk_meta, t, bk_br, bk_bc, bk_val, x, y)
+            for t in range(nm_rbp[b], nm_rbp[b + _U1]):
+                _mv_nm(nm_meta, t, nm_idx, nm_val, x, y)
+            for t in range(lr_rbp[b], lr_rbp[b + _U1]):
+                _mv_lowrank(lr_meta, t, lr_us, lr_v, x, y)
 
 
 # =========================================================================== matmat
@@ -451,10 +644,10 @@ def _fused_matvec(x, y, T, n_rows, n_brows,
 def _mm_dense(meta, t, val, scale, X, Y):
     r0, c0, h, w, off = meta[t, 0], meta[t, 1], meta[t, 2], meta[t, 3], meta[t, 4]
     k = X.shape[1]
-    for i in range(h):
-        base = off + i * w
-        for j in range(w):
-            a = val[base + j] * scale
+    for j in range(w):
+        base = off + j * h  # column-major
+        for i in range(h):
+            a = val[base + i] * scale
             for q in range(k):
                 Y[r0 + i, q] += a * X[c0 + j, q]
 
@@ -489,16 +682,15 @@ def _mm_bitmap(meta, t, words, val, X, Y):
 
 
 @njit_inline
-def _mm_dia(meta, t, doff, dstart, val, X, Y):
-    r0, c0, h, w, d0, d1 = meta[t, 0], meta[t, 1], meta[t, 2], meta[t, 3], meta[t, 4], meta[t, 5]
+def _mm_dia(meta, t, run, val, X, Y):
+    r0, d0, d1 = meta[t, 0], meta[t, 4], meta[t, 5]
     kk = X.shape[1]
     for d in range(d0, d1):
-        o = doff[d]
-        s = dstart[d]
-        for i in range(max(0, -o), min(h, w - o)):
-            a = val[s + i]
+        ro, xo, vo = r0 + run[d, 0], run[d, 1], run[d, 2]
+        for i in range(run[d, 3]):
+            a = val[vo + i]
             for q in range(kk):
-                Y[r0 + i, q] += a * X[c0 + i + o, q]
+                Y[ro + i, q] += a * X[xo + i, q]
 
 
 @njit_inline
@@ -550,29 +742,41 @@ def _mm_lowrank(meta, t, us, v, X, Y):
 
 @njit_parallel
 def _fused_matmat(X, Y, T, n_rows, n_brows,
-                  res_ptr, res_col, res_val,
+                  res_mode, res_ptr, res_row, res_col, res_val,
                   dn_rbp, dn_meta, dn_val,
                   d8_rbp, d8_meta, d8_val, d8_scale,
                   cs_rbp, cs_meta, cs_colptr, cs_row, cs_val,
                   c8_rbp, c8_meta, c8_colptr, c8_row, c8_val, c8_scale,
                   bm_rbp, bm_meta, bm_words, bm_val,
-                  dg_rbp, dg_meta, dg_doff, dg_dstart, dg_val,
+                  dg_rbp, dg_meta, dg_run, dg_val,
                   bk_rbp, bk_meta, bk_br, bk_bc, bk_val,
                   nm_rbp, nm_meta, nm_idx, nm_val,
                   lr_rbp, lr_meta, lr_us, lr_v):
-    """Y = Â X for X of shape (n_cols, k); same structure as :func:`_fused_matvec`."""
+    """Y = Â X for X of shape (n_cols, k): ``prange`` over row blocks, each writes its
+    residual rows then adds its tiles (same formats as :func:`_tiles_matvec`)."""
     kk = X.shape[1]
     for b in numba.prange(n_brows):
         r0 = b * T
         r1 = min(r0 + T, n_rows)
-        for i in range(r0, r1):
-            for q in range(kk):
-                Y[i, q] = 0.0
-            for p in range(res_ptr[i], res_ptr[i + 1]):
+        if res_mode[0] == RES_COO:
+            for i in range(r0, r1):
+                for q in range(kk):
+                    Y[i, q] = 0.0
+            for p in range(res_ptr[b], res_ptr[b + 1]):
                 a = res_val[p]
                 col = res_col[p]
+                i = res_row[p]
                 for q in range(kk):
                     Y[i, q] += a * X[col, q]
+        else:
+            for i in range(r0, r1):
+                for q in range(kk):
+                    Y[i, q] = 0.0
+                for p in range(res_ptr[i], res_ptr[i + 1]):
+                    a = res_val[p]
+                    col = res_col[p]
+                    for q in range(kk):
+                        Y[i, q] += a * X[col, q]
         for t in range(dn_rbp[b], dn_rbp[b + 1]):
             _mm_dense(dn_meta, t, dn_val, 1.0, X, Y)
         for t in range(d8_rbp[b], d8_rbp[b + 1]):
@@ -584,7 +788,7 @@ def _fused_matmat(X, Y, T, n_rows, n_brows,
         for t in range(bm_rbp[b], bm_rbp[b + 1]):
             _mm_bitmap(bm_meta, t, bm_words, bm_val, X, Y)
         for t in range(dg_rbp[b], dg_rbp[b + 1]):
-            _mm_dia(dg_meta, t, dg_doff, dg_dstart, dg_val, X, Y)
+            _mm_dia(dg_meta, t, dg_run, dg_val, X, Y)
         for t in range(bk_rbp[b], bk_rbp[b + 1]):
             _mm_block(bk_meta, t, bk_br, bk_bc, bk_val, X, Y)
         for t in range(nm_rbp[b], nm_rbp[b + 1]):
@@ -603,12 +807,26 @@ def _serial_twin(dispatcher, name):
     return njit_cached(g)
 
 
-_fused_matvec_serial = _serial_twin(_fused_matvec, "_fused_matvec_serial")
+_residual_matvec_serial = _serial_twin(_residual_matvec, "_residual_matvec_serial")
+_tiles_matvec_serial = _serial_twin(_tiles_matvec, "_tiles_matvec_serial")
 _fused_matmat_serial = _serial_twin(_fused_matmat, "_fused_matmat_serial")
 
 #: Plans that stream fewer bytes than this run serially: waking the worker threads costs
 #: more than the work (and much more when the cores are shared with other processes).
-PARALLEL_MIN_BYTES = 4 << 20
+PARALLEL_MIN_BYTES = 1 << 20
+
+
+def cores_have_room() -> bool:
+    """False when the machine is oversubscribed (1-minute load average ≥ number of cores).
+
+    A parallel region ends when its slowest worker does; on a saturated machine a worker
+    is often descheduled for a whole time slice (several ms, ten times a 1M-nonzero SpMV),
+    so the executor then runs on the calling thread. The result is the same either way
+    (the arithmetic does not depend on the chunking)."""
+    try:
+        return os.getloadavg()[0] < (os.cpu_count() or 1)
+    except OSError:  # pragma: no cover - platforms without a load average
+        return True
 
 
 # =========================================================================== driver
@@ -621,39 +839,76 @@ class PackedPlan:
     n_brows: int
     residual: dict
     packs: dict  # fmt -> dict(rbp=..., meta=..., arrays...)
+    block_work: np.ndarray  # cumulative streamed bytes per row block (n_brows + 1), for chunking
 
-    def _args(self):
+    def _arrays(self):
         p = self.packs
         r = self.residual
-        return (np.int64(self.tile), np.int64(self.shape[0]), np.int64(self.n_brows),
-                r["ptr"], r["col"], r["val"],
+        return (r["mode"], r["ptr"], r["row"], r["col"], r["val"],
                 p["dense"]["rbp"], p["dense"]["meta"], p["dense"]["val"],
                 p["dense_i8"]["rbp"], p["dense_i8"]["meta"], p["dense_i8"]["val"], p["dense_i8"]["scale"],
                 p["csc"]["rbp"], p["csc"]["meta"], p["csc"]["colptr"], p["csc"]["row"], p["csc"]["val"],
                 p["csc_i8"]["rbp"], p["csc_i8"]["meta"], p["csc_i8"]["colptr"], p["csc_i8"]["row"],
                 p["csc_i8"]["val"], p["csc_i8"]["scale"],
                 p["bitmap"]["rbp"], p["bitmap"]["meta"], p["bitmap"]["words"], p["bitmap"]["val"],
-                p["dia"]["rbp"], p["dia"]["meta"], p["dia"]["doff"], p["dia"]["dstart"], p["dia"]["val"],
+                p["dia"]["rbp"], p["dia"]["meta"], p["dia"]["run"], p["dia"]["val"],
                 p["block"]["rbp"], p["block"]["meta"], p["block"]["br"], p["block"]["bc"], p["block"]["val"],
                 p["nm"]["rbp"], p["nm"]["meta"], p["nm"]["idx"], p["nm"]["val"],
                 p["lowrank"]["rbp"], p["lowrank"]["meta"], p["lowrank"]["us"], p["lowrank"]["v"])
 
+    def _mm_args(self):
+        """Arguments of :func:`_fused_matmat` after ``(X, Y)``."""
+        return (np.int64(self.tile), np.int64(self.shape[0]), np.int64(self.n_brows), *self._arrays())
+
+    def _mv_args(self, n_chunks):
+        """Arguments after ``(x, y)`` of :func:`_residual_matvec` and :func:`_tiles_matvec`
+        (``None`` when the plan has no packed tile): int64 index arrays viewed as uint64 (all
+        non-negative), chunks of row blocks balanced by streamed bytes."""
+        cache = self.__dict__.setdefault("_mv_cache", {})
+        if n_chunks not in cache:
+            u = tuple(a.view(np.uint64) if a.dtype == np.int64 else a for a in self._arrays())
+            head = (self._chunks(n_chunks), np.uint64(self.tile), np.uint64(self.shape[0]))
+            has_tiles = any(pk["meta"].shape[0] for pk in self.packs.values())
+            cache[n_chunks] = (head + u[:5], head + u[5:] if has_tiles else None)
+        return cache[n_chunks]
+
+    def run_matvec(self, x, y, n_chunks, parallel):
+        """``y = Â x`` with ``n_chunks`` chunks of row blocks (``parallel``: ``prange``
+        over them; the result is the same, bit for bit, for any ``n_chunks``)."""
+        res_args, tile_args = self._mv_args(n_chunks)
+        (_residual_matvec if parallel else _residual_matvec_serial)(x, y, *res_args)
+        if tile_args is not None:
+            (_tiles_matvec if parallel else _tiles_matvec_serial)(x, y, *tile_args)
+        return y
+
+    def _chunks(self, n_chunks):
+        """Row-block boundaries of ``n_chunks`` consecutive ranges with about equal work."""
+        cw = self.block_work
+        n_chunks = max(1, min(int(n_chunks), self.n_brows))
+        if n_chunks == 1 or cw[-1] == 0:
+            bounds = np.linspace(0, self.n_brows, n_chunks + 1).round().astype(np.int64)
+        else:
+            goal = cw[-1] * np.arange(1, n_chunks) / n_chunks
+            inner = np.searchsorted(cw, goal, side="left")
+            bounds = np.concatenate([[0], inner, [self.n_brows]]).astype(np.int64)
+            bounds = np.maximum.accumulate(np.minimum(bounds, self.n_brows))
+        return bounds.view(np.uint64)
+
     def _parallel(self, k=1) -> bool:
         return (numba.get_num_threads() > 1 and self.n_brows > 1
-                and k * self.bytes_moved() >= PARALLEL_MIN_BYTES)
+                and k * self.bytes_moved() >= PARALLEL_MIN_BYTES and cores_have_room())
 
     def matvec(self, x: np.ndarray) -> np.ndarray:
         """``y = Â x`` (x: float64, contiguous, length n_cols)."""
         y = np.empty(self.shape[0], dtype=np.float64)
-        fn = _fused_matvec if self._parallel() else _fused_matvec_serial
-        fn(x, y, *self._args())
-        return y
+        par = self._parallel()
+        return self.run_matvec(x, y, numba.get_num_threads() if par else 1, par)
 
     def matmat(self, X: np.ndarray) -> np.ndarray:
         """``Y = Â X`` (X: float64, C-contiguous, shape (n_cols, k))."""
         Y = np.empty((self.shape[0], X.shape[1]), dtype=np.float64)
         fn = _fused_matmat if self._parallel(X.shape[1]) else _fused_matmat_serial
-        fn(X, Y, *self._args())
+        fn(X, Y, *self._mm_args())
         return Y
 
     def bytes_moved(self) -> int:
@@ -684,6 +939,8 @@ def ragged_take(ptr, order, *arrays):
 
 def _merge_entries(parts):
     """Concatenate Entries of several kernels and order them by tile index."""
+    if len(parts) == 1:
+        return parts[0]
     tid = np.concatenate([p.tid for p in parts])
     ptr = _starts(np.concatenate([np.diff(p.ptr) for p in parts]))
     r = np.concatenate([p.r for p in parts])
@@ -711,7 +968,34 @@ _ENTRY_PACKERS = {
 }
 
 
-def pack_plan(ts, groups) -> PackedPlan:
+#: Row-entry formats whose tiles the CPU executes from the compressed-row residual: a CSC
+#: tile scatters into ``y`` entry by entry, and a bitmap tile pays a mispredicted loop exit
+#: per row segment of ``w`` columns; merged into whole CSR rows (one exit per matrix row)
+#: the same entries run as fast as scipy's loop. A BITMAP tile stays a bitmap only when it
+#: is nearly full (density ≥ ``BITMAP_MIN_DENSITY``: few bit-loop exits per entry).
+ROW_MERGED_FORMATS = ("csc", "bitmap")
+BITMAP_MIN_DENSITY = 0.75
+
+
+def to_residual(fmt, kept, h, w):
+    """Which tiles of executor format ``fmt`` go to the residual (bool per tile).
+
+    Hyper-sparse tiles (``kept < w``: less than one entry per column) of every entry format
+    except DIA, whose tiles go there below ``min(h, w) / 2`` entries (a diagonal run of half
+    a tile side is worth its vectorised loop); every exact CSC-format tile; BITMAP tiles
+    below ``BITMAP_MIN_DENSITY``.
+    """
+    if fmt == "dia":  # a diagonal run is contiguous: worth its own loop from half a tile side
+        return 2 * kept < np.minimum(h, w)
+    hyper = kept < w
+    if fmt == "csc":
+        return np.ones(kept.shape[0], dtype=bool)
+    if fmt == "bitmap":
+        return hyper | (kept < BITMAP_MIN_DENSITY * h * w)
+    return hyper
+
+
+def pack_plan(ts, groups, A=None) -> PackedPlan:
     """Pack a plan for the executor.
 
     Parameters
@@ -720,12 +1004,17 @@ def pack_plan(ts, groups) -> PackedPlan:
     groups : list of (kernel, idx, approx)
         Tiles ``idx`` (ascending) use ``kernel``; ``approx`` is its TileApprox, or None for
         an exact entry kernel (``Â`` = the tile's own entries).
+    A : scipy CSR, optional
+        The canonical matrix the TileSet was built from (``pa.A``). When every tile goes
+        to the residual with its own entries, the residual *is* ``A``'s CSR: its arrays
+        are reused instead of regathered (the common case of an unstructured matrix).
     """
     n = ts.n_tiles
     src = np.zeros(n, dtype=np.int64)
     lo = np.zeros(n, dtype=np.int64)
     hi = np.zeros(n, dtype=np.int64)
     ap_r, ap_c, ap_v, ap_off = [], [], [], 0
+    own, n_own = [], 0  # tiles going to the residual with their own entries
     per_fmt: dict = {f: [] for f in FORMATS}
     nm_meta: list = []
     lr_parts: list = []
@@ -741,13 +1030,14 @@ def pack_plan(ts, groups) -> PackedPlan:
             kept = ts.ptr[idx + 1] - ts.ptr[idx]
         else:
             kept = np.diff(ap.ptr)
-        hyper = kept < ts.w[idx] if kernel.entry_format else np.zeros(idx.shape[0], bool)
+        hyper = to_residual(fmt, kept, ts.h[idx], ts.w[idx]) if kernel.entry_format \
+            else np.zeros(idx.shape[0], bool)
         hid = np.flatnonzero(hyper)
         if hid.size:
             t = idx[hid]
-            if ap is None:
-                src[t] = 1
-                lo[t], hi[t] = ts.ptr[t], ts.ptr[t + 1]
+            if ap is None:  # deferred: not needed when the residual is all of A
+                own.append(t)
+                n_own += t.shape[0]
             else:
                 src[t] = 2
                 lo[t], hi[t] = ap_off + ap.ptr[hid], ap_off + ap.ptr[hid + 1]
@@ -776,8 +1066,17 @@ def pack_plan(ts, groups) -> PackedPlan:
             nm_meta.append((np.full(keep.size, kernel.n, np.int64), np.full(keep.size, kernel.m, np.int64)))
 
     cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
-    residual = build_residual(ts, src, lo, hi, cat(ap_r, np.int64), cat(ap_c, np.int64),
-                              cat(ap_v, np.float64))
+    if (A is not None and n and n_own == n and A.nnz == ts.nnz
+            and tuple(A.shape) == tuple(ts.shape)):
+        residual = residual_layout(ts, np.asarray(A.indptr, dtype=np.int64),
+                                   A.indices.astype(residual_col_dtype(ts.shape[1])),
+                                   np.asarray(A.data, dtype=np.float64))
+    else:
+        for t in own:
+            src[t] = 1
+            lo[t], hi[t] = ts.ptr[t], ts.ptr[t + 1]
+        residual = build_residual(ts, src, lo, hi, cat(ap_r, np.int64), cat(ap_c, np.int64),
+                                  cat(ap_v, np.float64))
     packs = {}
     for fmt in FORMATS:
         parts = per_fmt[fmt]
@@ -814,4 +1113,19 @@ def pack_plan(ts, groups) -> PackedPlan:
             pk["rbp"] = np.zeros(ts.n_brows + 1, dtype=np.int64)
         packs[fmt] = pk
     return PackedPlan(shape=tuple(ts.shape), tile=int(ts.tile), n_brows=int(ts.n_brows),
-                      residual=residual, packs=packs)
+                      residual=residual, packs=packs, block_work=_block_work(ts, residual, packs))
+
+
+def _block_work(ts, residual, packs):
+    """Cumulative bytes streamed per row block: 12 B per residual entry, and each format's
+    bytes shared equally by its tiles (tiles of one format have similar sizes)."""
+    T = int(ts.tile)
+    rows = np.minimum(np.arange(ts.n_brows + 1, dtype=np.int64) * T, ts.shape[0])
+    entries = residual["ptr"] if residual["mode"][0] == RES_COO else residual["ptr"][rows]
+    work = entries.astype(np.float64) * 12.0 + rows * 8.0
+    for pk in packs.values():
+        n = pk["meta"].shape[0]
+        if n:
+            per_tile = sum(a.nbytes for a in pk.values()) / n
+            work = work + pk["rbp"].astype(np.float64) * per_tile
+    return work

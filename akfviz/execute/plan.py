@@ -132,7 +132,7 @@ class FusionPlan:
                     self.tile_errors[idx] = ap.err
                 groups.append((kernel, idx, ap))
         self._groups = groups
-        self._packed = pack_plan(ts, groups)
+        self._packed = pack_plan(ts, groups, A=pa.A)
 
     # ------------------------------------------------------------------ summaries
     @property

@@ -19,8 +19,33 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._jit import njit_cached
 from .base import (ROUTE_BYTES, VALUE_BYTES, Kernel, all_columns, approx_from_mask, as_index,
-                   as_tile, make_tilework, rank_within_groups)
+                   as_tile, make_tilework)
+
+
+@njit_cached
+def _nm_keep(ptr, r, c, v, m, n):
+    """Keep mask of the N:M projection: in every (tile, row, column group) the ``n`` largest
+    ``|v|`` (ties: lower column, then position) — equals ``rank_within_groups(...) < n``."""
+    out = np.zeros(r.shape[0], dtype=np.bool_)
+    for u in range(ptr.shape[0] - 1):
+        a = ptr[u]
+        end = ptr[u + 1]
+        while a < end:
+            b = a + 1
+            while b < end and r[b] == r[a] and c[b] // m == c[a] // m:
+                b += 1
+            for i in range(a, b):
+                ki, ci = abs(v[i]), c[i]
+                rank = 0
+                for j in range(a, b):
+                    kj, cj = abs(v[j]), c[j]
+                    if kj > ki or (kj == ki and (cj < ci or (cj == ci and j < i))):
+                        rank += 1
+                out[i] = rank < n
+            a = b
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,12 +117,8 @@ class NMKernel(Kernel):
         n, m = self.n, self.m
 
         def keep(ptr, pos):
-            seg = np.repeat(np.arange(idx.shape[0], dtype=np.int64), np.diff(ptr))
-            r, c = ts.r[pos], ts.c[pos]
-            # group id: (tile, row, column group) is non-decreasing in entry order
-            key = (seg * 256 + r) * 256 + c // m
-            gid = np.cumsum(np.r_[0, (np.diff(key) != 0).astype(np.int64)]) if key.size else key
-            return rank_within_groups(gid, np.abs(ts.v[pos]), c) < n
+            # groups (tile, row, column group) are contiguous in entry order
+            return _nm_keep(ptr, ts.r[pos], ts.c[pos], ts.v[pos], np.int64(m), np.int64(n))
 
         return approx_from_mask(ts, idx, keep_fn=keep)
 

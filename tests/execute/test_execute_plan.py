@@ -122,9 +122,21 @@ def test_hyper_sparse_tiles_go_to_residual():
     info = plan.to_dict()["executor"]
     assert info["csc"] == 0 and info["residual_entries"] == A.nnz
     dense = sp.csr_array(np.ones((64, 64)))
+    # exact CSC tiles run as compressed rows even when full (ROW_MERGED_FORMATS)
     plan = FusionPlan(analyze(dense, tile=32), ["CSC"] * 4)
     info = plan.to_dict()["executor"]
-    assert info["csc"] == 4 and info["residual_entries"] == 0
+    assert info["csc"] == 0 and info["residual_entries"] == 64 * 64
+    # a full BITMAP tile stays a bitmap; a half-full one goes to the residual
+    plan = FusionPlan(analyze(dense, tile=32), ["BITMAP"] * 4)
+    info = plan.to_dict()["executor"]
+    assert info["bitmap"] == 4 and info["residual_entries"] == 0
+    half = sp.csr_array(np.kron(np.ones((64, 32)), [[1.0, 0.0]]))
+    pa = analyze(half, tile=32)
+    plan = FusionPlan(pa, ["BITMAP"] * len(pa.tiles))
+    info = plan.to_dict()["executor"]
+    assert info["bitmap"] == 0 and info["residual_entries"] == half.nnz
+    x = np.random.default_rng(0).standard_normal(64)
+    np.testing.assert_allclose(plan.matvec(x), half @ x, rtol=1e-12, atol=1e-12)
 
 
 def test_float32_and_integer_inputs():
@@ -222,13 +234,16 @@ def test_parallel_and_serial_drivers_agree_bitwise():
     packed = FusionPlan(pa, names)._packed
     x = np.random.default_rng(5).standard_normal(420)
     X = np.random.default_rng(6).standard_normal((420, 3))
-    y_par, y_ser = np.empty(500), np.empty(500)
-    fused._fused_matvec(x, y_par, *packed._args())
-    fused._fused_matvec_serial(x, y_ser, *packed._args())
-    assert np.array_equal(y_par, y_ser)
+    y_ser = packed.run_matvec(x, np.empty(500), 1, False)
+    for n_chunks in (2, 3, 7, 1000):  # any chunking of the row blocks: same bits
+        for par in (True, False):
+            y_par = packed.run_matvec(x, np.full(500, np.nan), n_chunks, par)
+            assert np.array_equal(y_par, y_ser)
+    chunks = packed._mv_args(3)[0][0].view(np.int64)
+    assert chunks[0] == 0 and chunks[-1] == packed.n_brows and np.all(np.diff(chunks) >= 0)
     Y_par, Y_ser = np.empty((500, 3)), np.empty((500, 3))
-    fused._fused_matmat(X, Y_par, *packed._args())
-    fused._fused_matmat_serial(X, Y_ser, *packed._args())
+    fused._fused_matmat(X, Y_par, *packed._mm_args())
+    fused._fused_matmat_serial(X, Y_ser, *packed._mm_args())
     assert np.array_equal(Y_par, Y_ser)
     np.testing.assert_allclose(Y_par[:, 1], packed.matvec(np.ascontiguousarray(X[:, 1])), rtol=1e-12, atol=1e-12)
 
@@ -249,3 +264,38 @@ def test_categorical_tile_kernels_fast_path():
         FusionPlan(pa, pd.Categorical(["FOO"] * len(pa.tiles)))
     with pytest.raises(InputError):
         FusionPlan(pa, pd.Categorical(names[:-1]))
+
+
+def test_residual_layouts_coo_and_csr_match_scipy():
+    from akfviz.execute import fused
+
+    # fewer residual entries than rows -> row-block COO; more -> compressed rows
+    for density, coo in ((0.0004, 1), (0.02, 0), (0.1, 0)):  # COO, short rows, long rows
+        A = sp.random(900, 700, density=density, random_state=11, format="csr")
+        pa = analyze(A, tile=16)
+        plan = FusionPlan(pa, ["CSC"] * len(pa.tiles))
+        res = plan._packed.residual
+        assert (int(res["mode"][0]) == fused.RES_COO) == bool(coo) and res["val"].shape[0] == A.nnz
+        assert res["ptr"].shape[0] == (pa.tileset.n_brows + 1 if coo else 901)
+        x = np.random.default_rng(1).standard_normal(700)
+        X = np.random.default_rng(2).standard_normal((700, 4))
+        np.testing.assert_allclose(plan.matvec(x), A @ x, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(plan.matmat(X), A @ X, rtol=1e-12, atol=1e-14)
+
+
+def test_dense_dia_nm_block_packs_match_scipy_bitwise_across_chunkings():
+    rng = np.random.default_rng(12)
+    A = sp.random(300, 260, density=0.3, random_state=12, format="csr")
+    A = sp.csr_array(A + sp.diags_array(rng.standard_normal(260), offsets=0, shape=(300, 260)))
+    pa = analyze(A, tile=32)
+    for name in ("DENSE", "DIA", "BLOCK", "BITMAP", "NM4:8", "QUANT8D", "LOWRANK4"):
+        if name not in KERNELS:
+            continue
+        plan = FusionPlan(pa, [name] * len(pa.tiles))
+        x = rng.standard_normal(260)
+        y1 = plan._packed.run_matvec(x, np.empty(300), 1, False)
+        for k in (2, 5):
+            y2 = plan._packed.run_matvec(x, np.full(300, np.nan), k, True)
+            assert np.array_equal(y1, y2)
+        ref = plan.approx_matrix() @ x
+        np.testing.assert_allclose(y1, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())

@@ -126,3 +126,16 @@ def test_empty_index_batch():
     for k in KERNELS.values():
         assert k.batch_error(ts, np.zeros(0, np.int64)).shape == (0,)
         assert k.npu_work(ts, np.zeros(0, np.int64)).n_tiles == 0
+
+
+def test_rank_within_groups_matches_lexsort_reference():
+    from akfviz.kernels.base import rank_within_groups, rank_within_groups_reference
+
+    rng = np.random.default_rng(3)
+    for trial in range(60):
+        n = int(rng.integers(0, 400))
+        gid = np.sort(rng.integers(0, int(rng.integers(1, 30)), n))  # small and large groups
+        key = rng.integers(0, 3, n).astype(float) if trial % 2 else np.abs(rng.standard_normal(n))
+        tie = rng.integers(0, 4, n)  # ties on key and on tie: position decides
+        assert np.array_equal(rank_within_groups(gid, key, tie),
+                              rank_within_groups_reference(gid, key, tie))
