@@ -1,90 +1,179 @@
 """akfviz — the Streamlit app (akf-spec §10). Run: ``streamlit run app.py``.
 
-Entry: page config, the shared sidebar (workload, tile size, hardware preset, run bundle)
-and the navigation over the eight pages. The full state lives in the URL.
-
-The pages live in ``app_pages/``, not ``pages/``: with Streamlit 1.67 a ``pages/`` folder next
-to the entry script switches the server into the classic multipage mode until ``st.navigation``
-first runs, so a deep link such as ``/kernels?alpha=10`` opened on a fresh server would run the
-page script alone, without this shell (no sidebar, no shared state). ``app_pages/`` avoids that.
+This script is the first page, Matrix: pick a sample, generate, or upload a matrix; honest spy
+plot, nnz histograms, summary, download. The other pages are ``pages/<n>_<Name>.py``; every
+page opens with ``page_start()`` (sidebar, URL state, workload) — see ``akfviz/app_shell.py``.
 """
+import io
+
+import pandas as pd
+import scipy.io
+import scipy.sparse as sp
 import streamlit as st
 
-from akfviz import __version__
 from akfviz import app_state as S
 from akfviz.errors import InputError
+from akfviz.viz import matrix as vm
+from akfviz.app_shell import page_end, page_start
 
-st.set_page_config(page_title="akfviz — Adaptive Kernel Fusion", page_icon="🧩", layout="wide")
+page_start()
+st.title("Matrix")
+st.caption("The workload `y = A x`: a real pruned transformer weight, a stencil, or a generated matrix (akf-spec §1).")
 
-PAGES = (
-    ("app_pages/matrix.py", "Matrix", ":material/grid_on:"),
-    ("app_pages/patterns.py", "Patterns", ":material/scatter_plot:"),
-    ("app_pages/kernels.py", "Kernels", ":material/tune:"),
-    ("app_pages/npu.py", "NPU", ":material/memory:"),
-    ("app_pages/compare.py", "Compare", ":material/bar_chart:"),
-    ("app_pages/design_space.py", "Design space", ":material/travel_explore:"),
-    ("app_pages/solver.py", "Solver", ":material/functions:"),
-    ("app_pages/learn.py", "Learn", ":material/school:"),
-)
+tab_sample, tab_gen, tab_up = st.tabs(["Sample", "Generate", "Upload"])
 
-S.init_session()
-page = st.navigation([st.Page(path, title=title, icon=icon, default=i == 0)
-                      for i, (path, title, icon) in enumerate(PAGES)])
-
-for problem in S.url_problems():
-    st.warning(problem)
-
-with st.sidebar:
-    st.markdown(f"**akfviz** {__version__} · Adaptive Kernel Fusion")
+with tab_sample:
     names = S.sample_names()
-    src = S.get("src")
-    if src == "sample" and names:
-        S.widget(st.selectbox, "Sample workload", "sample", options=names, format_func=S.sample_title,
-                 help="Real pruned MiniLM weights, a stencil operator and generated cases (see Matrix).")
-    elif src == "gen":
-        st.markdown(f"**Workload:** generated `{S.get('gen')}`")
-    elif src == "upload":
-        up = st.session_state.get("_akf_upload")
-        st.markdown(f"**Workload:** uploaded `{up[0] if up else '(none in this session)'}`")
-    if src != "sample" and names and st.button("Back to the default sample"):
-        S.put("src", "sample")
-        S.put("sample", S.default_sample())
-        st.rerun()
-    S.widget(st.slider, "Tile size T", "tile", 8, 128, step=4,
-             help="Square tiles of side T (akf-spec §2); every later stage depends on it.")
-    presets = S.preset_names()
-    if presets:
-        S.widget(st.selectbox, "Hardware preset", "preset", options=presets,
-                 help="Energy table and NPU parameters (edit them on the NPU page).")
+    if not names:
+        st.info("The shipped samples are not available yet in this build (akfviz.workloads.samples is missing).")
+    else:
+        samples = S.stage("workloads.samples")
+        listing = samples.list_samples()
+        pick = st.selectbox("Sample", names, index=names.index(S.get("sample")) if S.get("sample") in names else 0,
+                            key="matrix_sample_pick", format_func=S.sample_title)
+        if st.button("Use this sample", key="use_sample"):
+            S.put("src", "sample")
+            S.put("sample", pick)
+            st.rerun()
+        with st.expander("All shipped samples"):
+            st.dataframe(listing[[c for c in ("name", "title", "shape", "nnz", "pruning", "source", "licence")
+                                  if c in listing]], hide_index=True, width="stretch")
 
-wl = S.load_workload()
-
-with st.sidebar:
-    with st.expander("Share and save", expanded=False):
-        st.caption("The URL holds every setting: copy it to share this view. Uploaded files cannot travel "
-                   "in a link — share the file itself, or a run bundle.")
-        st.download_button("Download run bundle (JSON)", data=lambda: S.bundle_text(wl),
-                           file_name="akfviz-run.json", mime="application/json", on_click="ignore")
-        bundle = st.file_uploader("Load a run bundle", type=["json"], key="bundle_upload")
-        if bundle is not None:
-            data = bundle.getvalue()
-            digest = S.bytes_digest(data)
-            if st.session_state.get("_akf_bundle_applied") != digest:
-                try:
-                    doc = S.parse_bundle(data)
-                except InputError as exc:
-                    st.error(str(exc))
-                else:
-                    S.apply_bundle(doc)
-                    st.session_state["_akf_bundle_applied"] = digest
-                    st.rerun()
+with tab_gen:
+    gens = S.stage("workloads.generators")
+    if gens is None:
+        st.info("The generators are not available yet in this build.")
+    else:
+        info = gens.generator_info()
+        kinds = gens.generators()
+        kind = st.selectbox("Generator", kinds, index=kinds.index(S.get("gen")) if S.get("gen") in kinds else 0,
+                            format_func=lambda k: f"{k} — {info.set_index('name').loc[k, 'description']}",
+                            key="gen_kind")
+        current = S.get("gen_params") if S.get("gen") == kind else {}
+        with st.form("gen_form"):
+            params = {}
+            specs = gens.generator_specs(kind)
+            if "m" in gens.generator_params(kind) and not any(s.name == "m" for s in specs):
+                specs = specs + (gens._m_spec(),)
+            cols = st.columns(3)
+            for i, spec in enumerate(specs):
+                raw = current.get(spec.name, spec.default)
+                with cols[i % 3]:
+                    label = f"{spec.name} — {spec.help}"
+                    if spec.kind == "choice":
+                        params[spec.name] = st.selectbox(label, spec.choices,
+                                                         index=list(spec.choices).index(raw) if raw in spec.choices else 0)
+                    elif spec.kind == "pattern" or spec.optional:
+                        params[spec.name] = st.text_input(label, "" if raw is None else str(raw),
+                                                          help=f"Accepted: {spec.describe_range()}.")
+                    elif spec.kind == "int":
+                        params[spec.name] = st.number_input(label, value=int(float(raw)), step=1,
+                                                            help=f"Accepted: {spec.describe_range()}.")
+                    else:
+                        params[spec.name] = st.number_input(label, value=float(raw), format="%g",
+                                                            help=f"Accepted: {spec.describe_range()}.")
+            go = st.form_submit_button("Generate", type="primary")
+        if go:
+            try:
+                kw = {}
+                for spec in specs:
+                    v = S.coerce_gen_value(spec, params[spec.name]) if isinstance(params[spec.name], str) \
+                        else params[spec.name]
+                    if v is not None:
+                        kw[spec.name] = v
+                S.generate_cached(kind, tuple(sorted(kw.items())))   # validates now, shows the error here
+            except (InputError, ValueError) as exc:
+                st.error(str(exc))
             else:
-                st.success("Bundle settings applied.")
-                saved = st.session_state.get("_akf_bundle_workload") or {}
-                if wl is not None and saved.get("sha256") and saved["sha256"] != wl.digest:
-                    st.warning("The bundle's matrix fingerprint differs from the current matrix "
-                               "(an uploaded file must be uploaded again).")
+                S.put("src", "gen")
+                S.put("gen", kind)
+                S.put("gen_params", {k: v for k, v in kw.items()})
+                st.rerun()
 
-page.run()
-S.sync_url()
-S.warm_up()   # numba compilation once per server process (st.cache_resource), after the first page is drawn
+with tab_up:
+    st.caption("Matrix Market `.mtx`, scipy `.npz`, dense `.npy` (no pickle), or `.safetensors` weights "
+               "(pick a 2-D tensor, then prune it). Uploaded files stay in this browser session and cannot be "
+               "carried in a link.")
+    up = st.file_uploader("Matrix file", type=["mtx", "npz", "npy", "safetensors"], key="matrix_upload")
+    if up is not None:
+        data = up.getvalue()
+        ok = True
+        if up.name.lower().endswith(".safetensors"):
+            try:
+                tensors = S.list_tensors_cached(S.bytes_digest(data), data)
+            except (InputError, ValueError) as exc:
+                st.error(str(exc))
+                ok = False
+            else:
+                two_d = [str(n) for n, shp in zip(tensors["name"], tensors["shape"]) if len(shp) == 2]
+                if not two_d:
+                    st.error("This safetensors file has no 2-D tensor; a weight matrix is needed.")
+                    ok = False
+                else:
+                    S.widget(st.selectbox, "Tensor", "up_tensor", options=two_d,
+                             format_func=lambda n: f"{n} {tuple(tensors.set_index('name').loc[n, 'shape'])}")
+        if ok:
+            c1, c2, c3 = st.columns(3)
+            with c1:
+                S.widget(st.selectbox, "Pruning", "up_prune", options=["none", "magnitude", "nm", "block"])
+            with c2:
+                S.widget(st.slider, "Sparsity (magnitude / block)", "up_sparsity", 0.0, 0.99, step=0.01)
+            with c3:
+                S.widget(st.selectbox, "N:M pattern", "up_pattern", options=["2:4", "1:4", "4:8", "2:8"])
+            try:
+                prune = (S.get("up_prune"), S.get("up_sparsity"), S.get("up_pattern"))
+                A_up = S.load_cached(S.bytes_digest(data), data, S._fmt_of(up.name), S.get("up_tensor") or None, prune)
+            except (InputError, ValueError) as exc:
+                st.error(str(exc))
+            else:
+                prev = st.session_state.get("_akf_upload")
+                st.session_state["_akf_upload"] = (up.name, data)
+                if S.get("src") != "upload" or prev is None or prev[0] != up.name or prev[1] != data:
+                    S.put("src", "upload")
+                    st.rerun()
+                st.success(f"Using {up.name}: {A_up.shape[0]}×{A_up.shape[1]}, nnz {A_up.nnz:,}.")
+
+wl = S.require_workload()
+A = wl.A
+st.subheader(wl.label)
+if wl.provenance:
+    st.caption(f"Provenance: {wl.provenance}")
+summary = vm.matrix_summary(A)
+S.record_result("matrix", {"shape": list(A.shape), "nnz": A.nnz, "sha256": wl.digest,
+                           "density": summary["density"]})
+cols = st.columns(6)
+for col, key in zip(cols, ("rows", "columns", "nnz", "density", "empty rows", "max nnz per row")):
+    v = summary[key]
+    col.metric(key, f"{v:.3g}" if isinstance(v, float) else f"{v:,}")
+
+left, right = st.columns([3, 2])
+with left:
+    S.chart(vm.spy_density(A, max_bins=512), key="spy")
+    st.caption("How to read this: each cell is a bin of the matrix; colour = fraction of nonzero entries in it "
+               "(log scale), blank = no nonzeros. Large matrices are aggregated, never downsampled.")
+with right:
+    S.chart(vm.nnz_histograms(A), key="nnz_hist")
+    st.caption("How to read this: how many rows (left) or columns (right) hold a given number of nonzeros; "
+               "a long tail means a few dense rows/columns (outliers).")
+    st.dataframe(pd.DataFrame({"statistic": list(summary), "value": [f"{v:.6g}" if isinstance(v, float) else str(v)
+                                                                    for v in summary.values()]}),
+                 hide_index=True, width="stretch")
+
+
+def _mtx_bytes():
+    buf = io.BytesIO()
+    scipy.io.mmwrite(buf, sp.coo_array(A), comment=f"akfviz: {wl.provenance}")
+    return buf.getvalue()
+
+
+def _npz_bytes():
+    buf = io.BytesIO()
+    sp.save_npz(buf, sp.csr_array(A))
+    return buf.getvalue()
+
+
+d1, d2, _ = st.columns([1, 1, 4])
+d1.download_button("Download .mtx", data=_mtx_bytes, file_name="akfviz-matrix.mtx", on_click="ignore")
+d2.download_button("Download .npz", data=_npz_bytes, file_name="akfviz-matrix.npz", on_click="ignore")
+
+page_end()

@@ -42,7 +42,7 @@ def _timed(at, widget, value) -> float:
 def rerender_kernels(repeats: int) -> dict:
     at = _apptest()
     at.run()
-    at.switch_page("app_pages/kernels.py").run()
+    at.switch_page("pages/2_Kernels.py").run()
     cached_vals = [1.0, 3.0]
     for v in cached_vals * 2:                                    # warm-up: compute and cache both
         _timed(at, at.select_slider(key="w:alpha"), v)
@@ -56,7 +56,7 @@ def rerender_kernels(repeats: int) -> dict:
 def rerender_npu(repeats: int) -> dict:
     at = _apptest()
     at.run()
-    at.switch_page("app_pages/npu.py").run()
+    at.switch_page("pages/3_NPU.py").run()
     row0 = at.slider(key="w:perow").value
     rows = [row0, (row0 + 1) % 256]
     for r in rows * 2:

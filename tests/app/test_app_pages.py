@@ -5,10 +5,10 @@ import pytest
 
 from akfviz import app_state as S
 
-PAGES = ["app_pages/matrix.py", "app_pages/patterns.py", "app_pages/kernels.py", "app_pages/npu.py", "app_pages/compare.py",
-         "app_pages/design_space.py", "app_pages/solver.py", "app_pages/learn.py"]
-CHART_PAGES = {"app_pages/matrix.py": 2, "app_pages/patterns.py": 5, "app_pages/kernels.py": 4, "app_pages/npu.py": 5,
-               "app_pages/compare.py": 2, "app_pages/learn.py": 3}
+PAGES = ["app.py", "pages/1_Patterns.py", "pages/2_Kernels.py", "pages/3_NPU.py", "pages/4_Compare.py",
+         "pages/5_Design_space.py", "pages/6_Solver.py", "pages/7_Learn.py"]
+CHART_PAGES = {"app.py": 2, "pages/1_Patterns.py": 5, "pages/2_Kernels.py": 4, "pages/3_NPU.py": 5,
+               "pages/4_Compare.py": 2, "pages/7_Learn.py": 3}
 
 
 def _ok(at):
@@ -55,7 +55,7 @@ def test_url_state_reaches_widgets_and_round_trips(app):
     assert metrics["rows"] == "256"
     q = dict(app.query_params)
     assert q["tile"] == "16" and q["src"] == "gen" and q["gen"] == "banded" and q["g_n"] == "256"
-    app.switch_page("app_pages/kernels.py").run()
+    app.switch_page("pages/2_Kernels.py").run()
     _ok(app)
     assert app.select_slider(key="w:alpha").value == 10.0
 
@@ -71,7 +71,7 @@ def test_bad_url_value_is_reported_not_fatal(app):
 
 def test_tile_slider_changes_the_analysis(app):
     app.run()
-    app.switch_page("app_pages/patterns.py").run()
+    app.switch_page("pages/1_Patterns.py").run()
     before = {m.label: m.value for m in app.metric}["nonempty tiles"]
     app.slider(key="w:tile").set_value(64).run()
     _ok(app)
@@ -137,7 +137,7 @@ def test_bundle_round_trip_applies_settings(app):
 
 def test_kernels_sliders_and_modes(app):
     app.run()
-    app.switch_page("app_pages/kernels.py").run()
+    app.switch_page("pages/2_Kernels.py").run()
     err0 = {m.label: m.value for m in app.metric}["relative error"]
     app.select_slider(key="w:alpha").set_value(0.0).run()
     _ok(app)
@@ -155,7 +155,7 @@ def test_kernels_sliders_and_modes(app):
 
 def test_npu_widgets_update(app):
     app.run()
-    app.switch_page("app_pages/npu.py").run()
+    app.switch_page("pages/3_NPU.py").run()
     _ok(app)
     ev0 = {m.label: m.value for m in app.metric}["events"]
     app.slider(key="w:xdens").set_value(0.5).run()
@@ -170,7 +170,7 @@ def test_npu_widgets_update(app):
 
 def test_patterns_tile_selection_in_url(app):
     app.run()
-    app.switch_page("app_pages/patterns.py").run()
+    app.switch_page("pages/1_Patterns.py").run()
     app.number_input(key="w:tsel").set_value(5).run()
     _ok(app)
     assert dict(app.query_params)["tsel"] == "5"
@@ -179,7 +179,7 @@ def test_patterns_tile_selection_in_url(app):
 
 def test_learn_steps_forward(app):
     app.run()
-    app.switch_page("app_pages/learn.py").run()
+    app.switch_page("pages/7_Learn.py").run()
     next_btn = next(b for b in app.button if b.key == "learn_next")
     next_btn.click().run()
     _ok(app)
@@ -190,7 +190,7 @@ def test_learn_steps_forward(app):
 def test_design_space_runs_a_sweep(app):
     app.query_params["sweep"] = "beta=1,100"
     app.run()
-    app.switch_page("app_pages/design_space.py").run()
+    app.switch_page("pages/5_Design_space.py").run()
     next(b for b in app.button if b.label == "Run sweep").click().run()
     _ok(app)
     assert len(charts(app)) >= 2
@@ -220,7 +220,7 @@ def test_safetensors_upload_with_tensor_picker_and_pruning(app):
 def test_other_hardware_preset_runs_the_npu_page(app):
     app.run()
     app.selectbox(key="w:preset").set_value("edge-32x32").run()
-    app.switch_page("app_pages/npu.py").run()
+    app.switch_page("pages/3_NPU.py").run()
     _ok(app)
     assert dict(app.query_params)["preset"] == "edge-32x32"
     assert len(charts(app)) >= 5
@@ -237,7 +237,7 @@ def test_empty_matrix_is_explained_not_crashing(app):
     app.run()
     app.file_uploader(key="matrix_upload").set_value(("empty.mtx", buf.getvalue(), "text/plain")).run()
     assert not app.exception
-    for page in ("app_pages/patterns.py", "app_pages/kernels.py", "app_pages/npu.py", "app_pages/compare.py"):
+    for page in ("pages/1_Patterns.py", "pages/2_Kernels.py", "pages/3_NPU.py", "pages/4_Compare.py"):
         app.switch_page(page).run()
         assert not app.exception, (page, [e.value for e in app.exception])
         assert any("no nonzeros" in i.value for i in app.info) or app.error, page

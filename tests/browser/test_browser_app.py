@@ -11,8 +11,8 @@ from browser_support import SHOTS
 
 pytestmark = pytest.mark.browser
 
-PAGES = [("", "matrix"), ("patterns", "patterns"), ("kernels", "kernels"), ("npu", "npu"),
-         ("compare", "compare"), ("design_space", "design_space"), ("solver", "solver"), ("learn", "learn")]
+PAGES = [("", "matrix"), ("Patterns", "patterns"), ("Kernels", "kernels"), ("NPU", "npu"),
+         ("Compare", "compare"), ("Design_space", "design_space"), ("Solver", "solver"), ("Learn", "learn")]
 
 _CONTENT_HEIGHT_JS = """() => { let m = 0;
   for (const e of document.querySelectorAll('*')) {
@@ -36,7 +36,7 @@ def wait_idle(page, timeout_s: float = 180.0) -> None:
 def open_page(page, url: str, path: str, query: str = "") -> None:
     page.goto(f"{url}/{path}{('?' + query) if query else ''}")
     page.wait_for_selector('[data-testid="stAppViewContainer"]')
-    if path == "design_space":          # its charts appear once a sweep has run
+    if path == "Design_space":          # its charts appear once a sweep has run
         wait_idle(page)
         page.get_by_role("button", name="Run sweep").click()
     page.wait_for_selector(".js-plotly-plot .main-svg")
@@ -55,7 +55,7 @@ def shoot(page, name: str) -> None:
 
 @pytest.mark.parametrize("path,name", PAGES)
 def test_page_renders_charts(server, page, path, name):
-    open_page(page, server, path, "sweep=beta%3D1,100" if path == "design_space" else "")
+    open_page(page, server, path, "sweep=beta%3D1,100" if path == "Design_space" else "")
     assert page.locator('[data-testid="stException"]').count() == 0
     assert page.locator(".js-plotly-plot").count() >= 1
     shoot(page, name)
@@ -64,7 +64,7 @@ def test_page_renders_charts(server, page, path, name):
 
 
 def test_deep_link_reproduces_the_view(server, page):
-    open_page(page, server, "kernels", "tile=16&alpha=10&mode=weights")
+    open_page(page, server, "Kernels", "tile=16&alpha=10&mode=weights")
     assert page.locator('[data-testid="stException"]').count() == 0
     assert "tile=16" in page.url and "alpha=10" in page.url
     assert page.get_by_text("16", exact=True).count() >= 1
@@ -75,7 +75,7 @@ def _title_of_first_chart(page) -> str:
 
 
 def test_slider_updates_a_chart(server, page):
-    open_page(page, server, "patterns")
+    open_page(page, server, "Patterns")
     before = _title_of_first_chart(page)
     thumb = page.locator('[data-testid="stSidebar"] [data-testid="stSlider"] input[type="range"]').first
     thumb.focus()

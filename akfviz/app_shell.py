@@ -1,0 +1,131 @@
+"""The frame every page of the app shares: page config, navigation, sidebar, URL sync.
+
+The app uses Streamlit's classic multipage layout: ``app.py`` is the first page (Matrix)
+and ``pages/<n>_<Name>.py`` are the others. Every page script starts with
+:func:`page_start` and ends with :func:`page_end`, so a page opened directly from a
+shared link (``/Kernels?alpha=10`` on a freshly started server) has the same sidebar,
+the same state from the URL and the same workload as one reached by clicking.
+
+Why not ``st.navigation``: with Streamlit 1.67 a ``pages/`` folder next to ``app.py``
+puts the server in classic mode for every session, so a deep link runs the page file
+alone and a shell that lives only in ``app.py`` never runs (checked in a browser).
+Calling the shell from each page works in both cases.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from . import __version__
+from . import app_state as S
+from .errors import InputError
+
+#: (script path, label, icon) in the order of the pipeline.
+PAGES = (
+    ("app.py", "Matrix", ":material/grid_on:"),
+    ("pages/1_Patterns.py", "Patterns", ":material/scatter_plot:"),
+    ("pages/2_Kernels.py", "Kernels", ":material/tune:"),
+    ("pages/3_NPU.py", "NPU", ":material/memory:"),
+    ("pages/4_Compare.py", "Compare", ":material/bar_chart:"),
+    ("pages/5_Design_space.py", "Design space", ":material/travel_explore:"),
+    ("pages/6_Solver.py", "Solver", ":material/functions:"),
+    ("pages/7_Learn.py", "Learn", ":material/school:"),
+)
+
+
+def page_start():
+    """Page config, session defaults from the URL, navigation and the shared sidebar.
+
+    Returns
+    -------
+    Workload or None
+        The current workload (a sample is loaded on first open).
+    """
+    st.set_page_config(page_title="akfviz — Adaptive Kernel Fusion", page_icon="🧩", layout="wide")
+    S.init_session()
+    _reseed_widgets_on_page_change()
+    with st.sidebar:
+        for path, label, icon in PAGES:
+            st.page_link(path, label=label, icon=icon)
+        st.divider()
+    for problem in S.url_problems():
+        st.warning(problem)
+    _workload_controls()
+    wl = S.load_workload()
+    _share_and_save(wl)
+    return wl
+
+
+def _reseed_widgets_on_page_change() -> None:
+    """Forget the previous page's widget states, so every widget starts from the shared state.
+
+    In classic multipage mode each page script draws its own copy of the sidebar; widgets of a
+    new page would otherwise start at their defaults and overwrite the shared settings.
+    """
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    page = getattr(ctx, "page_script_hash", "") if ctx is not None else ""
+    ss = st.session_state
+    if ss.get("_akf_page") != page:
+        for key in [k for k in ss if isinstance(k, str) and k.startswith("w:")]:
+            del ss[key]
+        ss["_akf_page"] = page
+
+
+def page_end() -> None:
+    """After the page body: write the state into the URL; compile numba once per server."""
+    S.sync_url()
+    S.warm_up()
+
+
+def _workload_controls() -> None:
+    with st.sidebar:
+        st.markdown(f"**akfviz** {__version__} · Adaptive Kernel Fusion")
+        names = S.sample_names()
+        src = S.get("src")
+        if src == "sample" and names:
+            S.widget(st.selectbox, "Sample workload", "sample", options=names, format_func=S.sample_title,
+                     help="Real pruned MiniLM weights, a stencil operator and generated cases (see Matrix).")
+        elif src == "gen":
+            st.markdown(f"**Workload:** generated `{S.get('gen')}`")
+        elif src == "upload":
+            up = st.session_state.get("_akf_upload")
+            st.markdown(f"**Workload:** uploaded `{up[0] if up else '(none in this session)'}`")
+        if src != "sample" and names and st.button("Back to the default sample"):
+            S.put("src", "sample")
+            S.put("sample", S.default_sample())
+            st.rerun()
+        S.widget(st.slider, "Tile size T", "tile", 8, 128, step=4,
+                 help="Square tiles of side T (akf-spec §2); every later stage depends on it.")
+        presets = S.preset_names()
+        if presets:
+            S.widget(st.selectbox, "Hardware preset", "preset", options=presets,
+                     help="Energy table and NPU parameters (edit them on the NPU page).")
+
+
+def _share_and_save(wl) -> None:
+    with st.sidebar, st.expander("Share and save", expanded=False):
+        st.caption("The URL holds every setting: copy it to share this view. Uploaded files cannot travel "
+                   "in a link — share the file itself, or a run bundle.")
+        st.download_button("Download run bundle (JSON)", data=lambda: S.bundle_text(wl),
+                           file_name="akfviz-run.json", mime="application/json", on_click="ignore")
+        bundle = st.file_uploader("Load a run bundle", type=["json"], key="bundle_upload")
+        if bundle is None:
+            return
+        data = bundle.getvalue()
+        digest = S.bytes_digest(data)
+        if st.session_state.get("_akf_bundle_applied") != digest:
+            try:
+                doc = S.parse_bundle(data)
+            except InputError as exc:
+                st.error(str(exc))
+            else:
+                S.apply_bundle(doc)
+                st.session_state["_akf_bundle_applied"] = digest
+                st.rerun()
+        else:
+            st.success("Bundle settings applied.")
+            saved = st.session_state.get("_akf_bundle_workload") or {}
+            if wl is not None and saved.get("sha256") and saved["sha256"] != wl.digest:
+                st.warning("The bundle's matrix fingerprint differs from the current matrix "
+                           "(an uploaded file must be uploaded again).")

@@ -1,0 +1,131 @@
+"""Patterns: tiles, LSH clusters, representatives, density histogram, cluster quality (akf-spec §2)."""
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from akfviz import app_state as S
+from akfviz.viz import patterns as vp
+from akfviz.app_shell import page_end, page_start
+
+page_start()
+st.title("Patterns")
+st.caption("Tiles of side T, their features, and MinHash-LSH clusters split by log-density bin "
+           "(the paper's \"modified histogram atop LSH\", akf-spec §2).")
+S.require("analysis.pattern", "analyze", "Pattern analysis")
+wl = S.require_workload()
+
+with st.expander("LSH parameters", expanded=False):
+    c1, c2, c3, c4 = st.columns(4)
+    with c1:
+        k = S.widget(st.select_slider, "MinHash functions K", "lsh_k", options=[8, 16, 32, 64, 128])
+    with c2:
+        divisors = [b for b in range(1, k + 1) if k % b == 0]
+        S.widget(st.select_slider, "Bands b (r = K / b rows each)", "lsh_b", options=divisors)
+    with c3:
+        S.widget(st.slider, "Coarse grid g (g×g cells)", "lsh_g", 1, 8)
+    with c4:
+        S.widget(st.number_input, "Seed", "lsh_seed", min_value=0, step=1)
+    st.caption("Two tiles collide when all r hashes of any band agree; the chance grows with their Jaccard "
+               "similarity s as 1 − (1 − s^r)^b. More bands → more merging.")
+
+pa = S.analysis(wl)
+if pa is None:
+    st.stop()
+S.require_tiles(pa)
+tiles, clusters, ts = pa.tiles, pa.clusters, pa.tileset
+
+summ = pa.summary()
+timings = summ["timings"]
+total_t = float(timings.get("total", sum(timings.values())))
+S.record_result("patterns", {k: summ[k] for k in ("tile", "n_tiles", "n_clusters", "jaccard_mean")})
+m = st.columns(5)
+m[0].metric("nonempty tiles", f"{len(tiles):,}", help=f"of {ts.n_brows}×{ts.n_bcols} = {ts.n_brows * ts.n_bcols:,}")
+m[1].metric("clusters", f"{pa.n_clusters:,}")
+m[2].metric("tiles per cluster", f"{len(tiles) / max(pa.n_clusters, 1):.1f}")
+m[3].metric("within-cluster Jaccard", f"{summ['jaccard_mean']:.3f}" if summ["jaccard_mean"] is not None else "n/a",
+            help="Exact Jaccard similarity of the coarse occupancy signatures on sampled member pairs, "
+                 "size-weighted mean over clusters (1 = identical outlines).")
+m[4].metric("analysis time", f"{1000 * total_t:.1f} ms" if np.isfinite(total_t) else "n/a")
+
+n_tiles = len(tiles)
+sel_c1, sel_c2 = st.columns(2)
+with sel_c1:
+    tsel = S.widget(st.number_input, "Selected tile (row of pa.tiles)", "tsel", min_value=0,
+                    max_value=max(n_tiles - 1, 0), step=1)
+with sel_c2:
+    csel = S.widget(st.number_input, "Selected cluster", "csel", min_value=0,
+                    max_value=max(pa.n_clusters - 1, 0), step=1)
+    hl = st.toggle("Highlight the selected cluster on the map", key="cluster_highlight")
+tsel = min(int(tsel), n_tiles - 1)
+csel = min(int(csel), pa.n_clusters - 1)
+
+left, right = st.columns(2)
+with left:
+    ev = S.chart(vp.tile_density_map(tiles, ts.n_brows, ts.n_bcols, pa.tile, selected=tsel),
+                         key="tile_map", on_select="rerun", selection_mode="points")
+    st.caption("How to read this: one cell per tile (bi, bj); colour = density (log), blank = empty tile, "
+               "red frame = selected tile. Click a tile to select it.")
+with right:
+    S.chart(vp.cluster_map(tiles, ts.n_brows, ts.n_bcols, pa.tile, selected_cluster=csel if hl else None),
+                    key="cluster_map")
+    st.caption("How to read this: tiles of one colour share an LSH cluster; the selected cluster keeps its "
+               "colour and every other tile is grey (toggle). Colours repeat; hover shows the cluster id.")
+
+try:   # plotly click selection → tile index (customdata of the clicked cell)
+    pts = (ev or {}).get("selection", {}).get("points", [])
+    if pts:
+        cd = pts[0].get("customdata")
+        picked = int(cd[0] if isinstance(cd, (list, tuple)) else cd)
+        if 0 <= picked < n_tiles and picked != tsel:
+            S.put("tsel", picked)
+            S.put("csel", int(tiles["cluster"].iloc[picked]))
+            st.rerun()
+except (TypeError, ValueError, AttributeError, KeyError, IndexError):
+    pass
+
+st.subheader("Cluster representatives")
+top = clusters.sort_values("size", ascending=False).head(12)
+dense = [ts.dense(int(r)) for r in top["representative"]]
+labels = [f"c{cid}: {int(row['size'])} tiles, d={row['mean_density']:.2g}" for cid, row in top.iterrows()]
+S.chart(vp.representative_gallery(dense, labels, cols=min(6, max(len(dense), 3)), height_per_row=230),
+                key="gallery")
+st.caption("How to read this: the medoid tile of each of the largest clusters (|value|, blank = zero); the "
+           "selector evaluates expensive kernels on these representatives only.")
+
+left, right = st.columns(2)
+with left:
+    S.chart(vp.density_histogram(tiles), key="dens_hist")
+    st.caption("How to read this: how many tiles have a given density (log bins); the LSH split uses these "
+               "log-density bins so a 1 % tile and a 60 % tile never share a cluster.")
+with right:
+    S.chart(vp.cluster_sizes(clusters), key="cluster_sizes")
+    st.caption("How to read this: bar height = tiles in a cluster, colour = within-cluster Jaccard "
+               "(green = members look alike, red = loose cluster).")
+
+st.subheader("Details")
+d1, d2 = st.columns(2)
+with d1:
+    st.markdown(f"**Tile #{tsel}**")
+    row = tiles.iloc[tsel]
+    st.dataframe(pd.DataFrame({"feature": list(tiles.columns),
+                               "value": [str(tiles[c].iat[tsel]) for c in tiles.columns]}),
+                 hide_index=True, width="stretch", height=300)
+    S.chart(vp.representative_gallery([ts.dense(tsel)], [f"tile ({int(row['bi'])}, {int(row['bj'])})"], cols=1,
+                                              height_per_row=260), key="tile_detail")
+with d2:
+    st.markdown(f"**Cluster {csel}**")
+    crow = clusters.loc[csel]
+    st.dataframe(pd.DataFrame({"property": list(clusters.columns),
+                               "value": [str(clusters[c].loc[csel]) for c in clusters.columns]}),
+                 hide_index=True, width="stretch")
+    members = pa.cluster_members(csel) if hasattr(pa, "cluster_members") else \
+        np.flatnonzero(tiles["cluster"].to_numpy() == csel)
+    st.caption(f"{len(members)} member tiles (first 50 shown)")
+    st.dataframe(tiles.iloc[np.asarray(members)[:50]][["bi", "bj", "nnz", "density"]], width="stretch", height=250)
+
+if isinstance(timings, dict) and timings:
+    with st.expander("Timing of the analysis stages"):
+        st.dataframe(pd.DataFrame({"stage": list(timings), "ms": [1000 * float(v) for v in timings.values()]}),
+                     hide_index=True)
+
+page_end()

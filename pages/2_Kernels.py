@@ -1,0 +1,203 @@
+"""Kernels: the Dynamic Fuse Selector — cost weights, budgets, kernel map, explanations, Pareto, table fits."""
+import numpy as np
+import streamlit as st
+
+from akfviz import app_state as S
+from akfviz.viz import kernels as vk
+from akfviz.app_shell import page_end, page_start
+
+page_start()
+st.title("Kernels")
+st.caption("Per tile or LSH cluster, the selector picks the kernel minimising "
+           "C = α·E/‖A‖²_F + β·R/R_dense (akf-spec §5); budgets search α/β by bisection.")
+S.require("analysis.pattern", "analyze", "Pattern analysis")
+S.require("selection.selector", "select", "The kernel selector")
+S.require("execute.plan", "FusionPlan", "The fused executor")
+wl = S.require_workload()
+hw, hwk = S.hardware()
+if hw is None:
+    st.stop()
+pa = S.analysis(wl)
+if pa is None:
+    st.stop()
+S.require_tiles(pa)
+
+WEIGHTS = [0.0, 0.001, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 1000.0, 10000.0]
+
+
+def snap(key):
+    v = float(S.get(key))
+    if v not in WEIGHTS:
+        S.put(key, min(WEIGHTS, key=lambda w: abs(np.log10(w + 1e-6) - np.log10(v + 1e-6))))
+
+
+c1, c2, c3, c4 = st.columns([1.2, 1.2, 1, 1])
+with c3:
+    mode = S.widget(st.radio, "Mode", "mode", options=["weights", "error", "resource"],
+                    format_func={"weights": "α / β weights", "error": "error budget",
+                                 "resource": "resource budget"}.get)
+with c4:
+    S.widget(st.radio, "Granularity", "gran", options=["cluster", "tile"], horizontal=True,
+             help="cluster: decide on each cluster's representative (fast); tile: exact argmin per tile.")
+    S.widget(st.selectbox, "Resource measure R", "resource", options=["energy", "cycles", "bytes", "mix"])
+with c1:
+    if mode == "weights":
+        snap("alpha")
+        S.widget(st.select_slider, "α (error weight)", "alpha", options=WEIGHTS)
+    elif mode == "error":
+        S.widget(st.slider, "Error budget ε (relative error ‖A−Â‖_F/‖A‖_F)", "budget", 0.0, 0.30, step=0.005,
+                 format="%.3f")
+    else:
+        S.widget(st.slider, "Resource budget (share of Dense)", "rbudget", 0.0, 1.5, step=0.01)
+with c2:
+    if mode == "weights":
+        snap("beta")
+        S.widget(st.select_slider, "β (resource weight)", "beta", options=WEIGHTS)
+    else:
+        st.caption("In budget modes the selector bisects on the multiplier α/β; the sliders are not used.")
+
+plan = S.plan_for(wl, pa, hw, hwk)
+if plan is None:
+    st.stop()
+rep = plan.selection
+kernels = np.asarray(plan.tile_kernels, dtype=object).astype(str)
+S.record_result("selection", {"relative_error": plan.relative_error, "resource": plan.resource,
+                              "resource_share": rep.resource_share, "measure": rep.measure,
+                              "kernels_used": sorted(set(kernels))})
+
+m = st.columns(5)
+m[0].metric("relative error", f"{100 * plan.relative_error:.3g} %", help="Measured ‖A − Â‖_F / ‖A‖_F.")
+m[1].metric(f"{rep.measure} vs Dense", f"{rep.resource_share:.3g}×", help=f"R / R_dense; R = {plan.resource:.4g}")
+m[2].metric("kernels used", f"{len(set(kernels))}")
+m[3].metric("decision units", f"{rep.units.size:,}", help="clusters (cluster mode) or tiles (tile mode)")
+sel_t = sum(float(v) for k, v in rep.timings.items() if k != "total") if "total" not in rep.timings \
+    else float(rep.timings["total"])
+m[4].metric("selection time", f"{1000 * sel_t:.0f} ms")
+if rep.cost_gap:
+    gap = rep.cost_gap
+    st.caption("Cluster vs tile mode on this matrix: " + ", ".join(
+        f"{k} = {v:.4g}" if isinstance(v, (int, float)) else f"{k} = {v}" for k, v in gap.items()))
+for note in rep.notes:
+    st.caption(f"Note: {note}")
+
+families = {k: S.stage("kernels.registry", "get_kernel")(k).family for k in set(kernels)}
+ts = pa.tileset
+left, right = st.columns([3, 2])
+with left:
+    S.chart(vk.kernel_map(pa.tiles, kernels, ts.n_brows, ts.n_bcols, pa.tile, families=families),
+                    key="kernel_map")
+    st.caption("How to read this: each tile coloured by the family of its chosen kernel; the colours are the "
+               "same on every page (e.g. NM gold, LOWRANK pink, SKIP light grey = dropped).")
+with right:
+    S.chart(vk.kernel_mix(kernels, pa.tiles["nnz"].to_numpy(), families=families, height=340),
+                    key="kernel_mix")
+    st.caption("How to read this: nonzeros of A handled by each kernel.")
+
+st.subheader("Why each cluster got its kernel")
+per_unit = rep.per_unit
+units_label = "cluster" if rep.granularity == "cluster" else "tile"
+if rep.granularity == "cluster":
+    csel = S.widget(st.number_input, "Cluster", "csel", min_value=0, max_value=max(pa.n_clusters - 1, 0), step=1)
+    table = S.stage("selection.explain", "explain")(plan, cluster=int(min(csel, pa.n_clusters - 1)))
+else:
+    tsel = S.widget(st.number_input, "Tile", "tsel", min_value=0, max_value=max(len(pa.tiles) - 1, 0), step=1)
+    table = S.stage("selection.explain", "explain")(plan, tile=int(min(tsel, len(pa.tiles) - 1)))
+reason = table.loc[table["chosen"], "reason"]
+if len(reason):
+    st.success(str(reason.iloc[0]))
+st.dataframe(table.drop(columns=["reason"]), hide_index=True, width="stretch",
+             column_config={"E": st.column_config.NumberColumn(format="%.4g"),
+                            "E_norm": st.column_config.NumberColumn(format="%.3e"),
+                            "R": st.column_config.NumberColumn(format="%.4g"),
+                            "R_norm": st.column_config.NumberColumn(format="%.3e"),
+                            "C": st.column_config.NumberColumn(format="%.3e")})
+st.caption("How to read this: E = squared Frobenius error on the tile(s), R = predicted resource, "
+           "C = α·E_norm + β·R_norm; the lowest C wins (rank 1).")
+with st.expander(f"All {per_unit.shape[0]} decision units ({units_label}s)"):
+    st.dataframe(per_unit, hide_index=True, width="stretch")
+
+left, right = st.columns(2)
+with left:
+    traj = rep.fusion_trajectory
+    if len(traj):
+        wtraj = getattr(rep.fusion, "weights_trajectory", None)
+        weights = None
+        if wtraj is not None and wtraj.size:
+            mean_w = wtraj.mean(axis=1)            # (steps, K)
+            top = np.argsort(mean_w[-1])[::-1][:6]
+            weights = {rep.candidates[k]: mean_w[:, k] for k in top}
+            if len(traj) != mean_w.shape[0]:
+                weights = None
+        S.chart(vk.fusion_trajectory(traj["step"], traj["cost"], traj["entropy"], weights),
+                        key="fusion_traj")
+        st.caption("How to read this: the softmax fusion weights (paper eq. 1) descend on expected cost; the "
+                   "entropy term's temperature anneals to 0, so the weights end one-hot (entropy → 0).")
+    else:
+        st.info("The fusion-weight descent runs in α/β mode only (budget modes pick by bisection).")
+with right:
+    try:
+        pf = S.pareto_cached(f"{wl.digest}|{pa.tile}|{S.lsh_tuple()}", pa, hwk, hw, rep.measure, rep.granularity)
+    except (ValueError,) as exc:
+        S.show_error(exc)
+    else:
+        pts = pf.front
+        S.chart(vk.pareto_front(pts["error"], pts["resource_share"],
+                                        current=(plan.relative_error, rep.resource_share),
+                                        labels=pts["kernel_mix"], resource_name=f"{rep.measure} / Dense"),
+                        key="pareto")
+        st.caption("How to read this: each step is a plan from the multiplier sweep that no other plan beats on "
+                   "both error and resource; the star is the current plan.")
+
+st.subheader("Performance table")
+table_pt = S.perftable_cached(hwk, hw, pa.tile)
+fit_err = table_pt.fit_error
+kc1, kc2 = st.columns([1, 3])
+with kc1:
+    names = list(table_pt.kernels)
+    used = [k for k in names if k in set(kernels)]
+    kname = st.selectbox("Kernel", names, index=names.index(used[0]) if used else 0, key="pt_kernel")
+    meas = st.selectbox("Measure", list(table_pt.measures), index=0, key="pt_measure")
+    fe = fit_err[(fit_err["kernel"] == kname) & (fit_err["measure"] == meas)]
+    st.dataframe(fe[["class", "degree", "rel_rms", "max_rel"]], hide_index=True, width="stretch")
+with kc2:
+    def build_fits():
+        cal = table_pt.calibration
+        curves = []
+        for j, cls in enumerate(table_pt.classes):
+            pts = cal[(cal["kernel"] == kname) & (cal["class"] == cls)]
+            if not len(pts):
+                continue
+            lo, hi = table_pt.domain[j]
+            grid = np.logspace(np.log10(max(lo, 1e-6)), np.log10(max(hi, lo * 1.0001, 1e-6)), 60)
+            curves.append({"kernel": kname, "label": f"{kname} · {cls}", "density": pts["density"],
+                           "measured": pts[meas], "grid": grid,
+                           "fit": table_pt.predict(kname, cls, grid, measure=meas)})
+        f = vk.perftable_fits(curves)
+        f.update_xaxes(type="log", dtick="D2")
+        return f
+
+    fig = S.figure_cached(f"fits|{hwk}|{pa.tile}|{kname}|{meas}", build_fits)
+    S.chart(fig, key="perftable")
+    st.caption(f"How to read this: dots = {meas} of synthetic calibration tiles priced by the NPU cost model, "
+               "line = the fitted polynomial in density (evaluated by Horner's rule) per structure class.")
+if st.toggle("Check the table against exact pricing on this matrix", key="pt_check"):
+    pe = S.prediction_error_cached(f"{wl.digest}|{pa.tile}|{S.lsh_tuple()}", pa, hwk, hw)
+    st.dataframe(pe[pe["measure"] == meas], hide_index=True, width="stretch")
+    st.caption("rel_rms / max_rel: relative error of the table per tile; total_rel: error of the sum "
+               "(what the selector's totals see).")
+
+st.subheader("CPU check: fused execution vs scipy")
+rng = np.random.default_rng(0)
+x = rng.standard_normal(wl.A.shape[1])
+y = plan.matvec(x)
+y_exact = wl.A @ x
+y_hat = plan.approx_matrix() @ x
+ref = max(np.linalg.norm(y_hat), 1e-300)
+cc = st.columns(3)
+cc[0].metric("‖plan.matvec(x) − Â x‖ / ‖Â x‖", f"{np.linalg.norm(y - y_hat) / ref:.2e}",
+             help="The fused numba executor against scipy on the plan's own approximation (rounding only).")
+cc[1].metric("output error ‖(A − Â) x‖ / ‖A x‖", f"{100 * np.linalg.norm(y - y_exact) / max(np.linalg.norm(y_exact), 1e-300):.3g} %")
+cc[2].metric("max |y − y_scipy|", f"{np.max(np.abs(y - y_exact)):.3g}")
+st.caption("x is a seeded standard-normal vector (seed 0); scipy computes A x and Â x with its own CSR SpMV.")
+
+page_end()

@@ -1,0 +1,152 @@
+"""NPU: hardware configuration, energy table, mapping, event-driven simulation (akf-spec §6–§7)."""
+import numpy as np
+import streamlit as st
+
+from akfviz import app_state as S
+from akfviz.errors import InputError
+from akfviz.viz import npu as vn
+from akfviz.app_shell import page_end, page_start
+
+page_start()
+st.title("NPU")
+st.caption("The fused plan placed on a PE grid (greedy + simulated annealing) and simulated event by event: "
+           "every nonzero x_j is an event multicast to the tiles that store column j (akf-spec §6–§7).")
+S.require("analysis.pattern", "analyze", "Pattern analysis")
+S.require("execute.plan", "FusionPlan", "The fused executor")
+S.require("npu.simulate", "simulate", "The NPU simulator")
+wl = S.require_workload()
+hw, hwk = S.hardware()
+if hw is None:
+    st.stop()
+
+with st.expander("Hardware configuration", expanded=False):
+    with st.form("hw_form"):
+        f = st.columns(5)
+        rows = f[0].number_input("PE rows", 1, 1024, int(hw.rows))
+        cols = f[1].number_input("PE columns", 1, 1024, int(hw.cols))
+        sram = f[2].number_input("SRAM bytes per PE", 64, 1 << 30, int(hw.sram_bytes_per_pe), step=1024)
+        clock = f[3].number_input("Clock (MHz)", 1.0, 100000.0, float(hw.clock_hz) / 1e6)
+        bw = f[4].number_input("DRAM bytes / cycle (shared)", 1, 1 << 20, int(hw.dram_bytes_per_cycle))
+        b1, b2 = st.columns([1, 5])
+        apply = b1.form_submit_button("Apply", type="primary")
+        reset = b2.form_submit_button("Reset to the preset")
+    if apply:
+        try:
+            hw.replace(rows=int(rows), cols=int(cols), sram_bytes_per_pe=int(sram), clock_hz=float(clock) * 1e6,
+                       dram_bytes_per_cycle=int(bw))
+        except InputError as exc:
+            st.error(str(exc))
+        else:
+            for key, v in (("hw_rows", int(rows)), ("hw_cols", int(cols)), ("hw_sram", int(sram)),
+                           ("hw_clock", float(clock) * 1e6), ("hw_bw", int(bw))):
+                S.put(key, v)
+            st.rerun()
+    if reset:
+        for key in ("hw_rows", "hw_cols", "hw_sram", "hw_clock", "hw_bw"):
+            S.put(key, None)
+        st.session_state.pop("_akf_energy_override", None)
+        st.session_state.pop("energy_editor", None)
+        st.rerun()
+    st.caption(f"Preset {hw.preset!r}: {hw.rows}×{hw.cols} = {hw.n_pes:,} PEs, {hw.sram_bytes_per_pe:,} B SRAM each, "
+               f"{hw.mac_lanes} MAC lanes, hop {hw.hop_latency_cycles} cycle(s), setup {hw.setup_cycles}, barrier "
+               f"{hw.barrier_cycles}, reconfiguration {hw.reconfig_cycles} cycles.")
+
+with st.expander("Energy table (editable, with provenance)", expanded=False):
+    from akfviz.npu.energy import EnergyTable
+    base = EnergyTable.preset(hw.energy.name) if hw.energy.name in EnergyTable.presets() else hw.energy
+    frame = base.to_frame().reset_index()
+    edited = st.data_editor(frame, key="energy_editor", hide_index=True, width="stretch",
+                            disabled=["action", "unit", "description"])
+    try:
+        table = EnergyTable.from_frame(edited, name="custom")
+    except InputError as exc:
+        st.error(str(exc))
+    else:
+        changed = not edited.equals(frame)
+        current = st.session_state.get("_akf_energy_override")
+        if changed and (current is None or current.to_plain() != table.to_plain()):
+            st.session_state["_akf_energy_override"] = table
+            st.rerun()
+        if not changed and current is not None:
+            st.session_state.pop("_akf_energy_override", None)
+            st.rerun()
+    st.caption("Every number carries its source, technology node and grade (measured / simulated / assumed). "
+               "Edits apply to this session and the run bundle, not to the link.")
+
+c1, c2 = st.columns([1, 3])
+with c1:
+    S.widget(st.slider, "Activation density ρ_x of x", "xdens", 0.05, 1.0, step=0.05,
+             help="Fraction of nonzero inputs; only nonzero x_j produce events.")
+pa = S.analysis(wl)
+if pa is not None:
+    S.require_tiles(pa)
+plan = S.plan_for(wl, pa, hw, hwk) if pa is not None else None
+if plan is None:
+    st.stop()
+res = S.simulation(wl, plan, hw, hwk, fused=True)
+res_unfused = S.simulation(wl, plan, hw, hwk, fused=False)
+if res is None:
+    st.stop()
+summary = res.to_dict()
+S.record_result("npu", {k: summary[k] for k in ("cycles", "seconds", "energy_total_pj", "events", "macs",
+                                                "dram_bytes", "utilization_mean", "pes_busy")})
+m = st.columns(6)
+m[0].metric("makespan (cycles)", f"{res.cycles:,}", help=f"{res.seconds * 1e6:.3g} µs at {hw.clock_hz / 1e6:g} MHz")
+m[1].metric("energy", f"{res.energy_total_pj / 1e6:.4g} µJ")
+m[2].metric("events", f"{res.events:,}")
+m[3].metric("MACs", f"{res.macs:,}")
+m[4].metric(f"PEs busy (of {hw.n_pes:,})", f"{summary['pes_busy']:,}")
+m[5].metric("mean utilisation", f"{summary['utilization_mean']:.4f}")
+
+sim_key = f"{wl.digest}|{S.get('tile')}|{S.lsh_tuple()}|{sorted(S.selection_args().items())}|{hwk}|{S.get('xdens')}"
+S.chart(S.figure_cached(f"util|{sim_key}", lambda: vn.utilization_heatmap(res.utilization, height=560)),
+        key="util_heatmap")
+st.caption("How to read this: one cell per PE of the whole grid (not downsampled); colour = busy cycles / makespan, "
+           "scaled to the busiest PE. Black = idle. A few bright PEs mean the makespan is set by them (load imbalance).")
+
+busy_rows = np.flatnonzero(res.counters["busy"].reshape(hw.rows, hw.cols).sum(axis=1) > 0)
+default_row = int(np.argmax(res.counters["busy"].reshape(hw.rows, hw.cols).max(axis=1)))
+if S.get("perow") is None or S.get("perow") >= hw.rows:
+    S.put("perow", default_row)
+left, right = st.columns([3, 2])
+with left:
+    row = S.widget(st.slider, "PE row for the timeline", "perow", 0, hw.rows - 1,
+                   help=f"Rows with busy PEs: {', '.join(map(str, busy_rows[:20]))}{' …' if busy_rows.size > 20 else ''}")
+    pes = np.arange(row * hw.cols, (row + 1) * hw.cols)
+    busy_pes = pes[res.counters["busy"][pes] > 0][:24]
+    tl = res.timeline(pes=busy_pes) if busy_pes.size else None
+    if tl is not None and len(tl):
+        kind_label = np.where(tl["kind"] == "setup", "setup", np.where(tl["kind"] == "reduce", "reduce", tl["kernel"]))
+        tl = tl.assign(pe=[f"PE {p // hw.cols},{p % hw.cols}" for p in tl["pe"]], kernel=kind_label)
+    S.chart(vn.pe_timeline(tl, makespan=res.cycles), key="timeline")
+    st.caption(f"How to read this: busy intervals of the busy PEs of row {row} (up to 24), coloured by kernel "
+               "family; gaps are waits for events or partial sums.")
+with right:
+    S.chart(vn.energy_breakdown(res.energy_pj), key="energy")
+    st.caption("How to read this: energy = Σ actions × the energy table; static = leakage of every PE over the makespan.")
+
+left, right = st.columns(2)
+with left:
+    S.chart(vn.hop_histogram(res.hop_histogram), key="hops")
+    st.caption("How to read this: flits (events and partial sums) by Manhattan distance travelled; "
+               "short hops = good locality of the placement.")
+with right:
+    mp = S.mapping_cached(f"{wl.digest}|{S.get('tile')}|{S.lsh_tuple()}|{sorted(S.selection_args().items())}",
+                          plan, hwk, hw, float(S.get("xdens")))
+    S.chart(vn.annealing_trajectory(np.arange(mp.trajectory.size), mp.trajectory, mp.greedy_objective),
+                    key="anneal")
+    st.caption(f"How to read this: the placement objective while annealing ({mp.iterations:,} proposals); "
+               f"{100 * mp.improvement:.1f} % better than the greedy start.")
+
+if res_unfused is not None:
+    S.chart(vn.fused_vs_unfused({"fused": {"cycles": res.cycles, "energy_pj": res.energy_total_pj},
+                                         "unfused": {"cycles": res_unfused.cycles,
+                                                     "energy_pj": res_unfused.energy_total_pj}}), key="fused")
+    st.caption("How to read this: unfused runs one phase per distinct kernel (events re-broadcast, a barrier and a "
+               "reconfiguration each); fused runs every PE's own kernel in one phase. The gap is what fusion buys.")
+with st.expander("Per-iteration breakdown and per-PE counters"):
+    st.dataframe(res.per_iteration, hide_index=True, width="stretch")
+    pf = res.pe_frame()
+    st.dataframe(pf[pf["busy"] > 0].sort_values("busy", ascending=False).head(200), hide_index=True, width="stretch")
+
+page_end()

@@ -1,0 +1,105 @@
+"""Design space: sweep parameters × ranges, Pareto scatter, parallel coordinates, CSV/Parquet export."""
+import pandas as pd
+import streamlit as st
+
+from akfviz import app_state as S
+from akfviz.errors import InputError
+from akfviz.viz import dse as vd
+from akfviz.app_shell import page_end, page_start
+
+page_start()
+st.title("Design space")
+st.caption("Run the whole pipeline (analyze → select → simulate, with the Dense baseline of each hardware point) "
+           "over a small grid of parameters, or load a sweep made by `python -m akfviz sweep`.")
+sweep = S.require("dse.sweep", None, "The design-space sweep runner")
+wl = S.require_workload()
+hw, hwk = S.hardware()
+if hw is None:
+    st.stop()
+
+params = sweep.SWEEP_PARAMETERS
+with st.expander("Sweepable parameters", expanded=False):
+    st.dataframe(pd.DataFrame([{"name": p.name, "stage": p.stage, "range / choices":
+                                (", ".join(map(str, p.choices)) if p.choices else f"{p.low:g} … {p.high:g}"),
+                                "meaning": p.help} for p in params.values()]), hide_index=True, width="stretch")
+spec = S.widget(st.text_input, "Sweep (name=v1,v2;name=…)", "sweep",
+                help="Every combination is one point; e.g. tile=16,32;beta=0.1,1,10;rows=64,256.")
+LIMIT = 60
+grid = None
+try:
+    raw = S.parse_sweep_spec(spec)
+    for k in raw:
+        if k not in params:
+            raise InputError(f"'{k}' is not a sweepable parameter; choose from {', '.join(params)}.")
+
+    def conv(p, v):
+        if p.choices:
+            return v
+        try:
+            return float(v)
+        except ValueError:
+            raise InputError(f"Sweep parameter '{p.name}' needs numbers, got {v!r}.") from None
+
+    grid = {k: [params[k].check(conv(params[k], v)) for v in vals] for k, vals in raw.items()}
+    points = sweep.expand_grid(grid, max_points=LIMIT)
+    st.caption(f"{len(points)} point(s): {sweep.describe_grid(grid)}. Other settings: T = {S.get('tile')}, "
+               f"α = {S.get('alpha'):g}, β = {S.get('beta'):g}, R = {S.get('resource')}, preset {hw.preset}.")
+except (InputError, ValueError) as exc:
+    st.error(str(exc))
+
+store = st.session_state.setdefault("_akf_sweeps", {})
+key = f"{wl.digest}|{spec}|{hwk}|{S.get('tile')}|{S.get('alpha')}|{S.get('beta')}|{S.get('resource')}|{S.get('gran')}"
+c1, c2 = st.columns([1, 3])
+run = c1.button("Run sweep", type="primary", disabled=grid is None)
+source = None
+if run and grid is not None:
+    bar = st.progress(0.0, text="Starting the sweep…")
+
+    def progress(done, total, point):
+        bar.progress(done / total, text=f"Point {done} / {total}: {point}")
+
+    base = {"tile": int(S.get("tile")), "alpha": float(S.get("alpha")), "beta": float(S.get("beta")),
+            "resource": S.get("resource"), "granularity": S.get("gran")}
+    try:
+        store[key] = sweep.run_sweep(wl.A, grid, base={k: v for k, v in base.items() if k not in grid}, hw=hw,
+                                     progress=progress, max_points=LIMIT)
+    except (InputError, ValueError) as exc:
+        st.error(str(exc))
+    bar.empty()
+upload = c2.file_uploader("…or load a sweep file (CSV or Parquet from the CLI)", type=["csv", "parquet"],
+                          key="sweep_upload")
+df = None
+if upload is not None:
+    try:
+        df = sweep.load_sweep(upload.getvalue(), name=upload.name)
+        source = f"loaded from {upload.name}"
+    except InputError as exc:
+        st.error(str(exc))
+if df is None and key in store:
+    df, source = store[key], "run in this session"
+if df is None:
+    st.info("Press **Run sweep** to compute the grid above (each point runs analyze → select → simulate), "
+            "or load a sweep file.")
+    st.stop()
+
+st.subheader(f"{len(df)} configurations ({source})")
+swept = [c for c in df.columns if c in params]
+numeric = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c])]
+c1, c2, c3 = st.columns(3)
+xcol = c1.selectbox("x axis", numeric, index=numeric.index("cycles") if "cycles" in numeric else 0, key="dse_x")
+ycol = c2.selectbox("y axis", numeric, index=numeric.index("error_pct") if "error_pct" in numeric else 0, key="dse_y")
+ccol = c3.selectbox("colour", numeric, index=numeric.index("energy_pj") if "energy_pj" in numeric else 0, key="dse_c")
+S.chart(vd.sweep_scatter(df, xcol, ycol, ccol, hover=swept + ["kernel_mix"]), key="dse_scatter")
+st.caption("How to read this: one dot per configuration; red rings = Pareto-optimal (no other point is lower "
+           "on all three of x, y and colour).")
+S.chart(vd.parallel_coordinates(df, swept + ["cycles", "energy_pj", "error_pct", "speedup"], ccol),
+                key="dse_parcoords")
+st.caption("How to read this: each line is one configuration crossing every axis; drag on an axis to filter.")
+st.dataframe(df, hide_index=True, width="stretch")
+d1, d2, _ = st.columns([1, 1, 4])
+d1.download_button("Export CSV", data=lambda: S.frame_bytes(df, "csv"), file_name="akfviz-sweep.csv",
+                   mime="text/csv", on_click="ignore")
+d2.download_button("Export Parquet", data=lambda: S.frame_bytes(df, "parquet"), file_name="akfviz-sweep.parquet",
+                   mime="application/octet-stream", on_click="ignore")
+
+page_end()

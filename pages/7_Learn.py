@@ -1,0 +1,118 @@
+"""Learn: step through the event-driven execution of a tiny SpMV on a tiny PE grid (akf-spec §7)."""
+import pandas as pd
+import streamlit as st
+
+from akfviz import app_state as S
+from akfviz.errors import InputError
+from akfviz.viz import learn as vl
+from akfviz.app_shell import page_end, page_start
+
+page_start()
+st.title("Learn")
+st.caption("A tiny matrix on a tiny NPU, one action at a time: events are injected, travel over the NoC, wait in "
+           "a PE's queue, are processed by the tile's kernel, and partial sums are reduced (akf-spec §7). "
+           "This trace is plain Python and is tested to give the same makespan and counters as the numba engine.")
+S.require("npu.simulate", "simulate", "The NPU simulator")
+S.require("execute.plan", "FusionPlan", "The fused executor")
+trace_mod = S.require("npu.trace", None, "The teaching trace")
+
+
+@st.cache_data(max_entries=16, show_spinner="Tracing the tiny case…")
+def build(n, tile, rows, cols, density, x_density, kernel, seed):
+    return trace_mod.tiny_case(n=n, tile=tile, grid=(rows, cols), density=density, x_density=x_density,
+                               kernel=None if kernel == "selector's choice" else kernel, seed=seed)
+
+
+names = S.stage("kernels.registry", "kernel_names")()
+with st.expander("The tiny case", expanded=False):
+    c = st.columns(6)
+    n = c[0].selectbox("n (matrix side)", [8, 12, 16], key="learn_n")
+    tile = c[1].selectbox("T (tile side)", [4, 8], key="learn_T")
+    grid = c[2].selectbox("PE grid", ["2×2", "1×2", "2×3", "3×3"], key="learn_grid")
+    density = c[3].slider("density of A", 0.1, 0.9, 0.35, step=0.05, key="learn_density")
+    xd = c[4].slider("density of x", 0.25, 1.0, 0.75, step=0.25, key="learn_xd")
+    kernel = c[5].selectbox("kernel", ["CSC", "DENSE", "BITMAP", "DIA", "LOWRANK1", "selector's choice"]
+                            + [k for k in names if k not in ("CSC", "DENSE", "BITMAP", "DIA", "LOWRANK1", "SKIP")],
+                            key="learn_kernel")
+    seed = st.number_input("seed", 0, 10_000, 0, key="learn_seed")
+rows, cols = (int(v) for v in grid.split("×"))
+try:
+    tc = build(int(n), int(tile), rows, cols, float(density), float(xd), kernel, int(seed))
+except (InputError, ValueError) as exc:
+    S.show_error(exc)
+    st.stop()
+tr = tc.trace
+n_steps = len(tr.steps)
+
+b1, b2, b3, b4 = st.columns([1, 1, 1, 6])
+cur = min(int(S.get("lstep")), n_steps)
+if b1.button("Start", key="learn_first"):
+    S.put("lstep", 0)
+    st.rerun()
+if b2.button("Back", key="learn_prev"):
+    S.put("lstep", max(cur - 1, 0))
+    st.rerun()
+if b3.button("Next", key="learn_next"):
+    S.put("lstep", min(cur + 1, n_steps))
+    st.rerun()
+if cur != S.get("lstep"):
+    S.put("lstep", cur)
+with b4:
+    i = S.widget(st.slider, "Step", "lstep", 0, n_steps, help="Steps done so far (0 = nothing yet).")
+step = tr.steps[i - 1] if i > 0 else None
+state = tr.state_at(i)
+
+if step is None:
+    st.info(f"{n_steps} steps in all; the makespan is {tr.makespan} cycles. Press **Next** to start.")
+else:
+    st.markdown(f"**Step {i} / {n_steps} — {step.kind}** at cycle {step.start}"
+                f"{f' → {step.end}' if step.end != step.start else ''}: {step.text}")
+    st.code(step.formula, language=None)
+
+left, right = st.columns([1, 1])
+with left:
+    S.chart(vl.learn_matrix(tc.A_hat, tc.x, tr.tile, tc.work.bi, tc.work.bj, tr.tile_pe, step), key="lm")
+    st.caption("How to read this: the matrix the PEs hold (after the kernel: Â), each tile framed in its PE's "
+               "colour (the PE boxes list their tiles); the shaded column is the input x_j of the current event.")
+with right:
+    S.chart(vl.learn_grid(state, tr, step), key="lg")
+    st.caption("How to read this: each box is a PE with its clock (when it is next free) and the events that "
+               "have arrived but wait to be processed; the arrow shows where the current message travels.")
+S.chart(vl.learn_timeline(tr, i), key="lt")
+st.caption("How to read this: what each PE has been busy with so far; the dashed line is the final makespan.")
+
+left, right = st.columns([1, 1])
+with left:
+    st.markdown("**Partial sums per tile (so far)**")
+    rows_ps = []
+    for u, ps in enumerate(state["partial"]):
+        rows_ps.append({"tile": u, "(bi, bj)": f"({tc.work.bi[u]}, {tc.work.bj[u]})", "PE": int(tr.tile_pe[u]),
+                        "kernel": str(tc.plan.tile_kernels[u]),
+                        "partial sums": "[" + ", ".join(f"{v:.3g}" for v in ps) + "]"})
+    st.dataframe(pd.DataFrame(rows_ps), hide_index=True, width="stretch")
+    st.markdown("**y reduced so far** vs the exact Â x")
+    st.dataframe(pd.DataFrame({"y so far": state["y"], "Â x": tc.A_hat @ tc.x}).T, width="stretch")
+with right:
+    st.markdown("**The formulas of each stage**")
+    st.markdown("1. Injection: source PE of column block ⌊j/T⌋ sends its k-th event at")
+    st.latex(r"t_{\mathrm{inject}}(j) = k \cdot \mathrm{inject\_cycles}")
+    st.markdown("2. Delivery to the tiles that store column j:")
+    st.latex(r"t_{\mathrm{arrive}} = t_{\mathrm{inject}} + \mathrm{hop} \cdot (|r_s - r_p| + |c_s - c_p|)")
+    st.markdown("3. Processing in arrival order, with the kernel's per-event work:")
+    st.latex(r"t \leftarrow \max(t, t_{\mathrm{arrive}}) + w,")
+    st.latex(r"w = \mathrm{event} + \lceil \mathrm{MACs}/\mathrm{lanes} \rceil + \mathrm{decodes}\cdot \mathrm{decode}")
+    st.latex(r"p_u \mathrel{+}= \hat A_{u}[:, j]\, x_j")
+    st.markdown("4. Reduction of each finished tile's partial sums at its row block's reduction PE:")
+    st.latex(r"t_q \leftarrow \max(t_q, t_{\mathrm{done}} + \mathrm{hop}\cdot d) + \mathrm{rows}\cdot\mathrm{reduce}")
+    st.latex(r"\mathrm{makespan} = \max_p t_p")
+
+with st.expander(f"All {n_steps} steps"):
+    st.dataframe(pd.DataFrame([{"#": k + 1, "kind": s.kind, "PE": s.pe, "start": s.start, "end": s.end,
+                                "tile": s.tile, "column": s.column, "what": s.text} for k, s in enumerate(tr.steps)]),
+                 hide_index=True, width="stretch")
+ctr = pd.DataFrame({k: v for k, v in tr.counters.items()})
+ctr.index.name = "PE"
+with st.expander("Counters per PE (equal to akfviz.simulate on the same case)"):
+    st.dataframe(ctr, width="stretch")
+
+page_end()
