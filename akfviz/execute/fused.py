@@ -29,7 +29,8 @@ keeps fewer entries than it has columns (``kept < w``, i.e. density below ``1/T`
 full tile: less than one entry per column, so a per-column loop would mostly visit
 nothing; DIA: fewer than ``min(h, w)/2``) is not packed in its format: its entries are
 merged into the ``residual`` compressed-row part of its row block, paying no per-tile
-overhead. Exact CSC tiles and BITMAP tiles below 75 % density go there too (see
+overhead. Exact CSC tiles, QUANT8 tiles (as their dequantised entries ``q·scale``) and
+BITMAP tiles below 75 % density go there too (see
 :func:`to_residual`): the same entries, executed as whole CSR rows, run faster on a CPU
 than per-tile column scatters or bit scans. The NPU payload and work of a tile
 (``Kernel.npu_work``) do not depend on this CPU layout.
@@ -988,7 +989,9 @@ def to_residual(fmt, kept, h, w):
     if fmt == "dia":  # a diagonal run is contiguous: worth its own loop from half a tile side
         return 2 * kept < np.minimum(h, w)
     hyper = kept < w
-    if fmt == "csc":
+    if fmt in ("csc", "csc_i8"):
+        # QUANT8 tiles run from their dequantised entries q·scale (float64, the same products
+        # the int8 loop forms): whole CSR rows beat per-tile column scatters on a CPU.
         return np.ones(kept.shape[0], dtype=bool)
     if fmt == "bitmap":
         return hyper | (kept < BITMAP_MIN_DENSITY * h * w)
