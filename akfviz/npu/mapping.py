@@ -10,7 +10,8 @@ Objective (minimised), for a placement ``pe[u]`` of the tiles:
   the expected number of events (``rho_x`` × routed columns) and Manhattan distances;
 * ``payload_p`` = Σ payload bytes of the tiles on ``p``.
 
-Greedy: row blocks get contiguous regions of the snake-ordered grid in proportion to their
+Greedy: the placement uses a compact corner block of ``n_tiles + n_brows`` PEs when the grid
+is larger (:func:`compact_snake`); row blocks get contiguous regions of its snake order in proportion to their
 estimated work; the middle PE of a region is the row block's reduction PE (and the source of
 column block ``bj = bi`` events, see ``docs/model.md``); the tiles of a row block, longest
 first, go to the region's PEs nearest the reduction PE (one each), or, when they outnumber the
@@ -94,6 +95,22 @@ def snake_order(rows: int, cols: int) -> np.ndarray:
     return g.ravel()
 
 
+def compact_snake(rows: int, cols: int, needed: int) -> np.ndarray:
+    """Snake order over the smallest near-square corner sub-grid with ``needed`` PEs.
+
+    A plan with far fewer tiles than PEs is placed in a compact block at the grid's
+    top-left corner (next to the I/O ports on row 0) rather than spread over the whole
+    grid: every tile still gets a PE of its own, and events and partial sums travel a few
+    hops instead of hundreds. With ``needed >= rows·cols`` this is :func:`snake_order`.
+    """
+    if needed >= rows * cols:
+        return snake_order(rows, cols)
+    cs = int(min(cols, max(1, np.ceil(np.sqrt(needed)))))
+    rs = int(min(rows, -(-needed // cs)))
+    local = snake_order(rs, cs)
+    return (local // cs) * cols + local % cs
+
+
 def source_pes(red: np.ndarray, n_bcols: int, cols: int) -> np.ndarray:
     """Source PE of each column block: the reduction PE of row block ``bj`` when it exists
     (for square operators the vector slice ``x[bj]`` lives where ``y[bj]`` is reduced),
@@ -123,7 +140,7 @@ def _sift_down(hk, hp, i, n):
 
 
 @njit_cached
-def _greedy(bi, work, n_brows, red_load, snake, cols):
+def _greedy(bi, work, n_brows, red_load, snake, cols, n_pes):
     n = bi.shape[0]
     P = snake.shape[0]
     # row-block work, ordered tiles per row block (longest first)
@@ -145,7 +162,7 @@ def _greedy(bi, work, n_brows, red_load, snake, cols):
     total = wb.sum()
     pe = np.empty(n, dtype=np.int64)
     red = np.empty(n_brows, dtype=np.int64)
-    load = np.zeros(P, dtype=np.float64)
+    load = np.zeros(n_pes, dtype=np.float64)
     cum = 0.0
     for b in range(n_brows):
         s = int(np.floor(P * cum / total))
@@ -396,7 +413,7 @@ def map_tiles(work, hw, *, rho_x: float = 1.0, method: str = "anneal", seed: int
     n_brows, n_bcols : int, optional
         Row / column blocks of the matrix (default: from ``work.bi`` / ``work.bj``).
     window : int, optional
-        Half-width of the move window around the reduction PE (default ``max(4, 2·sqrt(P/n_brows))``).
+        Half-width of the move window around the reduction PE (default ``max(4, 2·sqrt(P_used/n_brows))``, ``P_used`` the PEs of the greedy region).
 
     Returns
     -------
@@ -421,12 +438,13 @@ def map_tiles(work, hw, *, rho_x: float = 1.0, method: str = "anneal", seed: int
     payload = work.payload_bytes.astype(np.float64)
     bi = work.bi.astype(np.int64)
     bj = work.bj.astype(np.int64)
-    snake = snake_order(hw.rows, hw.cols)
+    # one PE per tile and per reduction, in a compact corner block when the grid is larger
+    snake = compact_snake(hw.rows, hw.cols, n + nbr)
     if n:
-        pe, red = _greedy(bi, est, nbr, red_load, snake, hw.cols)
+        pe, red = _greedy(bi, est, nbr, red_load, snake, hw.cols, P)
     else:
         pe, red = np.zeros(0, np.int64), _greedy(np.zeros(0, np.int64), np.zeros(0), nbr,
-                                                  red_load, snake, hw.cols)[1]
+                                                  red_load, snake, hw.cols, P)[1]
     src = source_pes(red, nbc, hw.cols)
     if gamma is None:
         gamma = max(0.01 * hw.hop_latency_cycles, 0.001)
@@ -442,7 +460,7 @@ def map_tiles(work, hw, *, rho_x: float = 1.0, method: str = "anneal", seed: int
         if iters < 0:
             raise InputError(f"Annealing iterations must be >= 0, got {iters}.")
         if window is None:
-            window = int(max(4, 2 * np.sqrt(P / max(nbr, 1))))
+            window = int(max(4, 2 * np.sqrt(snake.shape[0] / max(nbr, 1))))
         rnd = np.random.default_rng(seed).random(5 * max(iters, 200))
         pe_a = pe.copy()
         t = time.perf_counter()

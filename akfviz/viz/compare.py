@@ -43,5 +43,6 @@ def cpu_timings(names, medians_ms, height: int = 280) -> go.Figure:
                            marker_color=["#17a589", "#2e86c1", "#95a5a6"][:len(names)],
                            text=[f"{v:.3g} ms" for v in medians_ms], textposition="auto"))
     fig.update_xaxes(title="median time per call (ms)")
-    fig.update_yaxes(autorange="reversed")
-    return styled(fig, "Real CPU time, same matrix and vector", height)
+    fig.update_yaxes(autorange="reversed", automargin=True)
+    return styled(fig, "Real CPU time, same matrix and vector", height,
+                  margin=dict(l=190, r=20, t=50, b=50))

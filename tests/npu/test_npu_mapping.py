@@ -72,3 +72,27 @@ def test_unknown_method_rejected():
     tw, nb = _work(n=64)
     with pytest.raises(InputError, match="mapping method"):
         map_tiles(tw, HardwareConfig(rows=2, cols=2), method="random")
+
+
+def test_compact_snake_uses_a_corner_block_of_the_needed_size():
+    from akfviz.npu.mapping import compact_snake, snake_order
+
+    pes = compact_snake(256, 256, 50)
+    assert len(pes) == 56 and len(set(pes.tolist())) == 56        # 8 columns × 7 rows
+    assert (pes // 256).max() == 6 and (pes % 256).max() == 7
+    np.testing.assert_array_equal(compact_snake(4, 4, 16), snake_order(4, 4))
+    np.testing.assert_array_equal(compact_snake(4, 4, 99), snake_order(4, 4))
+
+
+def test_few_tiles_on_a_big_grid_stay_close_together():
+    import akfviz
+    from akfviz.npu.mapping import map_tiles
+
+    A = akfviz.generate("uniform", n=256, density=0.05, seed=3)
+    plan = akfviz.select(akfviz.analyze(A, tile=32), alpha=1e6)
+    work = plan.npu_work()
+    m = map_tiles(work, akfviz.HardwareConfig(), method="greedy")
+    rows, cols = m.pe // 256, m.pe % 256
+    needed = work.n_tiles + 8
+    side = int(np.ceil(np.sqrt(needed)))
+    assert rows.max() < side + 1 and cols.max() < side
