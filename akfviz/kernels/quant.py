@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import (ROUTE_BYTES, SCALE_BYTES, VALUE_BYTES, Kernel, all_columns, approx_from_mask,
+from .._jit import njit_cached
+from .base import (ROUTE_BYTES, SCALE_BYTES, VALUE_BYTES, Kernel, TileApprox, all_columns,
                    as_index, as_tile, make_tilework)
 from .csc import CSCPayload, csc_bytes, csc_decode, csc_encode, csc_work
 
@@ -30,34 +31,69 @@ def quant_codes(v, scale):
     return np.clip(np.rint(v / scale), -QMAX, QMAX).astype(np.int8)
 
 
-def _segment_maxabs(v, ptr):
-    n = ptr.shape[0] - 1
-    out = np.zeros(n)
-    if v.size:
-        seg = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
-        np.maximum.at(out, seg, np.abs(v))
-    return out
+@njit_cached
+def _quant_pass(tptr, tr, tc, tv, idx, kptr, r_out, c_out, v_out, q_out, err, scale):
+    """One pass over the tiles ``idx``: scale, codes, kept entries and error per tile.
+
+    Same arithmetic as :func:`quant_scale` / :func:`quant_codes`: ``s = max|v| / 127``,
+    ``q = clip(rint(v / s), −127, 127)``, ``v̂ = q·s``; entries with ``q = 0`` are dropped;
+    ``E = Σ (v − v̂)²`` over the tile's entries (a dropped entry contributes ``v²``).
+    Returns the number of kept entries.
+    """
+    m = 0
+    kptr[0] = 0
+    for u in range(idx.shape[0]):
+        t = idx[u]
+        s0 = tptr[t]
+        s1 = tptr[t + 1]
+        mx = 0.0
+        for p in range(s0, s1):
+            a = abs(tv[p])
+            if a > mx:
+                mx = a
+        sc = mx / 127.0 if mx > 0.0 else 1.0
+        scale[u] = sc
+        e = 0.0
+        for p in range(s0, s1):
+            v = tv[p]
+            q = np.rint(v / sc)
+            if q > 127.0:
+                q = 127.0
+            elif q < -127.0:
+                q = -127.0
+            vh = q * sc
+            if vh != 0.0:
+                r_out[m] = tr[p]
+                c_out[m] = tc[p]
+                v_out[m] = vh
+                q_out[m] = np.int8(q)
+                m += 1
+                d = v - vh
+                e += d * d
+            else:
+                e += v * v
+        err[u] = e
+        kptr[u + 1] = m
+    return m
 
 
 def quant_approx(ts, idx):
     """TileApprox of int8 quantisation; ``extra`` holds ``q`` (int8 codes of kept entries)
-    and ``scale`` (per tile)."""
-    holder = {}
-
-    def values(ptr, pos, keep):
-        v = ts.v[pos]
-        scale = quant_scale(_segment_maxabs(v, ptr))
-        s_e = np.repeat(scale, np.diff(ptr))
-        q = quant_codes(v, s_e)
-        holder["scale"] = scale
-        holder["q_all"] = q
-        return q.astype(np.float64) * s_e
-
-    ap = approx_from_mask(ts, idx, value_fn=values)
-    q_all = holder.get("q_all", np.zeros(0, np.int8))
-    ap.extra["scale"] = holder.get("scale", np.ones(idx.shape[0]))
-    ap.extra["q"] = q_all[q_all != 0]
-    return ap
+    and ``scale`` (per tile). One numba pass (:func:`_quant_pass`)."""
+    idx = np.ascontiguousarray(idx, dtype=np.int64)
+    n = idx.shape[0]
+    total = int((ts.ptr[idx + 1] - ts.ptr[idx]).sum()) if n else 0
+    kptr = np.zeros(n + 1, dtype=np.int64)
+    r = np.empty(total, dtype=np.int64)
+    c = np.empty(total, dtype=np.int64)
+    v = np.empty(total, dtype=np.float64)
+    q = np.empty(total, dtype=np.int8)
+    err = np.zeros(n, dtype=np.float64)
+    scale = np.ones(n, dtype=np.float64)
+    m = _quant_pass(ts.ptr, ts.r, ts.c, ts.v, idx, kptr, r, c, v, q, err, scale) if n else 0
+    if m < total:
+        r, c, v, q = r[:m].copy(), c[:m].copy(), v[:m].copy(), q[:m].copy()
+    return TileApprox(idx=idx, ptr=kptr, r=r, c=c, v=v, err=err, extra={"scale": scale, "q": q})
 
 
 class Quant8Kernel(Kernel):
