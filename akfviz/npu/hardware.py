@@ -168,17 +168,35 @@ class HardwareConfig:
         d["energy"] = self.energy.to_plain()
         return d
 
-    def to_toml(self) -> str:
-        """Canonical TOML text (keys in field order); :meth:`from_toml` reads it back."""
+    def to_toml(self, path=None) -> str:
+        """Canonical TOML text (keys in field order); :meth:`from_toml` reads it back.
+
+        With ``path`` (str or ``pathlib.Path``) the text is also written to that file.
+        """
         import tomli_w
 
-        return tomli_w.dumps(self.to_plain())
+        text = tomli_w.dumps(self.to_plain())
+        if path is not None:
+            from pathlib import Path
+
+            Path(path).write_text(text, encoding="utf-8")
+        return text
 
     @classmethod
     def from_toml(cls, text) -> "HardwareConfig":
-        """Parse TOML text (str or bytes); unknown keys and bad values raise InputError."""
+        """Parse TOML text (str or bytes) or read a ``.toml`` file (``pathlib.Path``, or a
+        str naming an existing file); unknown keys and bad values raise InputError."""
+        import os
         import tomllib
+        from pathlib import Path
 
+        if isinstance(text, os.PathLike) or (
+                isinstance(text, str) and "\n" not in text and "=" not in text
+                and text.strip().endswith(".toml")):
+            path = Path(text)
+            if not path.is_file():
+                raise InputError(f"No hardware TOML file at '{path}'.")
+            text = path.read_bytes()
         if isinstance(text, (bytes, bytearray)):
             try:
                 text = bytes(text).decode("utf-8")

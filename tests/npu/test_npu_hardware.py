@@ -95,3 +95,18 @@ def test_energy_edit_and_frame_round_trip():
         EnergyTable.from_frame(t.to_frame().drop(index="dram"))
     with pytest.raises(InputError):
         EnergyEntry(1.0, "pJ", "x", "45 nm", "guessed")
+
+
+def test_toml_file_round_trip(tmp_path):
+    from pathlib import Path
+
+    from akfviz import HardwareConfig, InputError
+
+    hw = HardwareConfig().replace(rows=32, cols=16)
+    target = tmp_path / "chip.toml"
+    text = hw.to_toml(target)
+    assert target.read_text() == text
+    assert HardwareConfig.from_toml(target) == hw
+    assert HardwareConfig.from_toml(str(target)) == hw
+    with pytest.raises(InputError, match="No hardware TOML file"):
+        HardwareConfig.from_toml(Path(tmp_path / "missing.toml"))
