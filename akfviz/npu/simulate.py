@@ -247,7 +247,7 @@ class _Phase:
 #: (``prange`` over PE chunks; same result bit for bit). Set high: on the shared 2-core
 #: development machine two threads were slower than one, and even a one-chunk parallel
 #: launch cost ~8 ms there (see docs/benchmarks.md); below it the serial kernel runs.
-PARALLEL_MIN_WORK = 1 << 23
+PARALLEL_MIN_WORK = 1 << 16
 
 
 def _n_chunks(P: int) -> int:
