@@ -7,7 +7,9 @@ measured on every member tile (:meth:`.costs.SelectionProblem.evaluate`: exact e
 resources), and the answer is the best *feasible* plan seen during the search:
 
 * error budget ``eps``: least resource among the plans with relative error ``≤ eps``
-  (``eps = 0``: only lossless candidates are allowed, the cheapest per unit — an exact plan);
+  (``eps = 0``: only lossless candidates are allowed, the cheapest per unit — an exact plan;
+  when no plan of the full search is feasible — possible in cluster mode — the search is repeated
+  over the lossless candidates, which always reach error 0);
 * resource budget ``b`` (a share of ``R_dense``): least error among the plans with
   resource ``≤ b·R_dense``.
 
@@ -101,8 +103,15 @@ def solve_error_budget(problem, eps: float) -> BudgetResult:
                 f"({', '.join(problem.names)}) is lossless; add e.g. CSC or DENSE."
             )
         mask = problem.lossless
-    best, lam, trace = _search(problem, lambda e, r: e <= eps,
-                               lambda a, b: (a[1], a[0]) < (b[1], b[0]), mask=mask)
+    feasible = lambda e, r: e <= eps  # noqa: E731
+    better = lambda a, b: (a[1], a[0]) < (b[1], b[0])  # noqa: E731
+    best, lam, trace = _search(problem, feasible, better, mask=mask)
+    if best is None and mask is None and problem.lossless.any():
+        # In cluster mode a kernel exact on the representative (e.g. LOWRANK1 on a one-nonzero
+        # tile) can still be lossy on other members, so even λ = ∞ may miss eps; plans with
+        # lossless kernels only are always feasible (error 0): search those.
+        best, lam, extra = _search(problem, feasible, better, mask=problem.lossless)
+        trace = pd.concat([trace, extra], ignore_index=True)
     if best is None:
         emin = float(trace["error"].min())
         raise InputError(
