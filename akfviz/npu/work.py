@@ -15,7 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import weakref
+
 import numpy as np
+
+#: TileWork objects whose :meth:`TileWork.validate` passed (frozen objects: checked once).
+_VALIDATED: "weakref.WeakSet" = weakref.WeakSet()
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,7 +87,12 @@ class TileWork:
         return int(self.col_local.shape[0])
 
     def validate(self) -> "TileWork":
-        """Check shapes, dtypes and invariants; raise ``ValueError`` when broken."""
+        """Check shapes, dtypes and invariants; raise ``ValueError`` when broken.
+
+        The check runs once per object (the object is frozen; a passed check is remembered).
+        """
+        if self in _VALIDATED:
+            return self
         n = self.n_tiles
         for name in self._PER_TILE:
             a = getattr(self, name)
@@ -99,6 +109,7 @@ class TileWork:
         for name in self._PER_COLUMN[1:] + ("payload_bytes", "out_rows", "final_macs", "final_sram_bytes"):
             if np.any(getattr(self, name) < 0):
                 raise ValueError(f"TileWork.{name} has negative entries")
+        _VALIDATED.add(self)
         return self
 
     @staticmethod
