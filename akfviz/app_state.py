@@ -763,7 +763,7 @@ _WL = "_akf_workload"
 
 
 def load_workload() -> Workload | None:
-    """Resolve the current workload once per run (called by app.py before the page runs)."""
+    """Resolve the current workload once per run (called by the shared page shell, akfviz/app_shell.py)."""
     wl = current_workload()
     st.session_state[_WL] = wl
     return wl
