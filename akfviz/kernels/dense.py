@@ -46,15 +46,22 @@ class DenseKernel(Kernel):
         return approx_from_mask(ts, as_index(ts, idx))
 
     def npu_work(self, ts, idx=None):
-        idx = as_index(ts, idx)
-        h, w = ts.h[idx], ts.w[idx]
-        col_ptr, col_local = all_columns(w)
-        hc = np.repeat(h, w)
-        return make_tilework(
-            self.name, ts, idx, col_ptr, col_local,
-            ev_macs=hc, ev_decodes=np.zeros_like(hc), ev_sram_bytes=hc * VALUE_BYTES["fp32"],
-            payload_bytes=h * w * VALUE_BYTES["fp32"] + w * ROUTE_BYTES, out_rows=h,
-        )
+        return dense_layout_work(self.name, ts, as_index(ts, idx), "fp32")
+
+
+def dense_layout_work(name, ts, idx, precision, extra_bytes=0):
+    """TileWork of a dense-layout tile: every column routed, ``h`` MACs per event reading
+    ``h`` values; payload ``h·w`` values (+ ``extra_bytes``, e.g. a scale) + routing."""
+    h, w = ts.h[idx], ts.w[idx]
+    col_ptr, col_local = all_columns(w)
+    hc = np.repeat(h, w)
+    vb = VALUE_BYTES[precision]
+    return make_tilework(
+        name, ts, idx, col_ptr, col_local,
+        ev_macs=hc, ev_decodes=np.zeros_like(hc), ev_sram_bytes=hc * vb,
+        payload_bytes=h * w * vb + extra_bytes + w * ROUTE_BYTES, out_rows=h,
+        int8=precision == "int8",
+    )
 
 
 DENSE = DenseKernel()

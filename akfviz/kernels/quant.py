@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._jit import njit_cached
-from .base import (ROUTE_BYTES, SCALE_BYTES, VALUE_BYTES, Kernel, TileApprox, all_columns,
-                   as_index, as_tile, make_tilework)
+from .base import ROUTE_BYTES, SCALE_BYTES, VALUE_BYTES, Kernel, TileApprox, as_index, as_tile
+from .dense import dense_layout_work
 from .csc import CSCPayload, csc_bytes, csc_decode, csc_encode, csc_work
 
 QMAX = 127
@@ -161,16 +161,7 @@ class Quant8DenseKernel(Kernel):
         return quant_approx(ts, as_index(ts, idx))
 
     def npu_work(self, ts, idx=None):
-        idx = as_index(ts, idx)
-        h, w = ts.h[idx], ts.w[idx]
-        col_ptr, col_local = all_columns(w)
-        hc = np.repeat(h, w)
-        return make_tilework(
-            self.name, ts, idx, col_ptr, col_local,
-            ev_macs=hc, ev_decodes=np.zeros_like(hc), ev_sram_bytes=hc * VALUE_BYTES["int8"],
-            payload_bytes=h * w * VALUE_BYTES["int8"] + SCALE_BYTES + w * ROUTE_BYTES,
-            out_rows=h, int8=True,
-        )
+        return dense_layout_work(self.name, ts, as_index(ts, idx), "int8", SCALE_BYTES)
 
 
 QUANT8 = Quant8Kernel()
