@@ -24,71 +24,65 @@ tab_sample, tab_gen, tab_up = st.tabs(["Sample", "Generate", "Upload"])
 
 with tab_sample:
     names = S.sample_names()
-    if not names:
-        st.info("The shipped samples are not available yet in this build (akfviz.workloads.samples is missing).")
-    else:
-        samples = S.stage("workloads.samples")
-        listing = samples.list_samples()
-        pick = st.selectbox("Sample", names, index=names.index(S.get("sample")) if S.get("sample") in names else 0,
-                            key="matrix_sample_pick", format_func=S.sample_title)
-        if st.button("Use this sample", key="use_sample"):
-            S.put("src", "sample")
-            S.put("sample", pick)
-            st.rerun()
-        with st.expander("All shipped samples"):
-            st.dataframe(listing[[c for c in ("name", "title", "shape", "nnz", "pruning", "source", "licence")
-                                  if c in listing]], hide_index=True, width="stretch")
+    samples = S.stage("workloads.samples")
+    listing = samples.list_samples()
+    pick = st.selectbox("Sample", names, index=names.index(S.get("sample")) if S.get("sample") in names else 0,
+                        key="matrix_sample_pick", format_func=S.sample_title)
+    if st.button("Use this sample", key="use_sample"):
+        S.put("src", "sample")
+        S.put("sample", pick)
+        st.rerun()
+    with st.expander("All shipped samples"):
+        st.dataframe(listing[[c for c in ("name", "title", "shape", "nnz", "pruning", "source", "licence")
+                              if c in listing]], hide_index=True, width="stretch")
 
 with tab_gen:
     gens = S.stage("workloads.generators")
-    if gens is None:
-        st.info("The generators are not available yet in this build.")
-    else:
-        info = gens.generator_info()
-        kinds = gens.generators()
-        kind = st.selectbox("Generator", kinds, index=kinds.index(S.get("gen")) if S.get("gen") in kinds else 0,
-                            format_func=lambda k: f"{k} — {info.set_index('name').loc[k, 'description']}",
-                            key="gen_kind")
-        current = S.get("gen_params") if S.get("gen") == kind else {}
-        with st.form("gen_form"):
-            params = {}
-            specs = gens.generator_specs(kind)
-            if "m" in gens.generator_params(kind) and not any(s.name == "m" for s in specs):
-                specs = specs + (gens._m_spec(),)
-            cols = st.columns(3)
-            for i, spec in enumerate(specs):
-                raw = current.get(spec.name, spec.default)
-                with cols[i % 3]:
-                    label = f"{spec.name} — {spec.help}"
-                    if spec.kind == "choice":
-                        params[spec.name] = st.selectbox(label, spec.choices,
-                                                         index=list(spec.choices).index(raw) if raw in spec.choices else 0)
-                    elif spec.kind == "pattern" or spec.optional:
-                        params[spec.name] = st.text_input(label, "" if raw is None else str(raw),
-                                                          help=f"Accepted: {spec.describe_range()}.")
-                    elif spec.kind == "int":
-                        params[spec.name] = st.number_input(label, value=int(float(raw)), step=1,
-                                                            help=f"Accepted: {spec.describe_range()}.")
-                    else:
-                        params[spec.name] = st.number_input(label, value=float(raw), format="%g",
-                                                            help=f"Accepted: {spec.describe_range()}.")
-            go = st.form_submit_button("Generate", type="primary")
-        if go:
-            try:
-                kw = {}
-                for spec in specs:
-                    v = S.coerce_gen_value(spec, params[spec.name]) if isinstance(params[spec.name], str) \
-                        else params[spec.name]
-                    if v is not None:
-                        kw[spec.name] = v
-                S.generate_cached(kind, tuple(sorted(kw.items())))   # validates now, shows the error here
-            except (InputError, ValueError) as exc:
-                st.error(str(exc))
-            else:
-                S.put("src", "gen")
-                S.put("gen", kind)
-                S.put("gen_params", {k: v for k, v in kw.items()})
-                st.rerun()
+    info = gens.generator_info()
+    kinds = gens.generators()
+    kind = st.selectbox("Generator", kinds, index=kinds.index(S.get("gen")) if S.get("gen") in kinds else 0,
+                        format_func=lambda k: f"{k} — {info.set_index('name').loc[k, 'description']}",
+                        key="gen_kind")
+    current = S.get("gen_params") if S.get("gen") == kind else {}
+    with st.form("gen_form"):
+        params = {}
+        specs = gens.generator_specs(kind)
+        if "m" in gens.generator_params(kind) and not any(s.name == "m" for s in specs):
+            specs = specs + (gens._m_spec(),)
+        cols = st.columns(3)
+        for i, spec in enumerate(specs):
+            raw = current.get(spec.name, spec.default)
+            with cols[i % 3]:
+                label = f"{spec.name} — {spec.help}"
+                if spec.kind == "choice":
+                    params[spec.name] = st.selectbox(label, spec.choices,
+                                                     index=list(spec.choices).index(raw) if raw in spec.choices else 0)
+                elif spec.kind == "pattern" or spec.optional:
+                    params[spec.name] = st.text_input(label, "" if raw is None else str(raw),
+                                                      help=f"Accepted: {spec.describe_range()}.")
+                elif spec.kind == "int":
+                    params[spec.name] = st.number_input(label, value=int(float(raw)), step=1,
+                                                        help=f"Accepted: {spec.describe_range()}.")
+                else:
+                    params[spec.name] = st.number_input(label, value=float(raw), format="%g",
+                                                        help=f"Accepted: {spec.describe_range()}.")
+        go = st.form_submit_button("Generate", type="primary")
+    if go:
+        try:
+            kw = {}
+            for spec in specs:
+                v = S.coerce_gen_value(spec, params[spec.name]) if isinstance(params[spec.name], str) \
+                    else params[spec.name]
+                if v is not None:
+                    kw[spec.name] = v
+            S.generate_cached(kind, tuple(sorted(kw.items())))   # validates now, shows the error here
+        except (InputError, ValueError) as exc:
+            st.error(str(exc))
+        else:
+            S.put("src", "gen")
+            S.put("gen", kind)
+            S.put("gen_params", {k: v for k, v in kw.items()})
+            st.rerun()
 
 with tab_up:
     st.caption("Matrix Market `.mtx`, scipy `.npz`, dense `.npy` (no pickle), or `.safetensors` weights "

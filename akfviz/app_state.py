@@ -318,22 +318,13 @@ def _describe(field: Field) -> str:
 
 
 def stage(module: str, attr: str | None = None):
-    """Import ``akfviz.<module>`` (and fetch ``attr``) or return None when it is not there yet."""
-    try:
-        mod = importlib.import_module(f"akfviz.{module}")
-        return getattr(mod, attr) if attr else mod
-    except (ImportError, AttributeError):
-        return None
+    """Import ``akfviz.<module>`` lazily (and fetch ``attr``).
 
-
-def require(module: str, attr: str | None = None, what: str = ""):
-    """Like :func:`stage`, but show an honest ``st.info`` and stop the page when missing."""
-    obj = stage(module, attr)
-    if obj is None:
-        st.info(f"{what or module} is not available yet in this build of akfviz "
-                f"(module `akfviz.{module}`{'.' + attr if attr else ''} is missing), so this part is not shown.")
-        st.stop()
-    return obj
+    Lazy so that opening a page does not import (and JIT-load) stages it does not use. A
+    missing module or attribute is a bug and raises, never a silent "not available".
+    """
+    mod = importlib.import_module(f"akfviz.{module}")
+    return getattr(mod, attr) if attr else mod
 
 
 # --------------------------------------------------------------------------- content hashing
@@ -394,8 +385,6 @@ def _lsh_config(lsh: tuple):
     if not lsh:
         return None
     LSHConfig = stage("analysis.lsh", "LSHConfig")
-    if LSHConfig is None:
-        return None
     k, b, g, seed = lsh
     return LSHConfig(num_hashes=k, bands=b, grid=g, seed=seed)
 
@@ -632,29 +621,16 @@ class Workload:
 
 
 def default_sample() -> str:
-    samples = stage("workloads.samples")
-    return getattr(samples, "DEFAULT_SAMPLE", "") if samples else ""
+    return stage("workloads.samples", "DEFAULT_SAMPLE")
 
 
 def sample_names() -> list[str]:
-    samples = stage("workloads.samples")
-    if samples is None:
-        return []
-    names = samples.list_samples()
-    if hasattr(names, "columns"):
-        col = "name" if "name" in names.columns else names.columns[0]
-        return [str(n) for n in (names.index if col not in names else names[col])]
-    if isinstance(names, dict):
-        return [str(n) for n in names]
-    return [str(n if isinstance(n, str) else getattr(n, "name", n)) for n in names]
+    return [str(n) for n in stage("workloads.samples").list_samples()["name"]]
 
 
 def sample_provenance(name: str) -> str:
     """One provenance line for a shipped sample (title, source, pruning, seed, licence)."""
-    samples = stage("workloads.samples")
-    if samples is None:
-        return ""
-    listing = samples.list_samples()
+    listing = stage("workloads.samples").list_samples()
     row = listing[listing["name"] == name]
     if not len(row):
         return ""
@@ -668,10 +644,7 @@ def sample_provenance(name: str) -> str:
 
 
 def sample_title(name: str) -> str:
-    samples = stage("workloads.samples")
-    listing = samples.list_samples() if samples else None
-    if listing is None or "title" not in listing:
-        return name
+    listing = stage("workloads.samples").list_samples()
     row = listing[listing["name"] == name]
     return f"{name} — {row.iloc[0]['title']}" if len(row) else name
 
@@ -727,23 +700,15 @@ def current_workload() -> Workload | None:
                 return Workload(A, name, "upload", prov, matrix_digest(A))
         if src == "gen":
             gens = stage("workloads.generators")
-            if gens is None:
-                st.info("The generators are not available yet; showing the default sample.")
-                src = "sample"
-            else:
-                kind = get("gen")
-                if kind not in gens.generators():
-                    raise InputError(f"Unknown generator {kind!r}; choose one of {', '.join(gens.generators())}.")
-                kw = gen_kwargs(kind)
-                A = generate_cached(kind, tuple(sorted(kw.items())))
-                desc = ", ".join(f"{k}={v}" for k, v in kw.items())
-                return Workload(A, f"{kind}({desc})", "gen", f"generated: akfviz.generate({kind!r}, {desc})",
-                                matrix_digest(A))
+            kind = get("gen")
+            if kind not in gens.generators():
+                raise InputError(f"Unknown generator {kind!r}; choose one of {', '.join(gens.generators())}.")
+            kw = gen_kwargs(kind)
+            A = generate_cached(kind, tuple(sorted(kw.items())))
+            desc = ", ".join(f"{k}={v}" for k, v in kw.items())
+            return Workload(A, f"{kind}({desc})", "gen", f"generated: akfviz.generate({kind!r}, {desc})",
+                            matrix_digest(A))
         name = get("sample") or default_sample()
-        if not name:
-            st.info("The shipped samples are not available yet in this build (akfviz.workloads.samples is "
-                    "missing); generate a matrix on the Matrix page instead.")
-            return None
         A = _as_matrix(sample_cached(name))
         return Workload(A, name, "sample", sample_provenance(name), matrix_digest(A))
     except (InputError, ValueError) as exc:
@@ -820,10 +785,8 @@ def require_tiles(pa) -> None:
 
 
 def hardware():
-    """HardwareConfig from the preset plus the NPU page's overrides (None when not available)."""
+    """HardwareConfig from the preset plus the NPU page's overrides (None after a shown error)."""
     hwmod = stage("npu.hardware")
-    if hwmod is None:
-        return None, ""
     try:
         preset = get("preset")
         names = hwmod.HardwareConfig.preset_names()
@@ -862,9 +825,8 @@ def hw_key(hw) -> str:
 
 
 def preset_names() -> list[str]:
-    """Hardware preset names from the library (empty when the NPU stage is missing)."""
-    HW = stage("npu.hardware", "HardwareConfig")
-    return [str(n) for n in HW.preset_names()] if HW is not None else []
+    """Hardware preset names from the library."""
+    return [str(n) for n in stage("npu.hardware", "HardwareConfig").preset_names()]
 
 
 def workload_summary(wl: Workload) -> dict:

@@ -11,7 +11,6 @@ page_start()
 st.title("Patterns")
 st.caption("Tiles of side T, their features, and MinHash-LSH clusters split by log-density bin "
            "(the paper's \"modified histogram atop LSH\", akf-spec §2).")
-S.require("analysis.pattern", "analyze", "Pattern analysis")
 wl = S.require_workload()
 
 with st.expander("LSH parameters", expanded=False):

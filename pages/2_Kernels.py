@@ -10,9 +10,6 @@ page_start()
 st.title("Kernels")
 st.caption("Per tile or LSH cluster, the selector picks the kernel minimising "
            "C = α·E/‖A‖²_F + β·R/R_dense (akf-spec §5); budgets search α/β by bisection.")
-S.require("analysis.pattern", "analyze", "Pattern analysis")
-S.require("selection.selector", "select", "The kernel selector")
-S.require("execute.plan", "FusionPlan", "The fused executor")
 wl = S.require_workload()
 hw, hwk = S.hardware()
 if hw is None:

@@ -11,9 +11,6 @@ page_start()
 st.title("NPU")
 st.caption("The fused plan placed on a PE grid (greedy + simulated annealing) and simulated event by event: "
            "every nonzero x_j is an event multicast to the tiles that store column j (akf-spec §6–§7).")
-S.require("analysis.pattern", "analyze", "Pattern analysis")
-S.require("execute.plan", "FusionPlan", "The fused executor")
-S.require("npu.simulate", "simulate", "The NPU simulator")
 wl = S.require_workload()
 hw, hwk = S.hardware()
 if hw is None:

@@ -13,8 +13,6 @@ page_start()
 st.title("Compare")
 st.caption("Four plans on the same matrix, input vector and hardware, simulated by the same NPU model; "
            "the paper's claimed values beside the measured ones (akf-spec §8).")
-S.require("compare", "compare", "The baseline comparison")
-S.require("execute.plan", "FusionPlan", "The fused executor")
 wl = S.require_workload()
 hw, hwk = S.hardware()
 if hw is None:

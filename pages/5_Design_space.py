@@ -11,7 +11,7 @@ page_start()
 st.title("Design space")
 st.caption("Run the whole pipeline (analyze → select → simulate, with the Dense baseline of each hardware point) "
            "over a small grid of parameters, or load a sweep made by `python -m akfviz sweep`.")
-sweep = S.require("dse.sweep", None, "The design-space sweep runner")
+sweep = S.stage("dse.sweep")
 wl = S.require_workload()
 hw, hwk = S.hardware()
 if hw is None:

@@ -10,8 +10,6 @@ page_start()
 st.title("Solver")
 st.caption("Iterative methods apply y = A x many times: the plan's error shows up in convergence, and a "
            "persistent kernel keeps payloads and vector slices on chip between iterations (akf-spec §7).")
-S.require("npu.iterative", "run_solver", "The iterative-solver mode of the simulator")
-S.require("selection.selector", "select", "The kernel selector")
 hw, hwk = S.hardware()
 if hw is None:
     st.stop()

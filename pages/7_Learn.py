@@ -12,9 +12,7 @@ st.title("Learn")
 st.caption("A tiny matrix on a tiny NPU, one action at a time: events are injected, travel over the NoC, wait in "
            "a PE's queue, are processed by the tile's kernel, and partial sums are reduced (akf-spec §7). "
            "This trace is plain Python and is tested to give the same makespan and counters as the numba engine.")
-S.require("npu.simulate", "simulate", "The NPU simulator")
-S.require("execute.plan", "FusionPlan", "The fused executor")
-trace_mod = S.require("npu.trace", None, "The teaching trace")
+trace_mod = S.stage("npu.trace")
 
 
 @st.cache_data(max_entries=16, show_spinner="Tracing the tiny case…")
