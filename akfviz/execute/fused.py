@@ -47,6 +47,7 @@ result is deterministic (independent of the thread count and of the chunking).
 from __future__ import annotations
 
 import os
+import time
 import types
 from dataclasses import dataclass
 
@@ -813,8 +814,14 @@ _tiles_matvec_serial = _serial_twin(_tiles_matvec, "_tiles_matvec_serial")
 _fused_matmat_serial = _serial_twin(_fused_matmat, "_fused_matmat_serial")
 
 #: Plans that stream fewer bytes than this run serially: waking the worker threads costs
-#: more than the work (and much more when the cores are shared with other processes).
-PARALLEL_MIN_BYTES = 1 << 20
+#: more than the work (measured: a 620 kB plan, the 90 %-pruned MiniLM FFN, takes 29 µs on
+#: one thread and 24 µs on two; below ≈ 200 kB the wake-up, ≈ 5 µs, eats the gain).
+PARALLEL_MIN_BYTES = 1 << 18
+
+#: Seconds for which :func:`cores_have_room` reuses its last answer (reading the load
+#: average is a system call of a few µs — a tenth of a small matvec).
+LOAD_CHECK_PERIOD = 0.5
+_load_check = [-1.0, True]  # (time of the last check, answer)
 
 
 def cores_have_room() -> bool:
@@ -823,11 +830,18 @@ def cores_have_room() -> bool:
     A parallel region ends when its slowest worker does; on a saturated machine a worker
     is often descheduled for a whole time slice (several ms, ten times a 1M-nonzero SpMV),
     so the executor then runs on the calling thread. The result is the same either way
-    (the arithmetic does not depend on the chunking)."""
+    (the arithmetic does not depend on the chunking). The answer is reused for
+    :data:`LOAD_CHECK_PERIOD` seconds (the 1-minute average moves slowly)."""
+    now = time.monotonic()
+    if now - _load_check[0] < LOAD_CHECK_PERIOD:
+        return _load_check[1]
     try:
-        return os.getloadavg()[0] < (os.cpu_count() or 1)
+        room = os.getloadavg()[0] < (os.cpu_count() or 1)
     except OSError:  # pragma: no cover - platforms without a load average
-        return True
+        room = True
+    _load_check[0] = now
+    _load_check[1] = room
+    return room
 
 
 # =========================================================================== driver
