@@ -86,9 +86,11 @@ with tab_gen:
 
 with tab_up:
     st.caption("Matrix Market `.mtx`, scipy `.npz`, dense `.npy` (no pickle), or `.safetensors` weights "
-               "(pick a 2-D tensor, then prune it). Uploaded files stay in this browser session and cannot be "
-               "carried in a link.")
-    up = st.file_uploader("Matrix file", type=["mtx", "npz", "npy", "safetensors"], key="matrix_upload")
+               "(pick a 2-D tensor, then prune it); also gzip-compressed (`.mtx.gz`) or a SuiteSparse "
+               "`.tar.gz` (its `name/name.mtx` is read). Uploaded files stay in this browser session and "
+               "cannot be carried in a link.")
+    up = st.file_uploader("Matrix file", type=["mtx", "npz", "npy", "safetensors", "gz", "tgz", "tar"],
+                          key="matrix_upload")
     if up is not None:
         data = up.getvalue()
         ok = True
@@ -116,7 +118,8 @@ with tab_up:
                 S.widget(st.selectbox, "N:M pattern", "up_pattern", options=["2:4", "1:4", "4:8", "2:8"])
             try:
                 prune = (S.get("up_prune"), S.get("up_sparsity"), S.get("up_pattern"))
-                A_up = S.load_cached(S.bytes_digest(data), data, S._fmt_of(up.name), S.get("up_tensor") or None, prune)
+                A_up = S.load_cached(S.bytes_digest(data), data, S._fmt_of(up.name), S.get("up_tensor") or None, prune,
+                                     up.name)
             except (InputError, ValueError) as exc:
                 st.error(str(exc))
             else:

@@ -359,9 +359,10 @@ def sample_cached(name: str):
 
 
 @st.cache_data(max_entries=4, show_spinner="Reading the uploaded file…")
-def load_cached(digest: str, _data: bytes, fmt: str | None, tensor: str | None, prune: tuple):
+def load_cached(digest: str, _data: bytes, fmt: str | None, tensor: str | None, prune: tuple,
+                name: str | None = None):
     import akfviz
-    A = akfviz.load(_data, fmt=fmt, tensor=tensor or None)
+    A = akfviz.load(_data, fmt=fmt, tensor=tensor or None, name=name)
     method = prune[0]
     if method and method != "none":
         from .workloads.prune import prune as do_prune
@@ -694,7 +695,7 @@ def current_workload() -> Workload | None:
                 name, payload = data
                 prune = (get("up_prune"), get("up_sparsity"), get("up_pattern"))
                 fmt = _fmt_of(name)
-                A = load_cached(bytes_digest(payload), payload, fmt, get("up_tensor") or None, prune)
+                A = load_cached(bytes_digest(payload), payload, fmt, get("up_tensor") or None, prune, name)
                 prov = f"uploaded file {name}" + (f", tensor {get('up_tensor')}" if get("up_tensor") else "") + \
                     (f", pruned by {prune[0]} (sparsity {prune[1]:g}, pattern {prune[2]})" if prune[0] != "none" else "")
                 return Workload(A, name, "upload", prov, matrix_digest(A))

@@ -38,15 +38,21 @@ class LoadLimits:
         Largest accepted number of elements of a dense array that must be materialised
         (a ``.npy`` file, a safetensors tensor, a dense Matrix Market "array" body, the
         dense weight matrix behind an ``llm`` generator); default 400 million.
+    max_decompressed_bytes : int
+        Largest file accepted after decompressing a ``.gz`` or taking a member out of a
+        ``.tar`` / ``.tar.gz`` (and largest compressed file read into memory); default
+        4 GiB — a Matrix Market text of ≈ 100 million entries.
     """
 
     max_rows: int = 50_000_000
     max_cols: int = 50_000_000
     max_nnz: int = 200_000_000
     max_dense_elements: int = 400_000_000
+    max_decompressed_bytes: int = 4 * 2**30
 
     def __post_init__(self):
-        for field in ("max_rows", "max_cols", "max_nnz", "max_dense_elements"):
+        for field in ("max_rows", "max_cols", "max_nnz", "max_dense_elements",
+                      "max_decompressed_bytes"):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(

@@ -33,6 +33,7 @@ import scipy.io
 import scipy.sparse as sp
 
 from ..errors import InputError, ResourceLimitError
+from . import archives
 from .limits import LoadLimits, resolve_limits
 from .validate import as_csr
 
@@ -644,17 +645,23 @@ def load(path_or_bytes, fmt: str | None = None, tensor: str | None = None, *,
         The file. File-like objects (e.g. Streamlit uploads) need ``.read()``; their ``.name``
         is used for the extension and in messages.
     fmt : {"mtx", "npz", "npy", "safetensors"}, optional
-        The format. By default the content's magic bytes decide ("%%MatrixMarket", zip
+        The format (of the file inside, for a compressed or archived one). By default the content's magic bytes decide ("%%MatrixMarket", zip
         "PK\\x03\\x04", "\\x93NUMPY", or an 8-byte little-endian header length followed by "{"),
         then the file extension.
     tensor : str, optional
         For ``.safetensors``: the 2-D tensor to load (optional when the file has exactly one);
-        for a ``.npz`` of several dense arrays: the array's name.
+        for a ``.npz`` of several dense arrays: the array's name; for a ``.tar`` /
+        ``.tar.gz`` archive: the member to read (by default its only matrix file, or
+        ``name/name.mtx`` as in the SuiteSparse Matrix Collection).
     limits : LoadLimits, optional
         Size limits checked against the declared header before allocating
         (:class:`~akfviz.errors.ResourceLimitError` when over). Defaults fit a 24 GB laptop.
     name : str, optional
         File name for bytes input (used for the extension and in messages).
+
+    Gzip-compressed files (``.mtx.gz`` …) and tar archives (``.tar``, ``.tar.gz``,
+    ``.tgz``) are recognised by their content and unpacked in memory first (never on disk),
+    within ``limits.max_decompressed_bytes``.
 
     Returns
     -------
@@ -673,6 +680,8 @@ def load(path_or_bytes, fmt: str | None = None, tensor: str | None = None, *,
     src = _as_source(path_or_bytes, name)
     if src.size == 0:
         raise InputError(f"{_cap(src.label)} is empty (0 bytes); there is no matrix in it.")
+    with _guard(src, "a compressed or archived file"):
+        src, tensor = _unwrap_archive(src, lim, tensor)
     key = _detect_format(src, fmt)
     with _guard(src, key):
         M = READERS[key].read(src, lim, tensor)
@@ -681,6 +690,24 @@ def load(path_or_bytes, fmt: str | None = None, tensor: str | None = None, *,
             # and converting the dense array once is cheaper than converting CSR data later)
             M = np.asarray(M, dtype=np.float64)
         return as_csr(M, name=f"matrix in {src.label}", copy=False)
+
+
+def _unwrap_archive(src: Source, limits: LoadLimits, tensor):
+    """A gzip-compressed file or a tar archive → the plain file inside (in memory), see
+    :mod:`akfviz.workloads.archives`; anything else is returned unchanged."""
+    head = src.head(512)
+    if not (archives.is_gzip(head) or archives.is_tar(head)):
+        return src, tensor
+    cap = limits.max_decompressed_bytes
+    if src.size > cap:
+        raise ResourceLimitError(
+            f"{_cap(src.label)} has {src.size:,} bytes, over the limit of {cap:,} for compressed "
+            f"or archived files; pass limits=LoadLimits(max_decompressed_bytes=...).")
+    data = src.data if src.data is not None else src.path.read_bytes()
+    content, inner, tensor, label = archives.unwrap(data, src.filename, tensor, cap, src.label)
+    if not content:
+        raise InputError(f"{_cap(label)} is empty once decompressed; there is no matrix in it.")
+    return Source(label=label, filename=inner, data=content), tensor
 
 
 @contextlib.contextmanager

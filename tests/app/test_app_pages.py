@@ -115,6 +115,31 @@ def test_good_upload_becomes_the_workload(app):
     assert dict(app.query_params)["src"] == "upload"
 
 
+def test_suitesparse_tar_gz_upload_becomes_the_workload(app):
+    import io
+    import tarfile
+
+    import scipy.io
+    import scipy.sparse as sp
+
+    def mtx(m, n):
+        buf = io.BytesIO()
+        scipy.io.mmwrite(buf, sp.random(m, n, density=0.2, random_state=1, format="coo"))
+        return buf.getvalue()
+
+    tar = io.BytesIO()
+    with tarfile.open(fileobj=tar, mode="w:gz") as tf:  # the SuiteSparse layout: name/name.mtx + side files
+        for member, data in (("grid/grid.mtx", mtx(36, 28)), ("grid/grid_b.mtx", mtx(36, 1))):
+            info = tarfile.TarInfo(member)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    app.run()
+    app.file_uploader(key="matrix_upload").set_value(("grid.tar.gz", tar.getvalue(), "application/gzip")).run()
+    _ok(app)
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["rows"] == "36" and metrics["columns"] == "28"
+
+
 def test_bad_bundle_shows_error(app):
     app.run()
     app.sidebar.file_uploader(key="bundle_upload").set_value(("run.json", b"{not json", "application/json")).run()

@@ -1,0 +1,121 @@
+"""Compressed (.gz) and archived (.tar, .tar.gz) matrix files through akfviz.load."""
+import gzip
+import io
+import tarfile
+
+import numpy as np
+import pytest
+import scipy.io
+import scipy.sparse as sp
+
+import akfviz
+from akfviz.errors import InputError, ResourceLimitError
+from akfviz.workloads import LoadLimits, load
+from akfviz.workloads.archives import gunzip, untar
+
+
+def _mtx_bytes(A) -> bytes:
+    buf = io.BytesIO()
+    scipy.io.mmwrite(buf, sp.coo_array(A))
+    return buf.getvalue()
+
+
+def _tar(members: dict, compress: bool) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz" if compress else "w") as tf:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def A():
+    return akfviz.generate("uniform", n=60, density=0.05, seed=3)
+
+
+def _same(M, A):
+    assert M.shape == A.shape
+    assert abs(M - A).max() == 0
+
+
+def test_mtx_gz_bytes_and_path(A, tmp_path):
+    raw = gzip.compress(_mtx_bytes(A))
+    _same(load(raw, name="m.mtx.gz"), A)
+    _same(load(raw), A)  # recognised by content, no name needed
+    p = tmp_path / "m.mtx.gz"
+    p.write_bytes(raw)
+    _same(load(p), A)
+
+
+def test_npz_and_npy_inside_gzip(A):
+    buf = io.BytesIO()
+    sp.save_npz(buf, sp.csr_matrix(A))
+    _same(load(gzip.compress(buf.getvalue()), name="m.npz.gz"), A)
+    buf = io.BytesIO()
+    np.save(buf, A.toarray())
+    _same(load(gzip.compress(buf.getvalue()), name="m.npy.gz"), A)
+
+
+def test_concatenated_gzip_members(A):
+    text = _mtx_bytes(A)
+    half = len(text) // 2
+    _same(load(gzip.compress(text[:half]) + gzip.compress(text[half:])), A)
+
+
+def test_suitesparse_tar_gz_picks_name_slash_name_mtx(A):
+    B = akfviz.generate("banded", n=40, bandwidth=2, seed=0)
+    data = _tar({"west/west.mtx": _mtx_bytes(A), "west/west_b.mtx": _mtx_bytes(B),
+                 "west/README.txt": b"hello"}, compress=True)
+    _same(load(data, name="west.tar.gz"), A)
+    _same(load(data, name="west.tar.gz", tensor="west_b.mtx"), B)
+    _same(load(data, name="west.tar.gz", tensor="west/west_b.mtx"), B)
+
+
+def test_tar_with_single_matrix_and_plain_tar(A):
+    _same(load(_tar({"x/anything.mtx": _mtx_bytes(A)}, compress=False), name="a.tar"), A)
+    _same(load(_tar({"only.mtx": _mtx_bytes(A), "notes.txt": b"x"}, compress=True), name="q.tgz"), A)
+
+
+def test_tar_ambiguous_or_without_matrix_is_explained(A):
+    two = _tar({"a.mtx": _mtx_bytes(A), "b.mtx": _mtx_bytes(A)}, compress=True)
+    with pytest.raises(InputError, match="several matrix files"):
+        load(two, name="pair.tar.gz")
+    with pytest.raises(InputError, match="no member named 'c.mtx'"):
+        load(two, name="pair.tar.gz", tensor="c.mtx")
+    with pytest.raises(InputError, match="no matrix file"):
+        load(_tar({"readme.txt": b"x"}, compress=True), name="t.tar.gz")
+
+
+def test_truncated_and_corrupt_gzip(A):
+    raw = gzip.compress(_mtx_bytes(A))
+    with pytest.raises(InputError, match="truncated"):
+        load(raw[: len(raw) // 2], name="m.mtx.gz")
+    bad = bytearray(raw)
+    bad[20:40] = b"\xff" * 20
+    with pytest.raises(InputError):
+        load(bytes(bad), name="m.mtx.gz")
+
+
+def test_decompression_limit_checked_while_decompressing():
+    bomb = gzip.compress(b"%%MatrixMarket matrix coordinate real general\n" + b" " * 5_000_000)
+    assert len(bomb) < 20_000
+    with pytest.raises(ResourceLimitError, match="decompresses to more than"):
+        load(bomb, name="bomb.mtx.gz", limits=LoadLimits(max_decompressed_bytes=1_000_000))
+    with pytest.raises(ResourceLimitError, match="over the limit of 2,000 for compressed"):
+        load(_tar({"big.mtx": b"x" * 3000}, compress=False), limits=LoadLimits(max_decompressed_bytes=2000))
+    # a member's declared size is checked before it is read
+    with pytest.raises(ResourceLimitError, match="declares 3,000 bytes"):
+        untar(_tar({"big.mtx": b"x" * 3000}, compress=False), "big.tar", None, 2000, "archive")
+
+
+def test_gunzip_reference_equals_stdlib():
+    rng = np.random.default_rng(0)
+    payload = rng.integers(0, 5, 3_000_000, dtype=np.uint8).tobytes()
+    assert gunzip(gzip.compress(payload), 10**8, "x") == payload
+
+
+def test_limit_field_validated():
+    with pytest.raises(InputError, match="max_decompressed_bytes"):
+        LoadLimits(max_decompressed_bytes=0)
