@@ -347,24 +347,6 @@ def _cluster_stats(order, cptr, uid, usig, seed, jpairs, n_chunks, rep, jmean):
 
 
 @njit_cached
-def _group_by_cluster(cluster, n_clusters):
-    """Stable counting sort of tile indices by cluster: (order, cptr)."""
-    n = cluster.shape[0]
-    cptr = np.zeros(n_clusters + 1, dtype=np.int64)
-    for t in range(n):
-        cptr[cluster[t] + 1] += 1
-    for cl in range(n_clusters):
-        cptr[cl + 1] += cptr[cl]
-    pos = cptr[:-1].copy()
-    order = np.empty(n, dtype=np.int64)
-    for t in range(n):
-        cl = cluster[t]
-        order[pos[cl]] = t
-        pos[cl] += 1
-    return order, cptr
-
-
-@njit_cached
 def _cluster_keys(root, uid, dbin, bmin, nbins):
     n = uid.shape[0]
     keys = np.empty(n, dtype=np.uint64)
@@ -440,21 +422,51 @@ def _pair_ids(sig, dbin, bmin, nbins):
 
 
 @njit_cached
-def _gather_tiles(pid, pair_uid, pair_cluster):
-    """Per-tile unique-signature id and cluster from the per-pair ones (one pass)."""
+def _gather_tiles(pid, pair_uid, pair_cluster, n_clusters, density):
+    """Per tile: unique-signature id and cluster from the per-pair ones, in one pass that
+    also counts each cluster's tiles and sums their densities (in tile order, so the sums
+    equal ``np.bincount(cluster, weights=density)`` bit for bit). ``density`` may be empty
+    (sums then stay 0). Returns (uid, cluster, cptr with the counts at ``cptr[c + 1]``,
+    density sums)."""
     n = pid.shape[0]
     uid = np.empty(n, dtype=np.int64)
     cluster = np.empty(n, dtype=np.int64)
+    cptr = np.zeros(n_clusters + 1, dtype=np.int64)
+    dsum = np.zeros(n_clusters, dtype=np.float64)
+    has_density = density.shape[0] == n
     for t in range(n):
         p = pid[t]
+        c = pair_cluster[p]
         uid[t] = pair_uid[p]
-        cluster[t] = pair_cluster[p]
-    return uid, cluster
+        cluster[t] = c
+        cptr[c + 1] += 1
+        if has_density:
+            dsum[c] += density[t]
+    return uid, cluster, cptr, dsum
+
+
+@njit_cached
+def _order_by_cluster(cluster, counts):
+    """Stable counting sort of tile indices by cluster, the counts known (``counts[c + 1]``
+    = tiles of cluster ``c``): returns (order, cptr)."""
+    n = cluster.shape[0]
+    n_clusters = counts.shape[0] - 1
+    cptr = counts.copy()
+    for cl in range(n_clusters):
+        cptr[cl + 1] += cptr[cl]
+    pos = cptr[:-1].copy()
+    order = np.empty(n, dtype=np.int64)
+    for t in range(n):
+        cl = cluster[t]
+        order[pos[cl]] = t
+        pos[cl] += 1
+    return order, cptr
 
 
 # --------------------------------------------------------------------------- public
 
-def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig) -> dict:
+def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig,
+                  density: np.ndarray | None = None) -> dict:
     """Cluster tiles by MinHash LSH on their occupancy signatures, split by density bin.
 
     Parameters
@@ -464,6 +476,8 @@ def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig
     density_bin : ndarray of int64, shape (n,)
         Log-density bins.
     cfg : LSHConfig
+    density : ndarray of float64, shape (n,), optional
+        Tile densities; when given, ``density_sum`` per cluster is computed in the same pass.
 
     Returns
     -------
@@ -472,7 +486,9 @@ def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig
         (tile indices grouped by cluster, in tile order); ``representative`` and
         ``jaccard_mean`` per cluster; ``unique_signatures`` and ``minhash`` (U, K) of the
         unique signatures, ``tile_unique`` (n,) each tile's row in them; ``component``
-        (U,) LSH component root of each unique signature; ``timings``.
+        (U,) LSH component root of each unique signature; ``density_sum`` (per cluster,
+        zeros without ``density``); ``bin_min`` and ``bin_counts`` (tiles per density bin
+        ``bin_min + i``, counted over the distinct (signature, bin) pairs); ``timings``.
 
     Notes
     -----
@@ -496,11 +512,12 @@ def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig
     if n:
         bmin = int(density_bin.min())
         nbins = int(density_bin.max()) - bmin + 1
-        pid, pfirst, _ = _pair_ids(signature, density_bin, bmin, nbins)
+        pid, pfirst, pcount = _pair_ids(signature, density_bin, bmin, nbins)
     else:
         bmin, nbins = 0, 1
         pid = np.empty(0, np.int64)
         pfirst = np.empty(0, np.int64)
+        pcount = np.empty(0, np.int64)
     psig = signature[pfirst]
     pbin = density_bin[pfirst]
     # unique signatures: first appearance over pairs = first appearance over tiles
@@ -514,12 +531,18 @@ def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig
         keys = _cluster_keys(root, puid, pbin, bmin, nbins)
         pcluster, _ = _first_appearance(keys)
         n_clusters = int(pcluster.max()) + 1
-        uid, cluster = _gather_tiles(pid, puid, pcluster)
+        dens = np.empty(0, np.float64) if density is None else \
+            np.ascontiguousarray(density, dtype=np.float64)
+        uid, cluster, counts, dsum = _gather_tiles(pid, puid, pcluster, n_clusters, dens)
+        bin_counts = np.bincount(pbin - bmin, weights=pcount, minlength=nbins).astype(np.int64)
     else:
         uid = np.empty(0, np.int64)
         cluster = np.empty(0, np.int64)
         n_clusters = 0
-    order, cptr = _group_by_cluster(cluster, n_clusters)
+        counts = np.zeros(1, np.int64)
+        dsum = np.empty(0, np.float64)
+        bin_counts = np.empty(0, np.int64)
+    order, cptr = _order_by_cluster(cluster, counts)
     t3 = time.perf_counter()
     rep = np.empty(n_clusters, dtype=np.int64)
     jmean = np.empty(n_clusters, dtype=np.float64)
@@ -538,4 +561,5 @@ def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig
     timings.update(unique=t1 - t0, minhash=t2 - t1, lsh=t3 - t2, medoid_jaccard=t4 - t3)
     return dict(cluster=cluster, n_clusters=n_clusters, order=order, cptr=cptr,
                 representative=rep, jaccard_mean=jmean, unique_signatures=usig,
-                minhash=mh, tile_unique=uid, component=root, timings=timings)
+                minhash=mh, tile_unique=uid, component=root, density_sum=dsum,
+                bin_min=bmin, bin_counts=bin_counts, timings=timings)

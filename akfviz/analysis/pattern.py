@@ -207,18 +207,17 @@ def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
                                                      cfg.grid, cfg.top_q, cfg.bins_per_decade)
     t1 = time.perf_counter()
     t2 = t1  # features are computed in the tiling pass (see tilepass.py)
-    cl = cluster_tiles(sig, dbin, cfg)
+    cl = cluster_tiles(sig, dbin, cfg, density=floats[:, 0])
     t3 = time.perf_counter()
 
     n = ts.n_tiles
     cluster = cl["cluster"]
     nc = cl["n_clusters"]
     cptr = cl["cptr"]
-    density = floats[:, 0]
     size = np.diff(cptr)
     rep = cl["representative"]
     if nc:
-        mean_density = np.bincount(cluster, weights=density, minlength=nc) / size
+        mean_density = cl["density_sum"] / size  # sums in tile order, as np.bincount would
         cbin = dbin[rep]
     else:
         mean_density = np.empty(0, np.float64)
@@ -231,8 +230,8 @@ def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
 
     bpd = cfg.bins_per_decade
     if n:
-        bmin = int(dbin.min())
-        counts = np.bincount(dbin - bmin).astype(np.int64)
+        bmin = cl["bin_min"]
+        counts = cl["bin_counts"]
         edges = np.arange(bmin, bmin + counts.size + 1, dtype=np.float64) / bpd
     else:
         counts = np.empty(0, np.int64)

@@ -201,3 +201,26 @@ def test_cluster_members_errors():
     with pytest.raises(akfviz.InputError):
         pa.cluster_members("0")
     assert math.isfinite(pa.summary()["tiles_per_cluster"]["mean"])
+
+
+@pytest.mark.parametrize("kind,kw", [("uniform", dict(n=3000, density=3e-3)),
+                                     ("banded", dict(n=2000, bandwidth=5)),
+                                     ("powerlaw", dict(n=2500, density=4e-3))])
+def test_cluster_table_and_histogram_equal_numpy_bincount(kind, kw):
+    # the per-cluster density sums and the histogram come from fused passes (lsh._gather_tiles,
+    # pair counts); they must equal the plain numpy construction bit for bit
+    import akfviz
+
+    pa = akfviz.analyze(akfviz.generate(kind, seed=4, **kw), tile=16)
+    t = pa.tiles
+    size = np.bincount(t["cluster"], minlength=pa.n_clusters)
+    ref_mean = np.bincount(t["cluster"], weights=t["density"], minlength=pa.n_clusters) / size
+    assert np.array_equal(pa.clusters["size"].to_numpy(), size)
+    assert np.array_equal(pa.clusters["mean_density"].to_numpy(), ref_mean)  # exact, not approx
+    dbin = t["density_bin"].to_numpy()
+    ref_counts = np.bincount(dbin - dbin.min())
+    assert np.array_equal(pa.density_hist["count"].to_numpy(), ref_counts)
+    assert np.array_equal(pa.density_hist["bin_left"].to_numpy(),
+                          np.arange(dbin.min(), dbin.min() + ref_counts.size) / pa.lsh.bins_per_decade)
+    order = np.argsort(t["cluster"].to_numpy(), kind="stable")
+    assert np.array_equal(pa.cluster_order, order)
