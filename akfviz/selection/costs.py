@@ -131,9 +131,9 @@ class SelectionProblem:
         nu = self.units.size
         self.n_units = nu
         self.unit_density = tiles["density"].to_numpy(np.float64)[self.units]
-        self.unit_scale = tile_scale(tiles, self.T)[self.units] if self.granularity == "tile" else \
-            (tiles["h"].to_numpy(np.float64)[self.units] * tiles["w"].to_numpy(np.float64)[self.units]
-             / float(self.T ** 2))
+        # h·w/T² of the units only (gathered before converting: no per-tile float temporaries)
+        self.unit_scale = (tiles["h"].to_numpy()[self.units].astype(np.float64)
+                           * tiles["w"].to_numpy()[self.units].astype(np.float64)) / float(self.T * self.T)
         self.unit_cls = classify_tiles(tiles, grid=self.grid, idx=self.units) if nu else np.zeros(0, np.int64)
         self._tile_cls = None
         self.timings["units"] = time.perf_counter() - t1
@@ -280,9 +280,28 @@ class SelectionProblem:
             np.zeros(0, np.int64)
 
     def plan_resource(self, choice) -> float:
-        """Total table resource of a choice over every tile (one parallel numba pass, no per-tile arrays)."""
+        """Total table resource of a choice over every tile (one numba pass, no per-tile arrays)."""
         if self.n_tiles == 0:
             return 0.0
         kid = self.table.kernel_ids(self.names)[np.asarray(choice, dtype=np.int64)]
         return self.table.chosen_total(self.pa.tiles, self.unit_of_tile, kid, self.measure_weights(),
                                        grid=self.grid)
+
+    def expand(self, choice):
+        """The plan of a choice in one numba pass over the tiles: ``(total resource, tile_kernels)``.
+
+        ``total`` equals :meth:`plan_resource`; ``tile_kernels`` is a ``pandas.Categorical`` (int8 codes,
+        categories = the chosen kernels in order of first appearance) equal to
+        ``names[tile_choice(choice)]`` — what ``FusionPlan`` takes without hashing a string per tile.
+        """
+        import pandas as pd
+
+        if self.n_tiles == 0:
+            return 0.0, np.zeros(0, dtype=object)
+        kids = self.table.kernel_ids(self.names)
+        kid = kids[np.asarray(choice, dtype=np.int64)]
+        total, codes, order = self.table.chosen_pass(self.pa.tiles, self.unit_of_tile, kid,
+                                                     self.measure_weights(), grid=self.grid, codes=True)
+        name_of_kid = {int(k): n for k, n in zip(kids, self.names)}
+        cats = [name_of_kid[int(k)] for k in order]
+        return total, pd.Categorical.from_codes(codes, categories=cats, validate=False)

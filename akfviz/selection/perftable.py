@@ -39,7 +39,8 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ..errors import InputError
-from ._kernels import _chosen_total, _horner_1d, _horner_chosen, _horner_group_sums, _horner_matrix
+from ._kernels import (_chosen_total, _first_codes, _full_tile_lut, _horner_1d, _horner_chosen,
+                       _horner_group_sums, _horner_matrix)
 from .structure import CLASS_NAMES, STRUCTURE_CLASSES, classify_tiles, synthetic_tile
 
 #: Resource measures: name -> column of ``unit_costs``.
@@ -180,21 +181,63 @@ class PerformanceTable:
 
     def chosen_total(self, tiles, unit_of_tile, kernel_of_unit, weights: dict, grid: int = 8) -> float:
         """``Σ_t Σ_m weights[m] · R_m(t, kernel(t))`` over every row of a tiles frame, where
-        ``kernel(t) = kernel_of_unit[unit_of_tile[t]]`` (indices into :attr:`kernels`). One parallel numba
-        pass classifies each tile and evaluates its polynomial (deterministic chunked sum)."""
+        ``kernel(t) = kernel_of_unit[unit_of_tile[t]]`` (indices into :attr:`kernels`). One numba pass
+        classifies each tile and evaluates its polynomial (deterministic chunked sum)."""
+        return self.chosen_pass(tiles, unit_of_tile, kernel_of_unit, weights, grid=grid)[0]
+
+    def chosen_pass(self, tiles, unit_of_tile, kernel_of_unit, weights: dict, grid: int = 8,
+                    codes: bool = False):
+        """:meth:`chosen_total` and, with ``codes=True``, each row's kernel as a code in one pass.
+
+        Returns
+        -------
+        total : float
+        codes : ndarray of int8 (n,) or None
+            Code of row ``t``'s kernel, codes numbered in order of first appearance
+            (``pandas.factorize(sort=False)`` order).
+        kernels : ndarray of int64 or None
+            Table kernel index of each code (``kernels[codes[t]] == kernel_of_unit[unit_of_tile[t]]``).
+
+        Notes
+        -----
+        Full ``T×T`` tiles read their value from a table over (kernel, class, nnz) built with the same float
+        operations when that table is small beside the number of tiles, so the result is the same bits as a
+        direct evaluation of every tile.
+        """
         n = int(tiles.shape[0])
         if n == 0:
-            return 0.0
+            return 0.0, (np.zeros(0, np.int8) if codes else None), (np.zeros(0, np.int64) if codes else None)
         ms = [m for m in weights if weights[m] != 0]
         coef = np.ascontiguousarray(np.stack([self._measure_coef(m) for m in ms]))
         mw = np.array([float(weights[m]) for m in ms])
         cols = [np.ascontiguousarray(tiles[c].to_numpy(), dtype=np.int64)
                 for c in ("h", "w", "nnz", "n_diagonals", "nm4")]
         sig = np.ascontiguousarray(tiles["signature"].to_numpy(), dtype=np.uint64)
-        return float(_chosen_total(coef, mw, self.domain[:, 0].copy(), self.domain[:, 1].copy(), *cols, sig,
-                                   np.int64(grid), np.ascontiguousarray(unit_of_tile, dtype=np.int64),
-                                   np.ascontiguousarray(kernel_of_unit, dtype=np.int64),
-                                   float(self.tile) ** 2, np.int64(64)))
+        kou = np.ascontiguousarray(kernel_of_unit, dtype=np.int64)
+        lo, hi = self.domain[:, 0].copy(), self.domain[:, 1].copy()
+        T = int(self.tile)
+        used = np.unique(kou)
+        slot = np.zeros(len(self.kernels), dtype=np.int64)
+        if used.size * len(self.classes) * (T * T + 1) <= n // 4:
+            slot[used] = np.arange(used.size)
+            lut = np.empty((used.size, len(self.classes), T * T + 1))
+            _full_tile_lut(coef, mw, lo, hi, used, np.int64(T), float(T) ** 2, lut)
+        else:
+            lut = np.empty((0, len(self.classes), 1))
+        if len(self.kernels) > 127:  # pragma: no cover - int8 codes hold 127 kernels
+            raise InputError("chosen_pass codes are int8; the table has more than 127 kernels.")
+        uot = np.ascontiguousarray(unit_of_tile, dtype=np.int64)
+        out = np.empty(n if codes else 0, dtype=np.int8)
+        code_of_kid = np.full(len(self.kernels), -1, dtype=np.int8)
+        n_codes = _first_codes(uot, kou, np.int64(used.size), code_of_kid) if codes else 0
+        total = _chosen_total(coef, mw, lo, hi, *cols, sig, np.int64(grid), uot, kou, np.int64(T),
+                              lut, slot, np.int64(64), out, code_of_kid)
+        if not codes:
+            return float(total), None, None
+        kernels = np.zeros(int(n_codes), dtype=np.int64)
+        seen = np.flatnonzero(code_of_kid >= 0)
+        kernels[code_of_kid[seen].astype(np.int64)] = seen
+        return float(total), out, kernels
 
     def predict(self, kernel: str, cls: str, density, measure: str = "energy") -> np.ndarray:
         """Predicted resource of full ``T×T`` tiles of one kernel and class at the given densities."""

@@ -298,15 +298,12 @@ def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", ke
     timings["decide"] = time.perf_counter() - t1
 
     t2 = time.perf_counter()
-    tile_choice = prob.tile_choice(choice)
-    total_r = prob.plan_resource(choice)
+    total_r, tile_kernels = prob.expand(choice)
     # the exact member errors are already known in tile mode and in budget modes; in cluster mode with
     # plain weights the plan measures them (once) and the report takes the plan's number below
     known = prob.n_units == 0 or mode != "weights" or prob.granularity == "tile"
     err2 = float(prob.member_error_sums(choice).sum()) if prob.n_units and known else 0.0
     predicted = (float(np.sqrt(err2 / prob.fro2)) if prob.fro2 > 0 else 0.0) if known else float("nan")
-    names = np.asarray(candidates, dtype=object)
-    tile_kernels = names[tile_choice] if prob.n_tiles else np.zeros(0, dtype=object)
     timings["expand"] = time.perf_counter() - t2
 
     C = prob.cost(alpha_eff, beta_eff)

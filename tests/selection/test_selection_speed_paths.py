@@ -1,0 +1,150 @@
+"""Fast paths of the selector's per-tile stages against slow, obvious references (akf-spec §5).
+
+* the plan's resource (one numba pass: class shortcut, full-tile lookup table, chunked sum) equals a plain
+  Python loop over the tiles with ``classify_dense`` and ``numpy.polyval``, summed in the same chunks;
+* ``tile_kernels`` (a ``pandas.Categorical`` built from codes) equals the string array
+  ``names[choice[unit_of_tile]]`` and keeps ``pandas.factorize(sort=False)`` category order;
+* the class shortcut (``_random_below``) never changes a class.
+"""
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+import akfviz
+from akfviz.kernels.registry import DEFAULT_CANDIDATES
+from akfviz.npu.hardware import HardwareConfig
+from akfviz.selection._kernels import _class_of, _random_below
+from akfviz.selection.costs import SelectionProblem, resolve_candidates
+from akfviz.selection.perftable import MEASURE_NAMES
+from akfviz.selection.structure import classify_dense
+
+HW = HardwareConfig()
+
+
+def _structured(n=120, m=90, seed=0):
+    """Rectangular (partial edge tiles), with a band, a dense block and scattered entries."""
+    rng = np.random.default_rng(seed)
+    A = sp.random_array((n, m), density=0.03, rng=rng, format="lil")
+    for i in range(min(n, m)):
+        A[i, i] = 1.0 + rng.random()
+    A[8:16, 40:48] = rng.standard_normal((8, 8))
+    return sp.csr_array(A)
+
+
+MATRICES = {
+    "structured_rect": lambda: (_structured(), 8),
+    "uniform_lut": lambda: (sp.csr_array(sp.random_array((160, 150), density=0.08,
+                                                         rng=np.random.default_rng(1))), 4),
+    "single_tile": lambda: (sp.csr_array(([1.5, -2.0, 0.5], ([1, 3, 4], [2, 0, 4])), shape=(6, 5)), 8),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(MATRICES))
+def pa(request):
+    A, T = MATRICES[request.param]()
+    return akfviz.analyze(A, tile=T)
+
+
+def _ref_total(prob, choice):
+    """Σ_t Σ_m w_m · (h w / T²) · max(0, polyval(p_{m,k,s}, clip(d))) tile by tile in plain Python, with the
+    class from the dense tile and the same 64 chunks as the fast pass."""
+    ts, tab = prob.ts, prob.table
+    kid = tab.kernel_ids(prob.names)[np.asarray(choice)]
+    wts = prob.measure_weights()
+    n = prob.n_tiles
+    step = -(-n // 64)
+    total, acc = 0.0, 0.0
+    for t in range(n):
+        if t and t % step == 0:
+            total, acc = total + acc, 0.0
+        h, w = int(ts.h[t]), int(ts.w[t])
+        nnz = int(ts.ptr[t + 1] - ts.ptr[t])
+        c = classify_dense(ts.dense(t), grid=prob.grid)
+        x = min(max(nnz / (h * w), tab.domain[c, 0]), tab.domain[c, 1])
+        k = kid[prob.unit_of_tile[t]]
+        val = 0.0
+        for m, wt in wts.items():
+            if wt != 0:
+                coef = tab.coef[k, c, tab.measures.index(m)]
+                acc_p = coef[0]
+                for d in coef[1:]:
+                    acc_p = acc_p * x + d
+                val += wt * max(acc_p, 0.0)
+        acc += val * (h * w) / float(prob.T) ** 2
+    return total + acc
+
+
+@pytest.mark.parametrize("granularity", ["cluster", "tile"])
+@pytest.mark.parametrize("resource", ["energy", "mix"])
+def test_expand_matches_reference(pa, granularity, resource):
+    prob = SelectionProblem(pa, resolve_candidates(None), HW, resource=resource, granularity=granularity)
+    for a, b in ((1.0, 1.0), (50.0, 1.0), (1.0, 50.0)):
+        choice = prob.argmin(a, b)
+        total, cat = prob.expand(choice)
+        assert total == _ref_total(prob, choice)
+        assert total == prob.plan_resource(choice)
+        names = np.asarray(prob.names, dtype=object)[choice[prob.unit_of_tile]]
+        assert isinstance(cat, pd.Categorical)
+        assert np.array_equal(np.asarray(cat.categories, dtype=object)[cat.codes], names)
+        _, uniq = pd.factorize(names, sort=False)
+        assert list(cat.categories) == list(uniq)
+
+
+def test_lookup_table_path_is_taken_and_exact():
+    A, T = MATRICES["uniform_lut"]()
+    pa = akfviz.analyze(A, tile=T)
+    prob = SelectionProblem(pa, resolve_candidates(None), HW)
+    choice = prob.argmin(1.0, 1.0)
+    used = np.unique(choice).size
+    assert used * 4 * (T * T + 1) <= prob.n_tiles // 4  # so chosen_pass builds the full-tile table
+    total, _ = prob.expand(choice)
+    assert total == _ref_total(prob, choice)
+
+
+def test_class_shortcut_never_changes_the_class():
+    rng = np.random.default_rng(0)
+    for _ in range(3000):
+        h, w = int(rng.integers(1, 33)), int(rng.integers(1, 33))
+        grid = int(rng.choice([1, 4, 8]))
+        k = int(rng.integers(1, h * w + 1))
+        nd = int(rng.integers(1, h + w))
+        nm4 = int(rng.integers(0, 5))
+        sig = np.uint64(int(rng.integers(0, 2 ** 63)) >> int(rng.integers(0, 64)))
+        full = _class_of(h, w, k, nd, nm4, sig, grid)
+        if k < _random_below(h, w, grid):
+            assert full == 3, (h, w, k, nd, nm4, sig, grid)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(), dict(granularity="tile"), dict(error_budget=0.0), dict(error_budget=0.05),
+    dict(resource_budget=0.3), dict(kernels=["CSC", "LOWRANK1", "QUANT8"]), dict(kernels=["DENSE"]),
+    dict(resource="cycles", fusion=False), dict(resource_budget=0.5, granularity="tile"),
+])
+def test_select_plan_matches_string_reference(pa, kw):
+    plan = akfviz.select(pa, **kw)
+    rep = plan.selection
+    prob = SelectionProblem(pa, rep.candidates, HW, resource=rep.measure, granularity=rep.granularity)
+    names = np.asarray(rep.candidates, dtype=object)[rep.chosen[prob.unit_of_tile]]
+    assert plan.tile_kernels.dtype == object
+    assert np.array_equal(plan.tile_kernels, names)
+    assert plan.resource == _ref_total(prob, rep.chosen)
+    assert rep.resource == plan.resource
+    assert sorted(plan.kernel_counts.index) == sorted(pd.unique(names))
+    assert rep.resource_share == plan.resource / rep.R_dense
+
+
+def test_empty_matrix_plan():
+    pa = akfviz.analyze(sp.csr_array((40, 24)), tile=8)
+    plan = akfviz.select(pa)
+    assert plan.resource == 0.0
+    assert len(plan.tile_kernels) == 0
+
+
+def test_expand_deterministic(pa):
+    prob = SelectionProblem(pa, tuple(DEFAULT_CANDIDATES), HW, resource="mix")
+    ch = prob.argmin(1.0, 1.0)
+    t1, c1 = prob.expand(ch)
+    t2, c2 = prob.expand(ch)
+    assert t1 == t2 and np.array_equal(c1.codes, c2.codes) and list(c1.categories) == list(c2.categories)
+    assert set(MEASURE_NAMES) == set(prob.measure_weights())
