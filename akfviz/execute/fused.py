@@ -56,6 +56,8 @@ import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
 from .._jit import JIT_OPTIONS, njit_cached, njit_parallel
+from ..kernels.base import gather_entries
+from ..kernels.quant import quant_value, tile_scale
 
 #: Per-format tile kernels are inlined into the drivers (a call per tile costs more than
 #: a small tile's work).
@@ -269,41 +271,95 @@ def pack_lowrank(ts, tid, rank, us_ptr, us, v_ptr, v):
                 v=v.astype(np.float64))
 
 
+#: Where a tile's residual entries come from (``src`` codes of :func:`build_residual`):
+#: packed elsewhere, its own entries, an approximation's entries (the largest one read in
+#: place, the others concatenated), or its own entries quantised on the fly (QUANT8).
+SRC_PACKED, SRC_OWN, SRC_MAIN, SRC_OTHER, SRC_QUANT8 = 0, 1, 2, 3, 4
+
+#: Kernels whose ``Â`` is a map of the tile's own entries (one per-tile parameter computed
+#: from them) and whose tiles all go to the residual: the residual builder computes their
+#: entries (and their errors ``E_t``) while it copies them, ``Â`` is never materialised
+#: (kernel name → ``src`` code).
+INLINE_RESIDUAL = {"QUANT8": SRC_QUANT8}
+
+
+@njit_inline
+def _residual_span(s, t, tptr, lo, hi):
+    """Entry range of tile ``t`` in its source (its own entries: ``tptr``; else ``lo/hi``)."""
+    if s == SRC_OWN or s == SRC_QUANT8:
+        return tptr[t], tptr[t + 1]
+    return lo[t], hi[t]
+
+
 @njit_parallel
-def _residual_counts(n_brows, T, rb_ptr, bi, src, lo, hi, ts_r, ap_r, counts):
+def _residual_counts(n_brows, T, rb_ptr, src, lo, hi, tptr, ts_r, ts_v, m_r, o_r, counts, err):
+    """``counts[i + 1]`` = residual entries of row ``i`` (``prange`` over row blocks: a row
+    block owns its rows, no races). QUANT8 tiles count their entries with ``v̂ ≠ 0`` and
+    write their error ``err[t] = Σ (v − v̂)²`` (a dropped entry contributes ``v²``)."""
     for b in numba.prange(n_brows):
+        r0 = b * T + 1
         for t in range(rb_ptr[b], rb_ptr[b + 1]):
             s = src[t]
-            if s == 0:
+            if s == SRC_PACKED:
                 continue
-            r0 = bi[t] * T
-            for k in range(lo[t], hi[t]):
-                if s == 1:
-                    counts[r0 + ts_r[k] + 1] += 1
-                else:
-                    counts[r0 + ap_r[k] + 1] += 1
+            k0, k1 = _residual_span(s, t, tptr, lo, hi)
+            if s == SRC_QUANT8:  # the loop of kernels.quant.tile_quant, counting per row
+                sc = tile_scale(ts_v, k0, k1)
+                e = 0.0
+                for k in range(k0, k1):
+                    v = ts_v[k]
+                    vh = quant_value(v, sc)[0]
+                    if vh != 0.0:
+                        counts[r0 + ts_r[k]] += 1
+                        d = v - vh
+                        e += d * d
+                    else:
+                        e += v * v
+                err[t] = e
+                continue
+            rr = ts_r if s == SRC_OWN else (m_r if s == SRC_MAIN else o_r)
+            for k in range(k0, k1):
+                counts[r0 + rr[k]] += 1
 
 
 @njit_parallel
-def _residual_fill(n_brows, T, rb_ptr, bi, bj, src, lo, hi, ts_r, ts_c, ts_v, ap_r, ap_c, ap_v,
-                   res_ptr, res_col, res_val, n_rows):
+def _residual_fill(n_brows, T, rb_ptr, bj, src, lo, hi, tptr, ts_r, ts_c, ts_v, m_r, m_c, m_v,
+                   o_r, o_c, o_v, res_ptr, res_col, res_val, n_rows):
+    """Entries of every residual tile at their row's next free slot (tiles in ``bj`` order,
+    entries by column inside a tile: rows end up ordered by column). QUANT8 tiles: their
+    entries ``v̂ = q·s ≠ 0`` (:func:`akfviz.kernels.quant.quant_value`)."""
     for b in numba.prange(n_brows):
         r0b = b * T
         r1b = min(r0b + T, n_rows)
         fill = res_ptr[r0b:r1b].copy()
         for t in range(rb_ptr[b], rb_ptr[b + 1]):
             s = src[t]
-            if s == 0:
+            if s == SRC_PACKED:
                 continue
             c0 = bj[t] * T
-            for k in range(lo[t], hi[t]):
-                if s == 1:
-                    lr, col, val = ts_r[k], ts_c[k], ts_v[k]
-                else:
-                    lr, col, val = ap_r[k], ap_c[k], ap_v[k]
+            k0, k1 = _residual_span(s, t, tptr, lo, hi)
+            if s == SRC_QUANT8:  # v̂ = q·s (the arithmetic of quant_approx), zeros dropped
+                sc = tile_scale(ts_v, k0, k1)
+                for k in range(k0, k1):
+                    vh = quant_value(ts_v[k], sc)[0]
+                    if vh != 0.0:
+                        lr = ts_r[k]
+                        p = fill[lr]
+                        res_col[p] = c0 + ts_c[k]
+                        res_val[p] = vh
+                        fill[lr] = p + 1
+                continue
+            if s == SRC_OWN:
+                rr, cc, vv = ts_r, ts_c, ts_v
+            elif s == SRC_MAIN:
+                rr, cc, vv = m_r, m_c, m_v
+            else:
+                rr, cc, vv = o_r, o_c, o_v
+            for k in range(k0, k1):
+                lr = rr[k]
                 p = fill[lr]
-                res_col[p] = c0 + col
-                res_val[p] = val
+                res_col[p] = c0 + cc[k]
+                res_val[p] = vv[k]
                 fill[lr] = p + 1
 
 
@@ -312,23 +368,44 @@ def residual_col_dtype(n_cols):
     return np.uint16 if n_cols <= 1 << 16 else np.uint32
 
 
-def build_residual(ts, src, lo, hi, ap_r, ap_c, ap_v):
-    """Compressed-row residual of the tiles with ``src[t] != 0``.
+def build_residual(ts, src, lo, hi, main=None, other=None, errors=None):
+    """Compressed-row residual of the tiles with ``src[t] != SRC_PACKED``.
 
-    ``src[t] == 1``: the tile's own entries ``ts.*[lo[t]:hi[t]]``; ``src[t] == 2``: entries
-    ``ap_*[lo[t]:hi[t]]`` of an approximation. Within a row, entries are ordered by
-    column (tiles in ``bj`` order, entries by column inside a tile).
+    Parameters
+    ----------
+    ts : TileSet
+    src : int8 (n_tiles,)
+        ``SRC_OWN``: the tile's own entries ``ts.*[ts.ptr[t]:ts.ptr[t+1]]``; ``SRC_MAIN`` /
+        ``SRC_OTHER``: entries ``lo[t]:hi[t]`` of the ``main`` / ``other`` approximation
+        arrays ``(r, c, v)`` (int64, int64, float64; ``None``: empty); ``SRC_QUANT8``: the
+        tile's own entries quantised (``v̂ = q·s``, entries with ``v̂ = 0`` dropped).
+    lo, hi : int64 (n_tiles,)
+        Read only where ``src`` is ``SRC_MAIN`` or ``SRC_OTHER``.
+    errors : float64 (n_tiles,), optional
+        Receives ``E_t`` of the ``SRC_QUANT8`` tiles (the numbers of
+        ``quant_approx(ts, idx).err``).
+
+    Within a row, entries are ordered by column (tiles in ``bj`` order, entries by column
+    inside a tile).
     """
     n_rows = int(ts.shape[0])
     T = np.int64(ts.tile)
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64))
+    m_r, m_c, m_v = empty if main is None else main
+    o_r, o_c, o_v = empty if other is None else other
     counts = np.zeros(n_rows + 1, dtype=np.int64)
-    _residual_counts(ts.n_brows, T, ts.rb_ptr, ts.bi, src, lo, hi, ts.r, ap_r, counts)
-    res_ptr = np.cumsum(counts).astype(np.int64)
+    if errors is None:
+        errors = np.empty(ts.n_tiles if np.any(src == SRC_QUANT8) else 0, dtype=np.float64)
+    par = pack_parallel(ts.n_tiles + ts.nnz + m_v.shape[0] + o_v.shape[0])
+    (_residual_counts if par else _residual_counts_serial)(
+        ts.n_brows, T, ts.rb_ptr, src, lo, hi, ts.ptr, ts.r, ts.v, m_r, o_r, counts, errors)
+    res_ptr = np.cumsum(counts, out=counts)
     m = int(res_ptr[-1])
     res_col = np.empty(m, dtype=residual_col_dtype(ts.shape[1]))
     res_val = np.empty(m, dtype=np.float64)
-    _residual_fill(ts.n_brows, T, ts.rb_ptr, ts.bi, ts.bj, src, lo, hi, ts.r, ts.c, ts.v,
-                   ap_r, ap_c, ap_v, res_ptr, res_col, res_val, n_rows)
+    (_residual_fill if par else _residual_fill_serial)(
+        ts.n_brows, T, ts.rb_ptr, ts.bj, src, lo, hi, ts.ptr, ts.r, ts.c, ts.v,
+        m_r, m_c, m_v, o_r, o_c, o_v, res_ptr, res_col, res_val, n_rows)
     return residual_layout(ts, res_ptr, res_col, res_val)
 
 
@@ -944,6 +1021,20 @@ class PackedPlan:
 
 
 # =========================================================================== plan packing
+_residual_counts_serial = _serial_twin(_residual_counts, "_residual_counts_serial")
+_residual_fill_serial = _serial_twin(_residual_fill, "_residual_fill_serial")
+
+#: The residual builder uses the worker threads from this many tiles + entries on (and when
+#: the cores are not busy, :func:`cores_have_room`): below, or on a loaded machine, waking
+#: the threads costs more than the work (a busy core delays a parallel region by a time slice).
+PACK_PARALLEL_MIN = 1 << 17
+
+
+def pack_parallel(work) -> bool:
+    """Run a packing pass of ``work`` tiles + entries on the worker threads?"""
+    return numba.get_num_threads() > 1 and work >= PACK_PARALLEL_MIN and cores_have_room()
+
+
 def ragged_take(ptr, order, *arrays):
     """Reorder the segments of ragged arrays (``ptr``) into ``order``; returns new ptr + arrays."""
     lens = np.diff(ptr)[order]
@@ -998,7 +1089,8 @@ def to_residual(fmt, kept, h, w):
     Hyper-sparse tiles (``kept < w``: less than one entry per column) of every entry format
     except DIA, whose tiles go there below ``min(h, w) / 2`` entries (a diagonal run of half
     a tile side is worth its vectorised loop); every exact CSC-format tile; BITMAP tiles
-    below ``BITMAP_MIN_DENSITY``.
+    below ``BITMAP_MIN_DENSITY``. (Vectorised statement of the rule :func:`_route_tiles`
+    applies during packing.)
     """
     if fmt == "dia":  # a diagonal run is contiguous: worth its own loop from half a tile side
         return 2 * kept < np.minimum(h, w)
@@ -1012,7 +1104,78 @@ def to_residual(fmt, kept, h, w):
     return hyper
 
 
-def pack_plan(ts, groups, A=None) -> PackedPlan:
+#: Rule codes of :func:`_route_tiles` (one per executor format, see :func:`to_residual`).
+RULE_NEVER, RULE_ALWAYS, RULE_HYPER, RULE_BITMAP, RULE_DIA = 0, 1, 2, 3, 4
+_FORMAT_RULES = {"csc": RULE_ALWAYS, "csc_i8": RULE_ALWAYS, "bitmap": RULE_BITMAP, "dia": RULE_DIA}
+
+
+def residual_rule(kernel) -> int:
+    """Rule code of a kernel's tiles: formats that are not sets of entries never go to the
+    residual; entry formats follow :func:`to_residual`."""
+    if not kernel.entry_format:
+        return RULE_NEVER
+    return _FORMAT_RULES.get(kernel.exec_format, RULE_HYPER)
+
+
+@njit_cached
+def _route_tiles(idx, kptr, tptr, h, w, rule, code, off, src, lo, hi, keep):
+    """Route the tiles ``idx`` of one group: residual tiles get ``src[t] = code`` (and, for
+    approximated entries, ``lo/hi[t] = off + kptr[u], off + kptr[u+1]``); the positions
+    ``u`` of the other tiles are written to ``keep``. Returns how many were kept.
+
+    Rule (:func:`to_residual`, ``kept`` = entries of the tile's ``Â``, of the tile itself
+    when they are read from the TileSet): ``RULE_ALWAYS``;
+    ``RULE_HYPER`` ``kept < w``; ``RULE_BITMAP`` also ``kept < BITMAP_MIN_DENSITY·h·w``;
+    ``RULE_DIA`` ``2·kept < min(h, w)``.
+    """
+    nk = 0
+    own = code != SRC_MAIN and code != SRC_OTHER  # entries read from the TileSet
+    for u in range(idx.shape[0]):
+        t = idx[u]
+        kept = tptr[t + 1] - tptr[t] if own else kptr[u + 1] - kptr[u]
+        if rule == RULE_ALWAYS:
+            res = True
+        elif rule == RULE_DIA:
+            res = 2 * kept < min(h[t], w[t])
+        else:
+            res = kept < w[t]
+            if rule == RULE_BITMAP and not res:
+                res = kept < BITMAP_MIN_DENSITY * h[t] * w[t]
+        if res:
+            src[t] = code
+            if not own:
+                lo[t] = off + kptr[u]
+                hi[t] = off + kptr[u + 1]
+        else:
+            keep[nk] = u
+            nk += 1
+    return nk
+
+
+def _entries_of(ts, fmt, idx, ap, keep):
+    """Entries of the tiles ``idx[keep]`` of one group (``keep`` None: all of them)."""
+    if ap is None:
+        sub = idx if keep is None else idx[keep]
+        ptr, pos = gather_entries(ts, sub)
+        return Entries(tid=sub, ptr=ptr, r=ts.r[pos], c=ts.c[pos], v=ts.v[pos])
+    quant = fmt in ("csc_i8", "dense_i8")
+    if keep is None:
+        return Entries(tid=idx, ptr=ap.ptr, r=ap.r, c=ap.c, v=ap.v,
+                       q=ap.extra["q"] if quant else None, scale=ap.extra["scale"] if quant else None)
+    ptr, r, c, v = ragged_take(ap.ptr, keep, ap.r, ap.c, ap.v)
+    q = scale = None
+    if quant:
+        q = ragged_take(ap.ptr, keep, ap.extra["q"])[1]
+        scale = ap.extra["scale"][keep]
+    return Entries(tid=idx[keep], ptr=ptr, r=r, c=c, v=v, q=q, scale=scale)
+
+
+def _approx_arrays(ap):
+    return (np.ascontiguousarray(ap.r, dtype=np.int64), np.ascontiguousarray(ap.c, dtype=np.int64),
+            np.ascontiguousarray(ap.v, dtype=np.float64))
+
+
+def pack_plan(ts, groups, A=None, errors=None) -> PackedPlan:
     """Pack a plan for the executor.
 
     Parameters
@@ -1020,80 +1183,79 @@ def pack_plan(ts, groups, A=None) -> PackedPlan:
     ts : TileSet
     groups : list of (kernel, idx, approx)
         Tiles ``idx`` (ascending) use ``kernel``; ``approx`` is its TileApprox, or None for
-        an exact entry kernel (``Â`` = the tile's own entries).
+        an exact entry kernel (``Â`` = the tile's own entries) and for a kernel of
+        :data:`INLINE_RESIDUAL` (``Â`` computed while the residual is built).
     A : scipy CSR, optional
         The canonical matrix the TileSet was built from (``pa.A``). When every tile goes
         to the residual with its own entries, the residual *is* ``A``'s CSR: its arrays
         are reused instead of regathered (the common case of an unstructured matrix).
+    errors : float64 (n_tiles,), optional
+        Receives ``E_t`` of the tiles of :data:`INLINE_RESIDUAL` kernels (computed while
+        their residual entries are counted; other slots are left as they are).
+
+    Notes
+    -----
+    One numba pass per group routes its tiles (:func:`_route_tiles`). Residual tiles are
+    read where their entries already are: the TileSet (exact entry kernels), the largest
+    approximation in place (``SRC_MAIN``), the other approximations concatenated
+    (``SRC_OTHER``). A group none of whose tiles stays packed builds no ``Entries``.
     """
     n = ts.n_tiles
-    src = np.zeros(n, dtype=np.int64)
-    lo = np.zeros(n, dtype=np.int64)
-    hi = np.zeros(n, dtype=np.int64)
-    ap_r, ap_c, ap_v, ap_off = [], [], [], 0
-    own, n_own = [], 0  # tiles going to the residual with their own entries
+    src = np.zeros(n, dtype=np.int8)
+    lo = np.empty(n, dtype=np.int64)  # read only where src is SRC_MAIN / SRC_OTHER
+    hi = np.empty(n, dtype=np.int64)
+    z = np.zeros(0, dtype=np.int64)
+    # the approximation read in place: the largest one whose tiles may go to the residual
+    routed = [(kernel, idx, ap) for kernel, idx, ap in groups
+              if kernel.exec_format != "none" and idx.shape[0]]
+    cands = [ap for kernel, _, ap in routed if ap is not None and residual_rule(kernel) != RULE_NEVER]
+    main = max(cands, key=lambda a: a.v.shape[0]) if cands else None
+    other, o_off = [], 0
+    n_own = 0
     per_fmt: dict = {f: [] for f in FORMATS}
     nm_meta: list = []
     lr_parts: list = []
-    for kernel, idx, ap in groups:
+    for kernel, idx, ap in routed:
         fmt = kernel.exec_format
-        if fmt == "none" or idx.shape[0] == 0:
-            continue
         if fmt == "lowrank":
             ex = ap.extra
             lr_parts.append((idx, ex["rank"], ex["us_ptr"], ex["us"], ex["v_ptr"], ex["v"]))
             continue
-        if ap is None:
-            kept = ts.ptr[idx + 1] - ts.ptr[idx]
+        rule = residual_rule(kernel)
+        if rule == RULE_NEVER:
+            keep, nk = None, idx.shape[0]
         else:
-            kept = np.diff(ap.ptr)
-        hyper = to_residual(fmt, kept, ts.h[idx], ts.w[idx]) if kernel.entry_format \
-            else np.zeros(idx.shape[0], bool)
-        hid = np.flatnonzero(hyper)
-        if hid.size:
-            t = idx[hid]
-            if ap is None:  # deferred: not needed when the residual is all of A
-                own.append(t)
-                n_own += t.shape[0]
+            if ap is None:
+                code = INLINE_RESIDUAL.get(kernel.name, SRC_OWN)
+                if code != SRC_OWN and rule != RULE_ALWAYS:  # pragma: no cover - registry misuse
+                    raise ValueError(f"{kernel.name}: inline residual kernels must route every tile there")
             else:
-                src[t] = 2
-                lo[t], hi[t] = ap_off + ap.ptr[hid], ap_off + ap.ptr[hid + 1]
-        if ap is not None:
-            ap_r.append(ap.r)
-            ap_c.append(ap.c)
-            ap_v.append(ap.v)
-            ap_off += ap.v.shape[0]
-        keep = np.flatnonzero(~hyper)
-        if keep.size == 0:
+                code = SRC_MAIN if ap is main else SRC_OTHER
+            keep = np.empty(idx.shape[0], dtype=np.int64)
+            nk = int(_route_tiles(idx, z if ap is None else ap.ptr, ts.ptr, ts.h, ts.w, np.int64(rule),
+                                  np.int64(code), np.int64(o_off if code == SRC_OTHER else 0),
+                                  src, lo, hi, keep))
+            if code == SRC_OWN:
+                n_own += idx.shape[0] - nk
+            elif code == SRC_OTHER and nk < idx.shape[0]:
+                other.append(_approx_arrays(ap))
+                o_off += ap.v.shape[0]
+            keep = None if nk == idx.shape[0] else keep[:nk]
+        if nk == 0:
             continue
-        if ap is None:
-            from ..kernels.base import gather_entries
-            sub = idx[keep]
-            ptr, pos = gather_entries(ts, sub)
-            e = Entries(tid=sub, ptr=ptr, r=ts.r[pos], c=ts.c[pos], v=ts.v[pos])
-        else:
-            ptr, r, c, v = ragged_take(ap.ptr, keep, ap.r, ap.c, ap.v)
-            q = scale = None
-            if fmt in ("csc_i8", "dense_i8"):
-                q = ragged_take(ap.ptr, keep, ap.extra["q"])[1]
-                scale = ap.extra["scale"][keep]
-            e = Entries(tid=idx[keep], ptr=ptr, r=r, c=c, v=v, q=q, scale=scale)
-        per_fmt[fmt].append(e)
+        per_fmt[fmt].append(_entries_of(ts, fmt, idx, ap, keep))
         if fmt == "nm":
-            nm_meta.append((np.full(keep.size, kernel.n, np.int64), np.full(keep.size, kernel.m, np.int64)))
+            nm_meta.append((np.full(nk, kernel.n, np.int64), np.full(nk, kernel.m, np.int64)))
 
-    cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
     if (A is not None and n and n_own == n and A.nnz == ts.nnz
             and tuple(A.shape) == tuple(ts.shape)):
         residual = residual_layout(ts, np.asarray(A.indptr, dtype=np.int64),
                                    A.indices.astype(residual_col_dtype(ts.shape[1])),
                                    np.asarray(A.data, dtype=np.float64))
     else:
-        for t in own:
-            src[t] = 1
-            lo[t], hi[t] = ts.ptr[t], ts.ptr[t + 1]
-        residual = build_residual(ts, src, lo, hi, cat(ap_r, np.int64), cat(ap_c, np.int64),
-                                  cat(ap_v, np.float64))
+        o = tuple(np.concatenate([x[i] for x in other]) for i in range(3)) if other else None
+        residual = build_residual(ts, src, lo, hi, None if main is None else _approx_arrays(main), o,
+                                  errors)
     packs = {}
     for fmt in FORMATS:
         parts = per_fmt[fmt]

@@ -16,15 +16,17 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from .._jit import njit_cached
 from ..errors import InputError
 from ..kernels.base import gather_entries
 from ..kernels.registry import KERNELS, get_kernel
 from ..npu.work import TileWork
-from .fused import pack_plan
+from .fused import INLINE_RESIDUAL, pack_plan
 
 
 def _factorize(names, n_tiles):
-    """Validate ``tile_kernels`` → (object array of str, codes, unique names)."""
+    """Validate ``tile_kernels`` → (object array of str, or None when it is left to be built
+    from the codes; integer codes; unique names)."""
     cat = getattr(names, "cat", None) if isinstance(names, pd.Series) else None
     if isinstance(names, pd.Categorical) or cat is not None:
         # fast path for the selector: codes are already there (no hashing of n strings)
@@ -38,11 +40,10 @@ def _factorize(names, n_tiles):
         if bad:
             raise InputError(f"Unknown kernel name(s) {bad[:5]!r} in tile_kernels. "
                              f"Valid kernels: {', '.join(KERNELS)}.")
-        codes = np.asarray(c.codes, dtype=np.int64)
+        codes = np.asarray(c.codes)  # int8 for a few categories: no int64 copy
         if codes.size and codes.min() < 0:
             raise InputError("tile_kernels contains missing values; every tile needs a kernel name.")
-        arr = np.asarray(cats, dtype=object)[codes] if codes.size else np.zeros(0, dtype=object)
-        return arr, codes, cats
+        return None, codes, cats
     if isinstance(names, str):
         raise InputError("tile_kernels must be a sequence of kernel names (one per tile), "
                          "not a single string.")
@@ -65,7 +66,35 @@ def _factorize(names, n_tiles):
         raise InputError(
             f"Unknown kernel name(s) {bad[:5]!r} in tile_kernels. Valid kernels: {', '.join(KERNELS)}."
         )
-    return arr, codes.astype(np.int64), uniq
+    return arr, codes, uniq
+
+
+@njit_cached
+def _counting_order(codes, k):
+    """Counting sort of ``codes`` (values ``0 … k−1``): ``order`` lists the positions of
+    code 0 ascending, then code 1, …; ``bounds`` (k + 1) delimits them. Equals
+    ``np.argsort(codes, kind="stable")`` in two O(n) passes."""
+    nxt = np.zeros(k + 1, dtype=np.int64)
+    for i in range(codes.shape[0]):
+        nxt[codes[i] + 1] += 1
+    for j in range(k):
+        nxt[j + 1] += nxt[j]
+    bounds = nxt.copy()
+    order = np.empty(codes.shape[0], dtype=np.int64)
+    for i in range(codes.shape[0]):
+        c = codes[i]
+        order[nxt[c]] = i
+        nxt[c] += 1
+    return order, bounds
+
+
+def _group_tiles(codes, k):
+    """Tiles of each code ``0 … k−1``, ascending: ``(order, bounds)`` with the tiles of code
+    ``j`` at ``order[bounds[j]:bounds[j+1]]``."""
+    codes = np.ascontiguousarray(codes)
+    if codes.dtype not in (np.int8, np.int16, np.int32):
+        codes = codes.astype(np.int64, copy=False)
+    return _counting_order(codes, np.int64(k))
 
 
 class FusionPlan:
@@ -111,7 +140,7 @@ class FusionPlan:
         self.pa = pa
         self.shape = tuple(int(s) for s in ts.shape)
         self.tile = int(ts.tile)
-        self.tile_kernels = arr
+        self._names = (arr, codes, uniq)  # the object array is built on first use
         try:
             self.resource = float(resource)
         except (TypeError, ValueError):
@@ -120,21 +149,31 @@ class FusionPlan:
         self.tile_errors = np.zeros(ts.n_tiles, dtype=np.float64)
         groups = []
         if ts.n_tiles:
-            order = np.argsort(codes, kind="stable")
-            bounds = np.searchsorted(codes[order], np.arange(len(uniq) + 1))
+            order, bounds = _group_tiles(codes, len(uniq))
             for k, name in enumerate(uniq):
                 kernel = get_kernel(name)
-                idx = order[bounds[k]:bounds[k + 1]].astype(np.int64)  # ascending (stable)
+                idx = order[bounds[k]:bounds[k + 1]]  # ascending (stable sort)
                 if kernel.lossless and kernel.entry_format:
+                    ap = None
+                elif name in INLINE_RESIDUAL:  # Â and E_t computed while packing the residual
                     ap = None
                 else:
                     ap = kernel.approx(ts, idx)
                     self.tile_errors[idx] = ap.err
                 groups.append((kernel, idx, ap))
         self._groups = groups
-        self._packed = pack_plan(ts, groups, A=pa.A)
+        self._packed = pack_plan(ts, groups, A=pa.A, errors=self.tile_errors)
 
     # ------------------------------------------------------------------ summaries
+    @property
+    def tile_kernels(self) -> np.ndarray:
+        """Kernel name per tile (object array of str, aligned with ``pa.tiles``)."""
+        arr, codes, uniq = self._names
+        if arr is None:
+            arr = np.asarray(uniq, dtype=object)[codes] if codes.size else np.zeros(0, dtype=object)
+            self._names = (arr, codes, uniq)
+        return arr
+
     @property
     def relative_error(self) -> float:
         """``sqrt(Σ E_t) / ||A||_F`` (0 for a zero matrix)."""
@@ -146,9 +185,12 @@ class FusionPlan:
     @property
     def kernel_counts(self) -> pd.Series:
         """Number of tiles per kernel (registry order, kernels in use only)."""
-        counts = pd.Series(self.tile_kernels, dtype=object).value_counts()
-        order = [k for k in KERNELS if k in counts.index]
-        return counts.reindex(order).astype(np.int64).rename("tiles")
+        _, codes, uniq = self._names
+        n = np.bincount(codes, minlength=len(uniq)) if codes.size else np.zeros(len(uniq), np.int64)
+        count = {name: int(n[j]) for j, name in enumerate(uniq) if n[j]}
+        order = [k for k in KERNELS if k in count]
+        return pd.Series([count[k] for k in order], index=pd.Index(order),
+                         dtype=np.int64, name="tiles")
 
     @property
     def payload_bytes(self) -> int:
@@ -199,6 +241,8 @@ class FusionPlan:
         rows, cols, vals = [], [], []
         T = self.tile
         for kernel, idx, ap in self._groups:
+            if ap is None and kernel.name in INLINE_RESIDUAL:
+                ap = kernel.approx(ts, idx)
             if ap is None:
                 ptr, pos = gather_entries(ts, idx)
                 r, c, v = ts.r[pos], ts.c[pos], ts.v[pos]

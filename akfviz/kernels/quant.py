@@ -8,16 +8,21 @@ multiple of ``s``).
 """
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
-from .._jit import njit_cached
+from .._jit import JIT_OPTIONS, njit_parallel
 from .base import ROUTE_BYTES, SCALE_BYTES, VALUE_BYTES, Kernel, TileApprox, as_index, as_tile
 from .dense import dense_layout_work
 from .csc import CSCPayload, csc_bytes, csc_decode, csc_encode, csc_work
 
 QMAX = 127
+
+#: Small helpers inlined into the passes below.
+njit_inline = numba.njit(**JIT_OPTIONS, inline="always")
 
 
 def quant_scale(maxabs):
@@ -31,68 +36,130 @@ def quant_codes(v, scale):
     return np.clip(np.rint(v / scale), -QMAX, QMAX).astype(np.int8)
 
 
-@njit_cached
-def _quant_pass(tptr, tr, tc, tv, idx, kptr, r_out, c_out, v_out, q_out, err, scale):
-    """One pass over the tiles ``idx``: scale, codes, kept entries and error per tile.
+@njit_inline
+def quant_value(v, sc):
+    """``v̂ = clip(rint(v / s), −127, 127)·s`` and the code ``q`` (as float64)."""
+    q = np.rint(v / sc)
+    if q > 127.0:
+        q = 127.0
+    elif q < -127.0:
+        q = -127.0
+    return q * sc, q
 
-    Same arithmetic as :func:`quant_scale` / :func:`quant_codes`: ``s = max|v| / 127``,
-    ``q = clip(rint(v / s), −127, 127)``, ``v̂ = q·s``; entries with ``q = 0`` are dropped;
-    ``E = Σ (v − v̂)²`` over the tile's entries (a dropped entry contributes ``v²``).
-    Returns the number of kept entries.
-    """
+
+@njit_inline
+def tile_scale(tv, s0, s1):
+    """``s = max|v| / 127`` over ``tv[s0:s1]`` (1.0 for an all-zero tile)."""
+    mx = 0.0
+    for p in range(s0, s1):
+        a = abs(tv[p])
+        if a > mx:
+            mx = a
+    return mx / 127.0 if mx > 0.0 else 1.0
+
+
+@njit_inline
+def tile_quant(tv, s0, s1):
+    """Scale ``s``, error ``E = Σ (v − v̂)²`` (a dropped entry contributes ``v²``) and number
+    of kept entries (``v̂ ≠ 0``) of the tile whose values are ``tv[s0:s1]``."""
+    sc = tile_scale(tv, s0, s1)
+    e = 0.0
     m = 0
-    kptr[0] = 0
-    for u in range(idx.shape[0]):
-        t = idx[u]
-        s0 = tptr[t]
-        s1 = tptr[t + 1]
-        mx = 0.0
-        for p in range(s0, s1):
-            a = abs(tv[p])
-            if a > mx:
-                mx = a
-        sc = mx / 127.0 if mx > 0.0 else 1.0
-        scale[u] = sc
-        e = 0.0
-        for p in range(s0, s1):
-            v = tv[p]
-            q = np.rint(v / sc)
-            if q > 127.0:
-                q = 127.0
-            elif q < -127.0:
-                q = -127.0
-            vh = q * sc
-            if vh != 0.0:
-                r_out[m] = tr[p]
-                c_out[m] = tc[p]
-                v_out[m] = vh
-                q_out[m] = np.int8(q)
-                m += 1
-                d = v - vh
-                e += d * d
-            else:
-                e += v * v
-        err[u] = e
-        kptr[u + 1] = m
-    return m
+    for p in range(s0, s1):
+        v = tv[p]
+        vh, q = quant_value(v, sc)
+        if vh != 0.0:
+            m += 1
+            d = v - vh
+            e += d * d
+        else:
+            e += v * v
+    return sc, e, m
+
+
+@njit_parallel
+def _quant_count(tptr, tv, idx, bounds, kept, err, scale):
+    """Pass 1 of :func:`quant_approx`, ``prange`` over chunks ``bounds`` of ``idx``: per
+    tile the scale ``s = max|v| / 127``, the number of kept entries and the error
+    (:func:`tile_quant`). Each tile is computed on its own, so the result does not depend
+    on the chunking."""
+    for ch in numba.prange(bounds.shape[0] - 1):
+        for u in range(bounds[ch], bounds[ch + 1]):
+            t = idx[u]
+            sc, e, m = tile_quant(tv, tptr[t], tptr[t + 1])
+            scale[u] = sc
+            err[u] = e
+            kept[u] = m
+
+
+@njit_parallel
+def _quant_fill(tptr, tr, tc, tv, idx, bounds, kptr, scale, r_out, c_out, v_out, q_out):
+    """Pass 2 of :func:`quant_approx`: the kept entries of tile ``u`` at
+    ``kptr[u]:kptr[u+1]`` (same arithmetic as pass 1)."""
+    for ch in numba.prange(bounds.shape[0] - 1):
+        for u in range(bounds[ch], bounds[ch + 1]):
+            t = idx[u]
+            sc = scale[u]
+            m = kptr[u]
+            for p in range(tptr[t], tptr[t + 1]):
+                vh, q = quant_value(tv[p], sc)
+                if vh != 0.0:
+                    r_out[m] = tr[p]
+                    c_out[m] = tc[p]
+                    v_out[m] = vh
+                    q_out[m] = np.int8(q)
+                    m += 1
+
+
+def _serial(dispatcher):
+    """The same function compiled without ``parallel`` (``prange`` runs as ``range``)."""
+    f = dispatcher.py_func
+    name = f.__name__ + "_serial"
+    g = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
+    g.__qualname__ = name
+    return numba.njit(**JIT_OPTIONS)(g)
+
+
+_quant_count_serial = _serial(_quant_count)
+_quant_fill_serial = _serial(_quant_fill)
+
+
+def _pass_bounds(n):
+    """Boundaries of about ``8 × threads`` equal chunks of ``n`` tiles."""
+    k = max(1, min(n, 8 * numba.get_num_threads()))
+    return np.linspace(0, n, k + 1).round().astype(np.int64)
 
 
 def quant_approx(ts, idx):
     """TileApprox of int8 quantisation; ``extra`` holds ``q`` (int8 codes of kept entries)
-    and ``scale`` (per tile). One numba pass (:func:`_quant_pass`)."""
+    and ``scale`` (per tile).
+
+    Two numba passes over chunks of tiles (:func:`_quant_count`: scale, kept count and
+    error per tile; :func:`_quant_fill`: the kept entries at their prefix-sum offsets), on
+    the worker threads for large batches on free cores; every tile is computed on its own,
+    so the result is the same for any thread count. Arithmetic as
+    :func:`quant_scale` / :func:`quant_codes`: ``s = max|v| / 127``,
+    ``q = clip(rint(v / s), −127, 127)``, ``v̂ = q·s``; entries with ``q = 0`` are dropped.
+    """
     idx = np.ascontiguousarray(idx, dtype=np.int64)
     n = idx.shape[0]
-    total = int((ts.ptr[idx + 1] - ts.ptr[idx]).sum()) if n else 0
+    err = np.empty(n, dtype=np.float64)
+    scale = np.empty(n, dtype=np.float64)
     kptr = np.zeros(n + 1, dtype=np.int64)
-    r = np.empty(total, dtype=np.int64)
-    c = np.empty(total, dtype=np.int64)
-    v = np.empty(total, dtype=np.float64)
-    q = np.empty(total, dtype=np.int8)
-    err = np.zeros(n, dtype=np.float64)
-    scale = np.ones(n, dtype=np.float64)
-    m = _quant_pass(ts.ptr, ts.r, ts.c, ts.v, idx, kptr, r, c, v, q, err, scale) if n else 0
-    if m < total:
-        r, c, v, q = r[:m].copy(), c[:m].copy(), v[:m].copy(), q[:m].copy()
+    from ..execute.fused import pack_parallel  # (execute imports kernels: import here)
+    par = bool(n) and pack_parallel(n + int(ts.ptr[idx[-1] + 1] - ts.ptr[idx[0]]))
+    if n:
+        bounds = _pass_bounds(n)
+        (_quant_count if par else _quant_count_serial)(ts.ptr, ts.v, idx, bounds, kptr[1:], err, scale)
+        np.cumsum(kptr[1:], out=kptr[1:])  # kept counts → their prefix sums
+    m = int(kptr[-1])
+    r = np.empty(m, dtype=np.int64)
+    c = np.empty(m, dtype=np.int64)
+    v = np.empty(m, dtype=np.float64)
+    q = np.empty(m, dtype=np.int8)
+    if m:
+        (_quant_fill if par else _quant_fill_serial)(ts.ptr, ts.r, ts.c, ts.v, idx, bounds, kptr, scale,
+                                                     r, c, v, q)
     return TileApprox(idx=idx, ptr=kptr, r=r, c=c, v=v, err=err, extra={"scale": scale, "q": q})
 
 
