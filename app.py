@@ -108,6 +108,17 @@ with tab_up:
                 else:
                     S.widget(st.selectbox, "Tensor", "up_tensor", options=two_d,
                              format_func=lambda n: f"{n} {tuple(tensors.set_index('name').loc[n, 'shape'])}")
+        elif up.name.lower().endswith((".tar", ".tar.gz", ".tgz")):
+            try:
+                members = S.archive_members_cached(S.bytes_digest(data), data, up.name)
+            except (InputError, ValueError) as exc:
+                st.error(str(exc))
+                ok = False
+            else:
+                if len(members) > 1:  # several matrices (e.g. SuiteSparse side files): let the user pick
+                    S.widget(st.selectbox, "Matrix in the archive", "up_tensor", options=members)
+                elif S.get("up_tensor"):
+                    S.put("up_tensor", "")  # a name left from another upload must not pick a member
         if ok:
             c1, c2, c3 = st.columns(3)
             with c1:

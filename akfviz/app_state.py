@@ -132,7 +132,7 @@ FIELDS: dict[str, Field] = {f.key: f for f in (
     Field("sop", "sample", _choice("sample", "stencil9", "current"), "solver operator"),
     Field("seps", 0.02, _float_in(0.0, 0.5), "error budget of the solver's lossy plan"),
     Field("lstep", 0, _int_in(0, 10**6), "Learn: step shown"),
-    Field("up_tensor", "", _text(200, allow_empty=True), "uploaded safetensors: tensor name"),
+    Field("up_tensor", "", _text(200, allow_empty=True), "uploaded safetensors: tensor name; tar: member"),
     Field("up_prune", "none", _choice("none", "magnitude", "nm", "block"), "pruning of an upload"),
     Field("up_sparsity", 0.9, _float_in(0.0, 0.999), "pruning sparsity of an upload"),
     Field("up_pattern", "2:4", _text(10), "N:M pattern of an upload"),
@@ -374,6 +374,12 @@ def load_cached(digest: str, _data: bytes, fmt: str | None, tensor: str | None, 
 def list_tensors_cached(digest: str, _data: bytes):
     from .workloads.loaders import list_tensors
     return list_tensors(_data)
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def archive_members_cached(digest: str, _data: bytes, name: str):
+    from .workloads.archives import matrix_members
+    return matrix_members(_data, name)
 
 
 @st.cache_data(max_entries=8, show_spinner="Analysing tiles and LSH clusters…")

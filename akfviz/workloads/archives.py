@@ -149,6 +149,32 @@ def untar(data: bytes, archive_name: str | None, tensor, max_bytes: int, label: 
     return content, member.name, consumed
 
 
+def matrix_members(data: bytes, filename: str | None = None, *,
+                   max_bytes: int = 4 * 2**30) -> list[str]:
+    """Names of the matrix files in a tar / tar.gz archive, the default choice first.
+
+    The default is what :func:`unwrap` reads without ``tensor=`` (the only matrix file, or
+    ``name/name.mtx``); an empty list when ``data`` is not an archive (a plain or gzip-only
+    file). Used by the app to offer a choice when an archive holds several matrices.
+    """
+    label = f"archive {filename!r}" if filename else "the archive"
+    if is_gzip(data):
+        data = gunzip(data, max_bytes, label)
+    if not is_tar(data):
+        return []
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tf:
+            members = [m for m in tf.getmembers() if m.isfile()]
+    except tarfile.TarError as exc:
+        raise InputError(f"{_cap(label)} is not a readable tar archive ({exc}).") from None
+    names = [m.name for m in members if m.name.lower().endswith(MATRIX_SUFFIXES)]
+    try:
+        first = _choose_member(members, filename, None, label)[0].name
+    except InputError:
+        return names
+    return [first] + [n for n in names if n != first]
+
+
 def unwrap(data: bytes, filename: str | None, tensor, max_bytes: int, label: str):
     """Peel gzip and tar layers off a file held in memory.
 
@@ -183,5 +209,5 @@ def unwrap(data: bytes, filename: str | None, tensor, max_bytes: int, label: str
     return data, name, tensor, label
 
 
-__all__ = ["GZIP_MAGIC", "MATRIX_SUFFIXES", "gunzip", "is_gzip", "is_tar", "strip_suffix",
-           "untar", "unwrap"]
+__all__ = ["GZIP_MAGIC", "MATRIX_SUFFIXES", "gunzip", "is_gzip", "is_tar", "matrix_members",
+           "strip_suffix", "untar", "unwrap"]

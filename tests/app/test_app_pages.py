@@ -138,6 +138,13 @@ def test_suitesparse_tar_gz_upload_becomes_the_workload(app):
     _ok(app)
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["rows"] == "36" and metrics["columns"] == "28"
+    # the archive holds two matrices: a picker offers both, the SuiteSparse main matrix first
+    pick = [sb for sb in app.selectbox if sb.label == "Matrix in the archive"]
+    assert len(pick) == 1 and list(pick[0].options) == ["grid/grid.mtx", "grid/grid_b.mtx"]
+    pick[0].set_value("grid/grid_b.mtx").run()
+    _ok(app)
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["rows"] == "36" and metrics["columns"] == "1"
 
 
 def test_bad_bundle_shows_error(app):

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 import akfviz
 from akfviz.errors import InputError, ResourceLimitError
 from akfviz.workloads import LoadLimits, load
-from akfviz.workloads.archives import gunzip, untar
+from akfviz.workloads.archives import gunzip, matrix_members, untar
 
 
 def _mtx_bytes(A) -> bytes:
@@ -119,3 +119,12 @@ def test_gunzip_reference_equals_stdlib():
 def test_limit_field_validated():
     with pytest.raises(InputError, match="max_decompressed_bytes"):
         LoadLimits(max_decompressed_bytes=0)
+
+
+def test_matrix_members_lists_default_first(A):
+    data = _tar({"west/README.txt": b"x", "west/west_b.mtx": _mtx_bytes(A), "west/west.mtx": _mtx_bytes(A)},
+                compress=True)
+    assert matrix_members(data, "west.tar.gz") == ["west/west.mtx", "west/west_b.mtx"]
+    assert matrix_members(gzip.compress(_mtx_bytes(A)), "m.mtx.gz") == []
+    with pytest.raises(InputError):
+        matrix_members(gzip.compress(b"x" * 600)[:-8] + b"garbage!", "bad.tar.gz")
