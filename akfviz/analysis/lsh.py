@@ -28,6 +28,7 @@ import numpy as np
 from .._jit import njit_cached, njit_parallel
 from ..errors import InputError
 from .minhash import minhash_signatures
+from .arena import Arena
 from .tiling import _popcount64
 
 @dataclass(frozen=True)
@@ -356,10 +357,10 @@ def _cluster_keys(root, uid, dbin, bmin, nbins):
 
 
 @njit_cached
-def _pair_ids(sig, dbin, bmin, nbins):
+def _pair_ids(sig, dbin, bmin, nbins, pid):
     """First-appearance ids of the distinct (signature, density bin) pairs of the tiles.
 
-    Returns (pid per tile, first tile of each pair, tiles per pair). Pairs whose
+    Writes each tile's pair id into ``pid``; returns the first tile of each pair. Pairs whose
     signature has one bit (every tile with one nonzero) are looked up in a direct
     64 × nbins table; the others in an open-addressing hash table. Ids follow first
     appearance in tile order either way.
@@ -371,9 +372,7 @@ def _pair_ids(sig, dbin, bmin, nbins):
     mask = np.uint64(size - 1)
     slot = np.full(size, -1, dtype=np.int64)
     n_hashed = 0
-    pid = np.empty(n, dtype=np.int64)
-    first = np.empty(n, dtype=np.int64)
-    count = np.zeros(n, dtype=np.int64)
+    first = np.empty(n, dtype=np.int64)  # only its first m entries are ever touched
     m = 0
     for t in range(n):
         x = sig[t]
@@ -417,20 +416,18 @@ def _pair_ids(sig, dbin, bmin, nbins):
                         p2 = (p2 + one) & mask
                     slot[p2] = q
         pid[t] = p
-        count[p] += 1
-    return pid, first[:m].copy(), count[:m].copy()
+    return first[:m].copy()
 
 
 @njit_cached
-def _gather_tiles(pid, pair_uid, pair_cluster, n_clusters, density):
+def _gather_tiles(pid, pair_uid, pair_cluster, n_clusters, density, uid, cluster, pcount):
     """Per tile: unique-signature id and cluster from the per-pair ones, in one pass that
     also counts each cluster's tiles and sums their densities (in tile order, so the sums
     equal ``np.bincount(cluster, weights=density)`` bit for bit). ``density`` may be empty
-    (sums then stay 0). Returns (uid, cluster, cptr with the counts at ``cptr[c + 1]``,
+    (sums then stay 0). Writes ``uid`` and ``cluster`` and counts the tiles of each pair
+    into ``pcount`` (zeros on entry); returns (cptr with the counts at ``cptr[c + 1]``,
     density sums)."""
     n = pid.shape[0]
-    uid = np.empty(n, dtype=np.int64)
-    cluster = np.empty(n, dtype=np.int64)
     cptr = np.zeros(n_clusters + 1, dtype=np.int64)
     dsum = np.zeros(n_clusters, dtype=np.float64)
     has_density = density.shape[0] == n
@@ -439,28 +436,28 @@ def _gather_tiles(pid, pair_uid, pair_cluster, n_clusters, density):
         c = pair_cluster[p]
         uid[t] = pair_uid[p]
         cluster[t] = c
+        pcount[p] += 1
         cptr[c + 1] += 1
         if has_density:
             dsum[c] += density[t]
-    return uid, cluster, cptr, dsum
+    return cptr, dsum
 
 
 @njit_cached
-def _order_by_cluster(cluster, counts):
-    """Stable counting sort of tile indices by cluster, the counts known (``counts[c + 1]``
-    = tiles of cluster ``c``): returns (order, cptr)."""
+def _order_by_cluster(cluster, counts, order):
+    """Stable counting sort of tile indices by cluster into ``order``, the counts known
+    (``counts[c + 1]`` = tiles of cluster ``c``): returns cptr."""
     n = cluster.shape[0]
     n_clusters = counts.shape[0] - 1
     cptr = counts.copy()
     for cl in range(n_clusters):
         cptr[cl + 1] += cptr[cl]
     pos = cptr[:-1].copy()
-    order = np.empty(n, dtype=np.int64)
     for t in range(n):
         cl = cluster[t]
         order[pos[cl]] = t
         pos[cl] += 1
-    return order, cptr
+    return cptr
 
 
 # --------------------------------------------------------------------------- public
@@ -509,15 +506,16 @@ def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig
     signature = signature.astype(np.uint64, copy=False)
     density_bin = density_bin.astype(np.int64, copy=False)
     # work on the distinct (signature, density bin) pairs, then broadcast to tiles
+    # the four per-tile arrays in one allocation (see arena.Arena: huge pages)
+    arena = Arena([n] * 4)
+    pid, uid, cluster, order = (arena.take(n, np.int64) for _ in range(4))
     if n:
         bmin = int(density_bin.min())
         nbins = int(density_bin.max()) - bmin + 1
-        pid, pfirst, pcount = _pair_ids(signature, density_bin, bmin, nbins)
+        pfirst = _pair_ids(signature, density_bin, bmin, nbins, pid)
     else:
         bmin, nbins = 0, 1
-        pid = np.empty(0, np.int64)
         pfirst = np.empty(0, np.int64)
-        pcount = np.empty(0, np.int64)
     psig = signature[pfirst]
     pbin = density_bin[pfirst]
     # unique signatures: first appearance over pairs = first appearance over tiles
@@ -533,16 +531,15 @@ def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig
         n_clusters = int(pcluster.max()) + 1
         dens = np.empty(0, np.float64) if density is None else \
             np.ascontiguousarray(density, dtype=np.float64)
-        uid, cluster, counts, dsum = _gather_tiles(pid, puid, pcluster, n_clusters, dens)
+        pcount = np.zeros(pfirst.shape[0], np.int64)
+        counts, dsum = _gather_tiles(pid, puid, pcluster, n_clusters, dens, uid, cluster, pcount)
         bin_counts = np.bincount(pbin - bmin, weights=pcount, minlength=nbins).astype(np.int64)
     else:
-        uid = np.empty(0, np.int64)
-        cluster = np.empty(0, np.int64)
         n_clusters = 0
         counts = np.zeros(1, np.int64)
         dsum = np.empty(0, np.float64)
         bin_counts = np.empty(0, np.int64)
-    order, cptr = _order_by_cluster(cluster, counts)
+    cptr = _order_by_cluster(cluster, counts, order)
     t3 = time.perf_counter()
     rep = np.empty(n_clusters, dtype=np.int64)
     jmean = np.empty(n_clusters, dtype=np.float64)

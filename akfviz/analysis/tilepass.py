@@ -29,6 +29,7 @@ import scipy.sparse as sp
 
 from .._jit import njit_cached, njit_parallel
 from ..workloads.validate import as_csr
+from .arena import Arena
 from .features import FLOAT_FEATURES, GRID_MAX, INT_FEATURES, _top_sum
 from .tiling import TileSet, _insertion_sort, _popcount64
 
@@ -429,19 +430,18 @@ def tiles_and_features(M, indptr, indices, rb_count, T: int, grid: int = 8,
     rb_ptr[0] = 0
     np.cumsum(rb_count, out=rb_ptr[1:])
     n = int(rb_ptr[-1])
-    bi = np.empty(n, np.int64)
-    bj = np.empty(n, np.int64)
-    h = np.empty(n, np.int64)
-    w = np.empty(n, np.int64)
-    ptr = np.empty(n + 1, np.int64)
+    arena = Arena([n] * 4 + [n + 1] + [nnz] * 3 + [n * len(INT_FEATURES),
+                                                     n * len(FLOAT_FEATURES), n, n])
+    bi, bj, h, w = (arena.take(n, np.int64) for _ in range(4))
+    ptr = arena.take(n + 1, np.int64)
     ptr[n] = nnz
-    r = np.empty(nnz, np.int64)
-    c = np.empty(nnz, np.int64)
-    v = np.empty(nnz, np.float64)
-    iout = np.empty((n, len(INT_FEATURES)), dtype=np.int64, order="F")
-    fout = np.empty((n, len(FLOAT_FEATURES)), dtype=np.float64, order="F")
-    sig = np.empty(n, np.uint64)
-    dbin = np.empty(n, np.int64)
+    r = arena.take(nnz, np.int64)
+    c = arena.take(nnz, np.int64)
+    v = arena.take(nnz, np.float64)
+    iout = arena.take(n * len(INT_FEATURES), np.int64).reshape(len(INT_FEATURES), n).T
+    fout = arena.take(n * len(FLOAT_FEATURES), np.float64).reshape(len(FLOAT_FEATURES), n).T
+    sig = arena.take(n, np.uint64)
+    dbin = arena.take(n, np.int64)
     args = (indptr, indices, M.data, n_rows, n_cols, T, _shift(T))
     n_chunks = _n_chunks(nnz, n_brows)
     if n_chunks > 1:
