@@ -336,8 +336,12 @@ def _fill_tiles(indptr, indices, data, n_rows, n_cols, T, sh, n_brows, n_bcols, 
 
 # --------------------------------------------------------------------------- drivers
 
-def _int64(a: np.ndarray) -> np.ndarray:
-    return a if a.dtype == np.int64 else a.astype(np.int64)
+def _index(a: np.ndarray) -> np.ndarray:
+    """Index array as int32 or int64, contiguous (the numba passes are compiled for both:
+    converting a 1M-entry int32 array to int64 would cost more than the count pass)."""
+    if a.dtype in (np.int32, np.int64):
+        return np.ascontiguousarray(a)
+    return a.astype(np.int64)
 
 
 def _shift(T: int) -> int:
@@ -374,8 +378,8 @@ def canonical_csr(A, T: int):
     -------
     M : scipy.sparse.csr_array
         Canonical float64 copy.
-    indptr, indices : ndarray of int64
-        ``M``'s index arrays as int64 (``M``'s own arrays when already int64).
+    indptr, indices : ndarray of int32 or int64
+        ``M``'s own index arrays.
     rb_count : ndarray of int64, shape (n_brows,)
         Number of nonempty tiles per row block.
     """
@@ -383,21 +387,17 @@ def canonical_csr(A, T: int):
             and A.shape[0] >= 1 and A.shape[1] >= 1
             and A.indptr.shape[0] == A.shape[0] + 1 and A.indptr[0] == 0
             and A.indptr[-1] == A.indices.shape[0] == A.data.shape[0]):
-        indptr = _int64(A.indptr)
-        indices = _int64(A.indices)
+        indptr = _index(A.indptr)
+        indices = _index(A.indices)
         ok, rb_count = _count(indptr, indices, A.data, A.shape, T)
         if ok:
-            M = sp.csr_array((A.data.copy(), A.indices.copy(), A.indptr.copy()),
+            M = sp.csr_array((A.data.copy(), indices.copy(), indptr.copy()),
                              shape=A.shape, copy=False)
             M.has_canonical_format = True
-            if indptr is A.indptr:
-                indptr = M.indptr
-            if indices is A.indices:
-                indices = M.indices
-            return M, indptr, indices, rb_count
+            return M, M.indptr, M.indices, rb_count
     M = as_csr(A)
-    indptr = _int64(M.indptr)
-    indices = _int64(M.indices)
+    indptr = _index(M.indptr)
+    indices = _index(M.indices)
     ok, rb_count = _count(indptr, indices, M.data, M.shape, T)
     assert ok, "as_csr returned a non-canonical matrix"
     return M, indptr, indices, rb_count
