@@ -192,7 +192,9 @@ def balanced_chunks(weight_ptr, n_chunks):
 # --------------------------------------------------------------------------- sorting
 @njit_cached
 def _stable_order(keys, n, perm, ck):
-    """Write into ``perm[:n]`` the stable ascending order of ``keys[:n]`` (``ck`` = scratch)."""
+    """Write into ``perm[:n]`` the stable ascending order of ``keys[:n]`` (``ck`` = scratch).
+
+    Keys are non-negative (times); ``keys · n + n`` must fit in int64."""
     for i in range(n):
         perm[i] = i
     srt = True
@@ -212,12 +214,36 @@ def _stable_order(keys, n, perm, ck):
                 j -= 1
             perm[j + 1] = v
     else:
-        # unique composite keys (key, position) make an unstable sort stable and deterministic
+        # unique composite keys (key, position) make any sort stable and deterministic; an LSD
+        # radix sort on them, 8 bits per pass, ping-ponging between ``ck`` and ``perm`` (3.5×
+        # faster than ``ck[:n].sort()`` on the ~300 trains a reduction PE gets, same order)
+        mx = 0
         for i in range(n):
-            ck[i] = keys[i] * n + i
-        ck[:n].sort()
+            c = keys[i] * n + i
+            ck[i] = c
+            if c > mx:
+                mx = c
+        cnt = np.empty(256, dtype=np.int64)
+        src = ck
+        dst = perm
+        shift = 0
+        while (mx >> shift) > 0:
+            cnt[:] = 0
+            for i in range(n):
+                cnt[(src[i] >> shift) & 255] += 1
+            tot = 0
+            for b in range(256):
+                c = cnt[b]
+                cnt[b] = tot
+                tot += c
+            for i in range(n):
+                d = (src[i] >> shift) & 255
+                dst[cnt[d]] = src[i]
+                cnt[d] += 1
+            src, dst = dst, src
+            shift += 8
         for i in range(n):
-            perm[i] = ck[i] % n
+            perm[i] = src[i] % n
 
 
 @njit_cached

@@ -341,3 +341,21 @@ def test_lazy_views_and_multi_iteration_rows():
     one = simulate(tw, hw, shape=A.shape, tile=16, iterations=1)
     assert res.events == 4 * one.events and res.macs == 4 * one.macs
     assert pickle.loads(pickle.dumps(res)).per_iteration.equals(pi)
+
+
+@pytest.mark.parametrize("n", [1, 2, 31, 32, 33, 100, 304, 1500])
+@pytest.mark.parametrize("hi", [1, 3, 300, 30_000, 2**36])
+def test_stable_order_equals_numpy_stable_argsort(n, hi):
+    # the engine's queue order (insertion sort for short queues, radix sort on (key, position)
+    # for long ones) must be exactly numpy's stable argsort: ties keep their position order
+    from akfviz.npu._engine import _stable_order
+
+    rng = np.random.default_rng(n * 7 + hi % 1000)
+    for trial in range(5):
+        keys = rng.integers(0, hi, n).astype(np.int64)
+        if trial == 4:
+            keys.sort()  # already sorted: the early exit
+        perm = np.full(n, -1, np.int64)
+        ck = np.full(n, -1, np.int64)
+        _stable_order(keys, n, perm, ck)
+        np.testing.assert_array_equal(perm, np.argsort(keys, kind="stable"))
