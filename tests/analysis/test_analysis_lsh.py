@@ -24,6 +24,27 @@ def test_minhash_matches_plain_python(seed):
         assert [int(x) for x in mh[i]] == naive_minhash(s, 16, seed)
 
 
+@pytest.mark.parametrize("p", [0.02, 0.1, 0.5, 0.95])
+def test_minhash_both_paths_match_plain_python(p):
+    # sparse sets take the per-bit minimum, dense ones the walk in ascending-hash order
+    sigs = _random_sigs(60, 11, p=p)
+    mh = minhash_signatures(sigs, num_hashes=32, seed=5)
+    for i, s in enumerate(sigs):
+        assert [int(x) for x in mh[i]] == naive_minhash(s, 32, 5)
+
+
+def test_minhash_small_universe():
+    # g = 4: 16 cells; the ascending-hash walk only visits elements of the universe
+    rng = np.random.default_rng(2)
+    sigs = rng.integers(1, 1 << 16, 200).astype(np.uint64)
+    mh = minhash_signatures(sigs, num_hashes=8, seed=3, universe=16)
+    from akfviz.analysis.minhash import hash_table
+    H = hash_table(8, 16, 3)
+    for i, s in enumerate(sigs):
+        members = [x for x in range(16) if (int(s) >> x) & 1]
+        assert [int(v) for v in mh[i]] == [min(int(H[k, x]) for x in members) for k in range(8)]
+
+
 def test_minhash_seed_changes_values():
     sigs = _random_sigs(10, 1)
     a = minhash_signatures(sigs, 8, seed=0)
@@ -171,7 +192,7 @@ def test_parallel_kernels_match_serial():
     sigs = _random_sigs(M.PARALLEL_MIN + 500, 13, p=0.05)
     par = minhash_signatures(sigs, 8, seed=2)           # parallel path
     ser = np.empty_like(par)
-    M._minhash_range(sigs, M.hash_table(8, 64, 2), 0, sigs.size, ser)
+    M._minhash_range(sigs, M.hash_table(8, 64, 2), M.hash_order(8, 64, 2), 0, sigs.size, ser)
     np.testing.assert_array_equal(par, ser)
     rng = np.random.default_rng(1)
     s = _random_sigs(40, 3, p=0.3)[rng.integers(0, 40, 3000)]
