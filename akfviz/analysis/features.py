@@ -48,6 +48,41 @@ def top_count(nnz: int, top_q: float) -> int:
     return max(1, int(math.floor(top_q * nnz + 1e-9)))
 
 
+#: Up to this many top values, :func:`_top_sum_small` keeps them in a sorted buffer instead of
+#: running a quickselect over a copy of all the squares.
+TOP_SMALL = 16
+
+
+@njit_cached
+def _top_sum_small(v, s, k, ntop, best):
+    """Sum of the ``ntop`` largest of ``v[s:s+k]²`` (``ntop ≤ TOP_SMALL``).
+
+    One pass keeping the ``ntop`` largest squares seen so far in ``best`` (ascending); the
+    sum is taken over that sorted buffer, so it does not depend on the order of the values.
+    O(k) plus O(ntop) per value that enters the buffer (about ``ntop·ln(k/ntop)`` of them
+    for values in random order)."""
+    m = 0
+    for p in range(s, s + k):
+        x = v[p] * v[p]
+        if m < ntop:
+            i = m
+            m += 1
+            while i > 0 and best[i - 1] > x:
+                best[i] = best[i - 1]
+                i -= 1
+            best[i] = x
+        elif x > best[0]:
+            i = 0
+            while i + 1 < ntop and best[i + 1] < x:
+                best[i] = best[i + 1]
+                i += 1
+            best[i] = x
+    tot = 0.0
+    for i in range(ntop):
+        tot += best[i]
+    return tot
+
+
 @njit_cached
 def _top_sum(a, k, ntop):
     """Sum of the ``ntop`` largest of ``a[:k]`` (in-place quickselect, O(k) expected)."""
@@ -174,6 +209,8 @@ def _tile_range_features(ptr, r, c, v, h, w, T, g, top_q, bpd, t0, t1, iout, fou
             ntop = 1
         if ntop == 1:
             top = vmax2
+        elif ntop <= TOP_SMALL:
+            top = _top_sum_small(v, s, k, ntop, sq)
         else:
             for p in range(k):
                 sq[p] = v[s + p] * v[s + p]

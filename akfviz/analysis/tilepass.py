@@ -30,7 +30,7 @@ import scipy.sparse as sp
 from .._jit import njit_cached, njit_parallel
 from ..workloads.validate import as_csr
 from .arena import Arena
-from .features import FLOAT_FEATURES, GRID_MAX, INT_FEATURES, _top_sum
+from .features import FLOAT_FEATURES, GRID_MAX, INT_FEATURES, TOP_SMALL, _top_sum, _top_sum_small
 from .tiling import TileSet, _insertion_sort, _popcount64
 
 #: Below this many nonzeros the serial kernels are used: a parallel launch (and, on a
@@ -186,6 +186,8 @@ def _features_one(t, s, e, r, c, v, hh, ww, T, g, top_q, bpd, colcnt, diag, sq,
             ntop = 1
         if ntop == 1:
             top = vmax2
+        elif ntop <= TOP_SMALL:
+            top = _top_sum_small(v, s, k, ntop, sq)
         else:
             for p in range(k):
                 sq[p] = v[s + p] * v[s + p]

@@ -219,3 +219,25 @@ def test_top_sum_quickselect():
             for ntop in sorted({1, max(1, k // 10), k // 2 or 1, k}):
                 ref = np.sort(a)[::-1][:ntop].sum()
                 assert _top_sum(a.copy(), k, ntop) == pytest.approx(ref, rel=1e-12)
+
+
+def test_top_sum_small_equals_sorted_sum_in_any_order():
+    # the small-ntop path keeps a sorted buffer: same multiset as a full sort, and the same
+    # floating-point sum for any order of the input (ties and zeros included)
+    from akfviz.analysis.features import TOP_SMALL, _top_sum_small
+
+    rng = np.random.default_rng(5)
+    for k in (1, 2, 7, 16, 17, 61, 300, 1024):
+        for ntop in sorted({1, 2, min(k, 6), min(k, TOP_SMALL)}):
+            v = rng.standard_normal(k)
+            v[rng.random(k) < 0.2] = 1.5  # ties
+            ref = 0.0
+            for x in np.sort(v * v)[k - ntop:]:  # added in ascending order, like the buffer
+                ref += float(x)
+            buf = np.empty(TOP_SMALL)
+            got = _top_sum_small(v, 0, k, ntop, buf)
+            assert got == ref
+            again = _top_sum_small(rng.permutation(v), 0, k, ntop, buf)
+            assert again == got
+            ascending = _top_sum_small(np.sort(np.abs(v)), 0, k, ntop, buf)  # worst case order
+            assert ascending == got
