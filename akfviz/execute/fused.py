@@ -158,37 +158,42 @@ def pack_bitmap(ts, e: Entries):
 
 
 @njit_cached
-def _pack_dia(ptr, r, c, v, c0, T):
-    """Numba packer of :func:`pack_dia` (two passes over the entries, O(nnz + n·T))."""
-    n = ptr.shape[0] - 1
+def _dia_count_range(ptr, r, c, T, u0, u1, nd, slots):
+    """Occupied diagonals and summed run lengths of tiles ``u0:u1`` (serial)."""
     lo = np.full(2 * T, -1, dtype=np.int64)
     hi = np.zeros(2 * T, dtype=np.int64)
-    dptr = np.zeros(n + 1, dtype=np.int64)
-    n_slots = 0
-    for u in range(n):  # pass 1: occupied diagonals and their run lengths
-        nd = 0
+    for u in range(u0, u1):
+        d = 0
+        sl = 0
         for k in range(ptr[u], ptr[u + 1]):
             o = c[k] - r[k] + T
             if lo[o] < 0:
                 lo[o] = r[k]  # entries are ordered by (r, c): first seen = first row
-                nd += 1
+                d += 1
             hi[o] = r[k] + 1
-        for o in range(2 * T):
+        for k in range(ptr[u], ptr[u + 1]):  # visit only the tile's diagonals
+            o = c[k] - r[k] + T
             if lo[o] >= 0:
-                n_slots += hi[o] - lo[o]
+                sl += hi[o] - lo[o]
                 lo[o] = -1
-        dptr[u + 1] = dptr[u] + nd
-    run = np.empty((dptr[n], 4), dtype=np.int64)
-    val = np.zeros(n_slots, dtype=np.float64)
+        nd[u] = d
+        slots[u] = sl
+
+
+@njit_cached
+def _dia_fill_range(ptr, r, c, v, c0, T, u0, u1, dptr, sptr, run, val):
+    """Runs (ascending offset) and values of tiles ``u0:u1`` at ``dptr[u]`` / ``sptr[u]``."""
+    lo = np.full(2 * T, -1, dtype=np.int64)
+    hi = np.zeros(2 * T, dtype=np.int64)
     where = np.empty(2 * T, dtype=np.int64)
-    q = 0
-    vs = 0
-    for u in range(n):  # pass 2: runs (ascending offset) and values
+    for u in range(u0, u1):
         for k in range(ptr[u], ptr[u + 1]):
             o = c[k] - r[k] + T
             if lo[o] < 0:
                 lo[o] = r[k]
             hi[o] = r[k] + 1
+        q = dptr[u]
+        vs = sptr[u]
         for o in range(2 * T):
             if lo[o] >= 0:
                 run[q, 0] = lo[o]
@@ -201,6 +206,46 @@ def _pack_dia(ptr, r, c, v, c0, T):
                 q += 1
         for k in range(ptr[u], ptr[u + 1]):
             val[where[c[k] - r[k] + T] + r[k]] = v[k]
+
+
+@njit_parallel
+def _dia_count(ptr, r, c, T, n_chunks, nd, slots):
+    n = ptr.shape[0] - 1
+    for ch in numba.prange(n_chunks):
+        _dia_count_range(ptr, r, c, T, ch * n // n_chunks, (ch + 1) * n // n_chunks, nd, slots)
+
+
+@njit_parallel
+def _dia_fill(ptr, r, c, v, c0, T, n_chunks, dptr, sptr, run, val):
+    n = ptr.shape[0] - 1
+    for ch in numba.prange(n_chunks):
+        _dia_fill_range(ptr, r, c, v, c0, T, ch * n // n_chunks, (ch + 1) * n // n_chunks,
+                        dptr, sptr, run, val)
+
+
+def _pack_dia(ptr, r, c, v, c0, T):
+    """DIA packing in two passes over the tiles (count, then fill at prefix-sum offsets),
+    parallel over chunks of tiles for large inputs: O(nnz + n·T), the same arrays for any
+    chunking."""
+    n = ptr.shape[0] - 1
+    nd = np.zeros(n, dtype=np.int64)
+    slots = np.zeros(n, dtype=np.int64)
+    par = pack_parallel(int(r.shape[0]) + n)
+    chunks = 4 * numba.get_num_threads() if par else 1
+    if par:
+        _dia_count(ptr, r, c, T, chunks, nd, slots)
+    elif n:
+        _dia_count_range(ptr, r, c, T, 0, n, nd, slots)
+    dptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(nd, out=dptr[1:])
+    sptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(slots, out=sptr[1:])
+    run = np.empty((dptr[n], 4), dtype=np.int64)
+    val = np.zeros(sptr[n], dtype=np.float64)
+    if par:
+        _dia_fill(ptr, r, c, v, c0, T, chunks, dptr, sptr, run, val)
+    elif n:
+        _dia_fill_range(ptr, r, c, v, c0, T, 0, n, dptr, sptr, run, val)
     return dptr, run, val
 
 
@@ -211,8 +256,9 @@ def pack_dia(ts, e: Entries):
     ``n`` float64 slots — all non-negative, so the executor indexes with unsigned integers."""
     T = int(ts.tile)
     c0 = ts.bj[e.tid] * T
-    dptr, run, val = _pack_dia(e.ptr, e.r.astype(np.int64), e.c.astype(np.int64),
-                               e.v.astype(np.float64), c0.astype(np.int64), np.int64(T))
+    i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731 (no copy when int64)
+    dptr, run, val = _pack_dia(i64(e.ptr), i64(e.r), i64(e.c),
+                               np.ascontiguousarray(e.v, dtype=np.float64), i64(c0), np.int64(T))
     return dict(meta=_meta(ts, e.tid, dptr[:-1], dptr[1:]), run=run, val=val)
 
 

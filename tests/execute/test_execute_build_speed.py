@@ -260,3 +260,25 @@ def test_empty_groups_and_empty_matrix():
     pe = FusionPlan(analyze(sp.csr_array((20, 30)), tile=8), pd.Categorical([]))
     assert pe.tile_kernels.shape == (0,) and np.all(pe.matvec(np.ones(30)) == 0)
     assert pe.kernel_counts.empty
+
+
+def test_dia_packing_parallel_equals_serial(monkeypatch):
+    # the two-pass DIA packer gives the same arrays on the worker threads as serially, and the
+    # plan still computes A @ x (large enough to take the parallel path)
+    import akfviz
+    from akfviz.execute import fused
+    from akfviz.execute.plan import FusionPlan
+
+    A = akfviz.generate("banded", n=12_000, bandwidth=6, seed=2)
+    pa = akfviz.analyze(A, tile=32)
+    names = ["DIA"] * pa.n_tiles
+    assert A.nnz + pa.n_tiles >= fused.PACK_PARALLEL_MIN
+    monkeypatch.setattr(fused, "cores_have_room", lambda: True)
+    par = FusionPlan(pa, names)._packed.packs["dia"]
+    monkeypatch.setattr(fused, "pack_parallel", lambda work: False)
+    ser = FusionPlan(pa, names)._packed.packs["dia"]
+    for key in ser:
+        np.testing.assert_array_equal(par[key], ser[key], err_msg=key)
+    x = np.random.default_rng(0).standard_normal(A.shape[1])
+    plan = FusionPlan(pa, names)
+    np.testing.assert_allclose(plan.matvec(x), A @ x, rtol=1e-12, atol=1e-12)
