@@ -105,6 +105,9 @@ def main():
     measure("banded (41 diagonals)", banded(n // 2 if args.quick else n), 32, reps, spmv_reps)
     measure("2-D 5-point stencil", stencil5(side), 32, reps, spmv_reps)
     measure("block diagonal 64x64 @ 50%", block_diag(n // 2), 32, reps, spmv_reps)
+    llm_n = 1024 if args.quick else 4096
+    measure(f"LLM-like {llm_n}x{llm_n} pruned to 6 % (magnitude)",
+            akfviz.generate("llm", n=llm_n, sparsity=0.94, seed=0), 32, reps, spmv_reps)
 
 
 if __name__ == "__main__":
