@@ -109,17 +109,28 @@ class Entries:
     scale: np.ndarray | None = None  # per tile
 
 
+@njit_cached
+def _scatter_dense(ptr, r, c, vals, off, h, out):
+    """``out[off[u] + c·h[u] + r] = vals`` for every entry of tile ``u`` (column-major cells)."""
+    for u in range(ptr.shape[0] - 1):
+        base = off[u]
+        hh = h[u]
+        for k in range(ptr[u], ptr[u + 1]):
+            out[base + c[k] * hh + r[k]] = vals[k]
+
+
 def pack_dense(ts, e: Entries, int8: bool):
+    """Column-major cells of every tile (the executor's axpy order), zeros where no entry."""
     h, w = ts.h[e.tid], ts.w[e.tid]
     off = _starts(h * w)
-    seg = _seg(e.ptr)
-    pos = off[seg] + e.c * h[seg] + e.r  # column-major: the executor's axpy order
+    i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731 (no copy when int64)
+    args = (i64(e.ptr), i64(e.r), i64(e.c))
     if int8:
         val = np.zeros(off[-1], dtype=np.int8)
-        val[pos] = e.q
+        _scatter_dense(*args, np.ascontiguousarray(e.q, dtype=np.int8), off, i64(h), val)
         return dict(meta=_meta(ts, e.tid, off[:-1]), val=val, scale=e.scale.astype(np.float64))
     val = np.zeros(off[-1], dtype=np.float64)
-    val[pos] = e.v
+    _scatter_dense(*args, np.ascontiguousarray(e.v, dtype=np.float64), off, i64(h), val)
     return dict(meta=_meta(ts, e.tid, off[:-1]), val=val)
 
 
