@@ -194,7 +194,7 @@ def balanced_chunks(weight_ptr, n_chunks):
 def _stable_order(keys, n, perm, ck):
     """Write into ``perm[:n]`` the stable ascending order of ``keys[:n]`` (``ck`` = scratch).
 
-    Keys are non-negative (times); ``keys · n + n`` must fit in int64."""
+    Keys are non-negative (times); ``keys · max(n, 32) + n`` must fit in int64."""
     for i in range(n):
         perm[i] = i
     srt = True
@@ -205,14 +205,19 @@ def _stable_order(keys, n, perm, ck):
     if srt:
         return
     if n <= 32:
+        # insertion sort of the composite keys (key, position) themselves — no indirection
+        # through perm in the inner loop; position in the low 5 bits
+        for i in range(n):
+            ck[i] = (keys[i] << 5) | i
         for i in range(1, n):
-            v = perm[i]
-            kv = keys[v]
+            v = ck[i]
             j = i - 1
-            while j >= 0 and keys[perm[j]] > kv:
-                perm[j + 1] = perm[j]
+            while j >= 0 and ck[j] > v:
+                ck[j + 1] = ck[j]
                 j -= 1
-            perm[j + 1] = v
+            ck[j + 1] = v
+        for i in range(n):
+            perm[i] = ck[i] & 31
     else:
         # unique composite keys (key, position) make any sort stable and deterministic; an LSD
         # radix sort on them, 8 bits per pass, ping-ponging between ``ck`` and ``perm`` (3.5×
@@ -282,6 +287,7 @@ def _tiles_of_pes(p_lo, p_hi, order, pe_ptr, bj, col_ptr, col_local, ev_macs, ev
         pc = p % cols
         # ------------------------------------------------ this PE's deliveries
         m = 0
+        flits = 0
         for i in range(t0, t1):
             u = order[i]
             s = src[bj[u]]
@@ -305,6 +311,7 @@ def _tiles_of_pes(p_lo, p_hi, order, pe_ptr, bj, col_ptr, col_local, ev_macs, ev
             nd_u = m - c0
             rem[i - t0] = nd_u
             hist[dsrc] += nd_u
+            flits += dsrc * nd_u  # every delivery of tile u travels dsrc hops
         # ------------------------------------------------ setup, event-less tiles
         if rec:
             need = niv + m + 2 * nt + 2
@@ -348,7 +355,6 @@ def _tiles_of_pes(p_lo, p_hi, order, pe_ptr, bj, col_ptr, col_local, ev_macs, ev
         # ------------------------------------------------ deliveries in arrival order
         _stable_order(buf[0], m, buf[3], buf[4])
         decodes = 0
-        flits = 0
         for q in range(m):
             z = buf[3, q]
             r = buf[1, z]
@@ -375,8 +381,6 @@ def _tiles_of_pes(p_lo, p_hi, order, pe_ptr, bj, col_ptr, col_local, ev_macs, ev
                     iv[3, niv] = u
                     iv[4, niv] = KIND_COMPUTE
                     niv += 1
-            s = src[bj[u]]
-            flits += abs(pr - s // cols) + abs(pc - s % cols)
             if int8[u]:
                 macs8 += ev_macs[r]
             else:
