@@ -132,8 +132,9 @@ with right:
                           plan, hwk, hw, float(S.get("xdens")))
     S.chart(vn.annealing_trajectory(np.arange(mp.trajectory.size), mp.trajectory, mp.greedy_objective),
                     key="anneal")
-    st.caption(f"How to read this: the placement objective while annealing ({mp.iterations:,} proposals); "
-               f"{100 * mp.improvement:.1f} % better than the greedy start.")
+    st.caption(f"How to read this: the placement objective (makespan + γ·hops + δ·overflow, lower is better) "
+               f"while annealing ({mp.iterations:,} proposals); {100 * mp.improvement:.1f} % better than the "
+               f"greedy start.")
 
 if res_unfused is not None:
     S.chart(vn.fused_vs_unfused({"fused": {"cycles": res.cycles, "energy_pj": res.energy_total_pj},

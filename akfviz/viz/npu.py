@@ -64,7 +64,8 @@ def pe_timeline(intervals, makespan: float | None = None, height: int = 380) -> 
                                  hovertemplate="cycle %{x:,.0f}<extra>" + str(name) + "</extra>"))
     if makespan:
         fig.add_vline(x=makespan, line=dict(color="#e6194b", dash="dash"), annotation_text="makespan")
-    fig.update_yaxes(tickvals=list(range(len(labels))), ticktext=labels, autorange="reversed", title="PE")
+    # tick labels already read "PE row,col": an axis title would sit on top of them
+    fig.update_yaxes(tickvals=list(range(len(labels))), ticktext=labels, autorange="reversed")
     fig.update_xaxes(title="cycle")
     return styled(fig, "PE timeline (busy intervals)", max(height, 22 * len(labels) + 120),
                   legend=dict(orientation="h", y=1.08, x=1, xanchor="right"))
@@ -110,11 +111,14 @@ def annealing_trajectory(step, objective, greedy: float | None = None, height: i
     step = np.asarray(step)
     if step.size == 0:
         return empty_figure("No annealing trajectory recorded.", height)
-    fig = go.Figure(go.Scatter(x=step, y=objective, mode="lines", line=dict(color="#7d3c98"), name="objective"))
+    fig = go.Figure(go.Scatter(x=step, y=objective, mode="lines", line=dict(color="#7d3c98"), name="objective",
+                               hovertemplate="step %{x}: makespan + γ·hops + δ·overflow = %{y:,.1f}"
+                                             "<extra></extra>"))
     if greedy is not None:
         fig.add_hline(y=greedy, line=dict(color="#888", dash="dash"), annotation_text="greedy start")
     fig.update_xaxes(title="annealing step")
-    fig.update_yaxes(title="objective (makespan + γ·hops + δ·overflow)")
+    # the formula is in the hover text and the page caption: a long rotated title overflows the plot
+    fig.update_yaxes(title="objective")
     return styled(fig, "Mapping: simulated-annealing trajectory", height)
 
 
