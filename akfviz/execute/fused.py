@@ -948,9 +948,12 @@ _tiles_matvec_serial = _serial_twin(_tiles_matvec, "_tiles_matvec_serial")
 _fused_matmat_serial = _serial_twin(_fused_matmat, "_fused_matmat_serial")
 
 #: Plans that stream fewer bytes than this run serially: waking the worker threads costs
-#: more than the work (measured: a 620 kB plan, the 90 %-pruned MiniLM FFN, takes 29 µs on
-#: one thread and 24 µs on two; below ≈ 200 kB the wake-up, ≈ 5 µs, eats the gain).
-PARALLEL_MIN_BYTES = 1 << 18
+#: more than the work, and a parallel region stalls for a whole time slice when a worker is
+#: descheduled. Measured: the 90 %-pruned MiniLM FFN (620 kB) takes 29 µs on one thread and
+#: 24 µs on two from the main thread of an idle process, but in the app (a Streamlit script
+#: thread, the browser competing for the 2 cores) two threads took 8.4 ms per call against
+#: 0.034 ms on one — so the threshold stays at 1 MB.
+PARALLEL_MIN_BYTES = 1 << 20
 
 #: Seconds for which :func:`cores_have_room` reuses its last answer (reading the load
 #: average is a system call of a few µs — a tenth of a small matvec).
