@@ -1047,13 +1047,22 @@ class PackedPlan:
         return bounds.view(np.uint64)
 
     def _parallel(self, k=1) -> bool:
-        return (numba.get_num_threads() > 1 and self.n_brows > 1
-                and k * self.bytes_moved() >= PARALLEL_MIN_BYTES and cores_have_room())
+        return (k * self.bytes_moved() >= PARALLEL_MIN_BYTES and self.n_brows > 1
+                and numba.get_num_threads() > 1 and cores_have_room())
 
     def matvec(self, x: np.ndarray) -> np.ndarray:
         """``y = Â x`` (x: float64, contiguous, length n_cols)."""
         y = np.empty(self.shape[0], dtype=np.float64)
+        serial = self.__dict__.get("_serial_mv")
+        if serial is not None:  # small plan: its arguments bound once (a call is ~30 µs)
+            serial[0](x, y, *serial[1])
+            if serial[2] is not None:
+                serial[3](x, y, *serial[2])
+            return y
         par = self._parallel()
+        if not par and self.bytes_moved() < PARALLEL_MIN_BYTES:
+            res_args, tile_args = self._mv_args(1)
+            self._serial_mv = (_residual_matvec_serial, res_args, tile_args, _tiles_matvec_serial)
         return self.run_matvec(x, y, numba.get_num_threads() if par else 1, par)
 
     def matmat(self, X: np.ndarray) -> np.ndarray:

@@ -216,6 +216,9 @@ class FusionPlan:
         x : array_like, shape (n_cols,)
             float64 or float32 (computed in float64); integers are accepted too.
         """
+        if (type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1
+                and x.shape[0] == self.shape[1] and x.flags.c_contiguous):
+            return self._packed.matvec(x)  # the common case, checked without copies
         arr = self._check_vector(x)
         if arr.ndim != 1 or arr.shape[0] != self.shape[1]:
             raise InputError(
