@@ -121,22 +121,29 @@ def _choose_member(members, archive_name: str | None, tensor, label: str):
                      f"choose one with tensor='<member name>'.")
 
 
+def _open_tar(data: bytes, label: str) -> tarfile.TarFile:
+    try:
+        return tarfile.open(fileobj=io.BytesIO(data), mode="r:")
+    except tarfile.TarError as exc:
+        raise InputError(f"{_cap(label)} is not a readable tar archive ({exc}).") from None
+
+
+def _regular_members(tf: tarfile.TarFile, label: str) -> list:
+    """The archive's regular files (links, folders and devices are ignored)."""
+    try:
+        return [m for m in tf.getmembers() if m.isfile()]
+    except tarfile.TarError as exc:
+        raise InputError(f"{_cap(label)} is a damaged tar archive ({exc}).") from None
+
+
 def untar(data: bytes, archive_name: str | None, tensor, max_bytes: int, label: str):
     """The chosen member of a tar archive: ``(bytes, member name, tensor_consumed)``.
 
     ``tensor_consumed`` is True when ``tensor`` named the member (it is then not passed on
     to the format reader).
     """
-    try:
-        tf = tarfile.open(fileobj=io.BytesIO(data), mode="r:")
-    except tarfile.TarError as exc:
-        raise InputError(f"{_cap(label)} is not a readable tar archive ({exc}).") from None
-    with tf:
-        try:
-            members = [m for m in tf.getmembers() if m.isfile()]
-        except tarfile.TarError as exc:
-            raise InputError(f"{_cap(label)} is a damaged tar archive ({exc}).") from None
-        member, consumed = _choose_member(members, archive_name, tensor, label)
+    with _open_tar(data, label) as tf:
+        member, consumed = _choose_member(_regular_members(tf, label), archive_name, tensor, label)
         if member.size > max_bytes:
             raise ResourceLimitError(
                 f"{_cap(label)}: member {member.name!r} declares {member.size:,} bytes, over the "
@@ -162,11 +169,8 @@ def matrix_members(data: bytes, filename: str | None = None, *,
         data = gunzip(data, max_bytes, label)
     if not is_tar(data):
         return []
-    try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tf:
-            members = [m for m in tf.getmembers() if m.isfile()]
-    except tarfile.TarError as exc:
-        raise InputError(f"{_cap(label)} is not a readable tar archive ({exc}).") from None
+    with _open_tar(data, label) as tf:
+        members = _regular_members(tf, label)
     names = [m.name for m in members if m.name.lower().endswith(MATRIX_SUFFIXES)]
     try:
         first = _choose_member(members, filename, None, label)[0].name
