@@ -1053,16 +1053,9 @@ class PackedPlan:
     def matvec(self, x: np.ndarray) -> np.ndarray:
         """``y = Â x`` (x: float64, contiguous, length n_cols)."""
         y = np.empty(self.shape[0], dtype=np.float64)
-        serial = self.__dict__.get("_serial_mv")
-        if serial is not None:  # small plan: its arguments bound once (a call is ~30 µs)
-            serial[0](x, y, *serial[1])
-            if serial[2] is not None:
-                serial[3](x, y, *serial[2])
-            return y
+        if self.bytes_moved() < PARALLEL_MIN_BYTES:  # small plan: serial, no thread/load checks
+            return self.run_matvec(x, y, 1, False)
         par = self._parallel()
-        if not par and self.bytes_moved() < PARALLEL_MIN_BYTES:
-            res_args, tile_args = self._mv_args(1)
-            self._serial_mv = (_residual_matvec_serial, res_args, tile_args, _tiles_matvec_serial)
         return self.run_matvec(x, y, numba.get_num_threads() if par else 1, par)
 
     def matmat(self, X: np.ndarray) -> np.ndarray:
