@@ -28,6 +28,10 @@ TILE_COLUMNS = ("bi", "bj", "h", "w", "nnz", "density", "rows_nonempty", "cols_n
                 "fro2", "top_mass", "signature", "density_bin", "cluster")
 #: Columns of ``PatternAnalysis.clusters`` (index: cluster id).
 CLUSTER_COLUMNS = ("size", "representative", "density_bin", "mean_density", "jaccard_mean")
+#: ``‖A‖_F`` must lie in ``[FRO_MIN, FRO_MAX]`` (or be 0 for a matrix without nonzeros): kernel
+#: errors are squared Frobenius norms (akf-spec §3, §5), which overflow float64 above ≈ 1e154
+#: and lose every digit below ≈ 1e-154; the margin leaves room for sums and error ratios.
+FRO_MIN, FRO_MAX = 1e-140, 1e140
 #: Columns of ``PatternAnalysis.density_hist``.
 HIST_COLUMNS = ("bin_left", "bin_right", "count")
 
@@ -160,6 +164,24 @@ class PatternAnalysis:
         }
 
 
+def _check_scale(fro_norm: float, M) -> None:
+    """Refuse matrices whose squared entries leave float64's range (see :data:`FRO_MAX`)."""
+    if FRO_MIN <= fro_norm <= FRO_MAX:
+        return
+    big = float(np.abs(M.data).max())
+    if fro_norm > FRO_MAX:
+        what = (f"its entries are as large as {big:.3g} (squared norm overflows)"
+                if not math.isfinite(fro_norm) else f"its Frobenius norm is {fro_norm:.3g}")
+    else:
+        what = f"its largest entry is only {big:.3g}, so squared errors underflow to zero"
+    hint = f"e.g. divide it by {10.0 ** round(math.log10(big)):.0e}, its order of magnitude"
+    raise InputError(
+        f"This matrix is outside the range akfviz can analyse: {what}. Kernel errors are "
+        f"squared Frobenius norms, which float64 can hold only for ‖A‖_F between "
+        f"{FRO_MIN:g} and {FRO_MAX:g}. Scale the matrix first ({hint}); relative errors, "
+        f"densities and the kernel choice do not change with the scale.")
+
+
 def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
     """Analyse the sparsity pattern of ``A`` tile by tile (akf-spec §2).
 
@@ -189,7 +211,8 @@ def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
     Raises
     ------
     InputError
-        Invalid matrix, tile side or LSH settings.
+        Invalid matrix, tile side or LSH settings, or ``‖A‖_F`` outside
+        ``[FRO_MIN, FRO_MAX]`` (squared errors would overflow or underflow float64).
 
     Examples
     --------
@@ -239,6 +262,8 @@ def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
     density_hist = pd.DataFrame({"bin_left": edges[:-1], "bin_right": edges[1:],
                                  "count": counts})
     fro_norm = math.sqrt(float(floats[:, 1].sum())) if n else 0.0
+    if n:
+        _check_scale(fro_norm, M)
     t4 = time.perf_counter()
     timings = {"validate": t0 - t_start, "tiling_features": t1 - t0}
     timings.update(cl["timings"])

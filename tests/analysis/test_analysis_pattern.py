@@ -224,3 +224,24 @@ def test_cluster_table_and_histogram_equal_numpy_bincount(kind, kw):
                           np.arange(dbin.min(), dbin.min() + ref_counts.size) / pa.lsh.bins_per_decade)
     order = np.argsort(t["cluster"].to_numpy(), kind="stable")
     assert np.array_equal(pa.cluster_order, order)
+
+
+@pytest.mark.parametrize("scale, word", [(1e160, "overflows"), (1e-160, "underflow"),
+                                         (1e-300, "underflow")])
+def test_values_whose_squares_leave_float64_are_refused(scale, word):
+    # squared errors would be inf (every cost non-finite) or 0 (every tile "free" to skip)
+    A = sp.random_array((100, 100), density=0.1, format="csr", rng=np.random.default_rng(0))
+    with pytest.raises(akfviz.InputError, match=word):
+        akfviz.analyze(A * scale)
+
+
+@pytest.mark.parametrize("scale", [1e-100, 1e100])
+def test_analysis_and_relative_errors_do_not_depend_on_the_scale(scale):
+    A = sp.random_array((100, 100), density=0.1, format="csr", rng=np.random.default_rng(0))
+    pa1, pas = akfviz.analyze(A), akfviz.analyze(A * scale)
+    assert pas.fro_norm == pytest.approx(pa1.fro_norm * scale, rel=1e-12)
+    assert (pas.tiles["cluster"].to_numpy() == pa1.tiles["cluster"].to_numpy()).all()
+    p1, ps = akfviz.select(pa1), akfviz.select(pas)
+    assert list(ps.tile_kernels) == list(p1.tile_kernels)
+    assert ps.relative_error == pytest.approx(p1.relative_error, rel=1e-9)
+    assert p1.relative_error > 0  # a lossy plan, so the comparison means something
