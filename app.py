@@ -86,10 +86,11 @@ with tab_gen:
 
 with tab_up:
     st.caption("Matrix Market `.mtx`, scipy `.npz`, dense `.npy` (no pickle), or `.safetensors` weights "
-               "(pick a 2-D tensor, then prune it); also gzip-compressed (`.mtx.gz`) or a SuiteSparse "
+               "(pick a 2-D tensor, then prune it); also compressed (`.mtx.gz`, `.bz2`, `.xz`) or a SuiteSparse "
                "`.tar.gz` (its `name/name.mtx` is read). Uploaded files stay in this browser session and "
                "cannot be carried in a link.")
-    up = st.file_uploader("Matrix file", type=["mtx", "npz", "npy", "safetensors", "gz", "tgz", "tar"],
+    up = st.file_uploader("Matrix file", type=["mtx", "npz", "npy", "safetensors", "gz", "tgz", "tar", "bz2", "tbz2",
+                                                "xz", "txz"],
                           key="matrix_upload")
     if up is not None:
         data = up.getvalue()
@@ -108,7 +109,7 @@ with tab_up:
                 else:
                     S.widget(st.selectbox, "Tensor", "up_tensor", options=two_d,
                              format_func=lambda n: f"{n} {tuple(tensors.set_index('name').loc[n, 'shape'])}")
-        elif up.name.lower().endswith((".tar", ".tar.gz", ".tgz")):
+        elif up.name.lower().endswith((".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")):
             try:
                 members = S.archive_members_cached(S.bytes_digest(data), data, up.name)
             except (InputError, ValueError) as exc:

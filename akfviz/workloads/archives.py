@@ -1,4 +1,5 @@
-"""Compressed and archived matrix files: ``.gz`` and ``.tar`` / ``.tar.gz`` / ``.tgz``.
+"""Compressed and archived matrix files: ``.gz`` / ``.bz2`` / ``.xz`` and ``.tar`` (also
+compressed: ``.tar.gz`` / ``.tgz``, ``.tar.bz2``, ``.tar.xz``).
 
 Matrices are often distributed compressed: a Matrix Market file as ``name.mtx.gz``, and the
 SuiteSparse Matrix Collection ships every matrix as ``name.tar.gz`` holding ``name/name.mtx``
@@ -6,7 +7,8 @@ SuiteSparse Matrix Collection ships every matrix as ``name.tar.gz`` holding ``na
 a source into the plain file inside, in memory, before the format readers of
 :mod:`akfviz.workloads.loaders` see it:
 
-* gzip is decompressed in chunks and refused as soon as the output passes
+* gzip, bzip2 and xz (recognised by their magic bytes) are decompressed in chunks and
+  refused as soon as the output passes
   ``LoadLimits.max_decompressed_bytes`` (a small "zip bomb" cannot exhaust memory);
 * a tar archive is read from its member headers only — nothing is ever written to disk, links
   and special files are ignored — and one regular member is chosen: the one named by
@@ -16,10 +18,14 @@ a source into the plain file inside, in memory, before the format readers of
 """
 from __future__ import annotations
 
+import bz2
 import io
+import lzma
 import pathlib
 import tarfile
 import zlib
+from dataclasses import dataclass
+from typing import Callable
 
 from ..errors import InputError, ResourceLimitError
 
@@ -54,6 +60,12 @@ def strip_suffix(filename: str | None, suffixes) -> str | None:
     return filename
 
 
+def _too_big(label: str, max_bytes: int) -> ResourceLimitError:
+    return ResourceLimitError(
+        f"{_cap(label)} decompresses to more than {max_bytes:,} bytes, over the "
+        f"limit; pass limits=LoadLimits(max_decompressed_bytes=...) to allow it.")
+
+
 def gunzip(data: bytes, max_bytes: int, label: str) -> bytes:
     """Decompress gzip ``data`` (every concatenated member), refusing more than ``max_bytes``.
 
@@ -77,9 +89,7 @@ def gunzip(data: bytes, max_bytes: int, label: str) -> bytes:
                 piece = d.decompress(buf, _CHUNK)
                 out += piece
                 if len(out) > max_bytes:
-                    raise ResourceLimitError(
-                        f"{_cap(label)} decompresses to more than {max_bytes:,} bytes, over the "
-                        f"limit; pass limits=LoadLimits(max_decompressed_bytes=...) to allow it.")
+                    raise _too_big(label, max_bytes)
                 buf = d.unconsumed_tail
                 if not buf and not piece and not d.eof:
                     raise InputError(f"{_cap(label)} is a truncated gzip file (it ends before the "
@@ -90,6 +100,93 @@ def gunzip(data: bytes, max_bytes: int, label: str) -> bytes:
     except zlib.error as exc:
         raise InputError(f"{_cap(label)} is not valid gzip data ({exc}); the file is corrupt.") from None
     return bytes(out)
+
+
+def _stream_decompress(data: bytes, codec: "Codec", max_bytes: int, label: str) -> bytes:
+    """bzip2 / xz ``data`` (every concatenated stream) with the same limit as :func:`gunzip`.
+
+    Both stdlib decompressors take ``max_length`` and keep unconsumed input themselves.
+    """
+    out = bytearray()
+    rest = data
+    try:
+        while True:
+            d = codec.decompressor()
+            buf = rest
+            while not d.eof:
+                piece = d.decompress(buf, _CHUNK)
+                buf = b""
+                out += piece
+                if len(out) > max_bytes:
+                    raise _too_big(label, max_bytes)
+                if not piece and d.needs_input:
+                    raise InputError(f"{_cap(label)} is a truncated {codec.name} file (it ends "
+                                     f"before the compressed data does); download it again.")
+            rest = d.unused_data
+            if not codec.matches(rest):
+                break  # trailing bytes after the last stream are ignored
+    except (OSError, EOFError, lzma.LZMAError) as exc:
+        raise InputError(f"{_cap(label)} is not valid {codec.name} data ({exc}); the file is "
+                         f"corrupt.") from None
+    return bytes(out)
+
+
+@dataclass(frozen=True)
+class Codec:
+    """A compression format: magic bytes, file suffixes (plain and tar shorthand) and how to
+    undo it within a byte limit."""
+
+    name: str
+    magic: bytes
+    suffixes: tuple[str, ...]       # name.mtx.gz -> name.mtx
+    tar_suffixes: tuple[str, ...]   # name.tgz -> name.tar
+    decompressor: Callable | None = None
+    next_byte: bytes = b""          # when set, the byte after the magic must be one of these
+
+    def matches(self, head: bytes) -> bool:
+        """True when ``head`` starts like a file of this format."""
+        if not head.startswith(self.magic):
+            return False
+        nxt = head[len(self.magic):len(self.magic) + 1]
+        return not self.next_byte or (len(nxt) == 1 and nxt in self.next_byte)
+
+    def decompress(self, data: bytes, max_bytes: int, label: str) -> bytes:
+        if self.decompressor is None:
+            return gunzip(data, max_bytes, label)
+        return _stream_decompress(data, self, max_bytes, label)
+
+    def inner_name(self, name: str | None) -> str | None:
+        """The file name once decompressed (``a.mtx.gz`` → ``a.mtx``, ``a.tgz`` → ``a.tar``)."""
+        if not name:
+            return name
+        low = name.lower()
+        for s in self.tar_suffixes:
+            if low.endswith(s):
+                return name[: -len(s)] + ".tar"
+        return strip_suffix(name, self.suffixes)
+
+
+#: Compression formats recognised by their first bytes (never by the extension alone).
+CODECS = (
+    Codec("gzip", GZIP_MAGIC, (".gz",), (".tgz",)),
+    Codec("bzip2", b"BZh", (".bz2",), (".tbz2", ".tbz"), bz2.BZ2Decompressor, b"123456789"),
+    Codec("xz", b"\xfd7zXZ\x00", (".xz",), (".txz",), lzma.LZMADecompressor),
+)
+#: Every suffix a compressed file may carry (used to find an archive's stem).
+COMPRESSED_SUFFIXES = tuple(x for c in CODECS for x in c.suffixes + c.tar_suffixes)
+
+
+def codec_of(head: bytes) -> Codec | None:
+    """The compression format ``head`` starts with, or None."""
+    for c in CODECS:
+        if c.matches(head):
+            return c
+    return None
+
+
+def is_compressed(head: bytes) -> bool:
+    """True when ``head`` starts with gzip, bzip2 or xz magic bytes."""
+    return codec_of(head) is not None
 
 
 def _choose_member(members, archive_name: str | None, tensor, label: str):
@@ -109,7 +206,7 @@ def _choose_member(members, archive_name: str | None, tensor, label: str):
         return matrices[0], False
     if archive_name:
         stem = pathlib.PurePosixPath(archive_name).name
-        stem = strip_suffix(strip_suffix(stem, (".gz", ".tgz")), (".tar",)) or stem
+        stem = strip_suffix(strip_suffix(stem, COMPRESSED_SUFFIXES), (".tar",)) or stem
         for m in matrices:
             p = pathlib.PurePosixPath(m.name)
             if p.name == f"{stem}.mtx" and (len(p.parts) == 1 or p.parts[-2] == stem):
@@ -165,8 +262,9 @@ def matrix_members(data: bytes, filename: str | None = None, *,
     file). Used by the app to offer a choice when an archive holds several matrices.
     """
     label = f"archive {filename!r}" if filename else "the archive"
-    if is_gzip(data):
-        data = gunzip(data, max_bytes, label)
+    codec = codec_of(data)
+    if codec is not None:
+        data = codec.decompress(data, max_bytes, label)
     if not is_tar(data):
         return []
     with _open_tar(data, label) as tf:
@@ -180,12 +278,12 @@ def matrix_members(data: bytes, filename: str | None = None, *,
 
 
 def unwrap(data: bytes, filename: str | None, tensor, max_bytes: int, label: str):
-    """Peel gzip and tar layers off a file held in memory.
+    """Peel compression (gzip, bzip2, xz) and tar layers off a file held in memory.
 
     Parameters
     ----------
     data : bytes
-        The file's content (the caller has checked that it starts with gzip magic or is a tar).
+        The file's content (the caller has checked that it is compressed or a tar).
     filename : str or None
         Its name (for the SuiteSparse member convention and the inner file's extension).
     tensor : str or None
@@ -202,10 +300,10 @@ def unwrap(data: bytes, filename: str | None, tensor, max_bytes: int, label: str
         label naming both the archive and the member.
     """
     name = filename
-    if is_gzip(data):
-        data = gunzip(data, max_bytes, label)
-        name = strip_suffix(name, (".gz",)) if name and not name.lower().endswith(".tgz") \
-            else (name[:-4] + ".tar" if name else None)
+    codec = codec_of(data)
+    if codec is not None:
+        data = codec.decompress(data, max_bytes, label)
+        name = codec.inner_name(name)
     if is_tar(data):
         content, member, consumed = untar(data, filename, tensor, max_bytes, label)
         return content, pathlib.PurePosixPath(member).name, (None if consumed else tensor), \
@@ -213,5 +311,6 @@ def unwrap(data: bytes, filename: str | None, tensor, max_bytes: int, label: str
     return data, name, tensor, label
 
 
-__all__ = ["GZIP_MAGIC", "MATRIX_SUFFIXES", "gunzip", "is_gzip", "is_tar", "matrix_members",
-           "strip_suffix", "untar", "unwrap"]
+__all__ = ["CODECS", "Codec", "GZIP_MAGIC", "MATRIX_SUFFIXES", "codec_of", "gunzip",
+           "is_compressed", "is_gzip", "is_tar", "matrix_members", "strip_suffix", "untar",
+           "unwrap"]

@@ -155,6 +155,27 @@ def _read_npy_header(fp, label: str):
 
 
 # --------------------------------------------------------------------------- Matrix Market
+_BOM = b"\xef\xbb\xbf"
+_BANNER = b"%%MatrixMarket"
+
+
+def _banner_needs_fix(head: bytes) -> bool:
+    """True for a UTF-8 byte-order mark or a banner not spelt ``%%MatrixMarket`` exactly
+    (e.g. ``%%MATRIXMARKET``): the reader would reject either, though the file is readable."""
+    body = head.lstrip()
+    return head.startswith(_BOM) or (body[:14].lower() == _BANNER.lower() and body[:14] != _BANNER)
+
+
+def _fix_banner(data: bytes) -> bytes:
+    """``data`` without a UTF-8 byte-order mark and with the banner spelt ``%%MatrixMarket``
+    (the header's other words are case-insensitive for the reader already)."""
+    data = data.removeprefix(_BOM)
+    lead = len(data) - len(data.lstrip())
+    if data[lead:lead + 14].lower() == _BANNER.lower():
+        data = data[:lead] + _BANNER + data[lead + 14:]
+    return data
+
+
 def _mm_prepare(src: Source):
     """Make Matrix Market text safe for scipy's reader; returns a zero-argument target factory.
 
@@ -166,8 +187,11 @@ def _mm_prepare(src: Source):
       makes it read past its buffer and segfault, so a final newline is added when missing;
     * NUL bytes inside the text (as written by ``mmwrite(precision>=22)``, scipy issue #19949)
       also segfault it, so text containing NUL bytes is rejected.
+
+    A UTF-8 byte-order mark is dropped and the banner's spelling normalised
+    (:func:`_fix_banner`); such files are read from memory.
     """
-    if src.path is not None:
+    if src.path is not None and not _banner_needs_fix(src.head(64)):
         last = b""
         with src.open() as f:
             while True:
@@ -182,9 +206,11 @@ def _mm_prepare(src: Source):
             return lambda: path
         data = src.path.read_bytes() + b"\n"
     else:
-        if b"\x00" in src.data:
+        data = src.data if src.data is not None else src.path.read_bytes()
+        if b"\x00" in data:
             raise InputError(f"{_cap(src.label)} contains NUL bytes; it is not a valid Matrix Market text file.")
-        data = src.data if src.data.endswith(b"\n") else src.data + b"\n"
+        data = _fix_banner(data)
+        data = data if data.endswith(b"\n") else data + b"\n"
     return lambda: io.BytesIO(data)
 
 
@@ -211,7 +237,10 @@ def _read_mtx(src: Source, limits: LoadLimits, tensor):
     except MemoryError:
         raise ResourceLimitError(f"{_cap(label)} needs more memory than is available.") from None
     except Exception as exc:
-        raise InputError(f"Could not read the Matrix Market file {label}: {exc}") from None
+        hint = (" (Matrix Market row and column indices start at 1 and may not exceed the size "
+                "declared on the first line after the comments)"
+                if "out of bounds" in str(exc).lower() else "")
+        raise InputError(f"{_cap(label)} could not be read as Matrix Market: {exc}{hint}") from None
     if sp.issparse(M):
         M = sp.coo_array(M)
         if M.nnz and (M.row.min() < 0 or M.col.min() < 0 or M.row.max() >= rows or M.col.max() >= cols):
@@ -600,7 +629,8 @@ def _sniff_safetensors(head: bytes, size: int) -> bool:
 READERS: dict[str, Reader] = {
     r.name: r
     for r in (
-        Reader("mtx", (".mtx", ".mm"), lambda h, s: h.lstrip()[:14].lower() == b"%%matrixmarket", _read_mtx),
+        Reader("mtx", (".mtx", ".mm"),
+               lambda h, s: h.removeprefix(_BOM).lstrip()[:14].lower() == b"%%matrixmarket", _read_mtx),
         Reader("npz", (".npz",), lambda h, s: h[:4] == b"PK\x03\x04", _read_npz),
         Reader("npy", (".npy",), lambda h, s: h[:6] == b"\x93NUMPY", _read_npy),
         Reader("safetensors", (".safetensors",), _sniff_safetensors, _read_safetensors),
@@ -659,9 +689,10 @@ def load(path_or_bytes, fmt: str | None = None, tensor: str | None = None, *,
     name : str, optional
         File name for bytes input (used for the extension and in messages).
 
-    Gzip-compressed files (``.mtx.gz`` …) and tar archives (``.tar``, ``.tar.gz``,
-    ``.tgz``) are recognised by their content and unpacked in memory first (never on disk),
-    within ``limits.max_decompressed_bytes``.
+    Compressed files (gzip, bzip2, xz: ``.mtx.gz``, ``.mtx.bz2``, ``.mtx.xz`` …) and tar
+    archives (``.tar``, ``.tar.gz`` / ``.tgz``, ``.tar.bz2``, ``.tar.xz``) are recognised by
+    their content and unpacked in memory first (never on disk), within
+    ``limits.max_decompressed_bytes``.
 
     Returns
     -------
@@ -696,7 +727,7 @@ def _unwrap_archive(src: Source, limits: LoadLimits, tensor):
     """A gzip-compressed file or a tar archive → the plain file inside (in memory), see
     :mod:`akfviz.workloads.archives`; anything else is returned unchanged."""
     head = src.head(512)
-    if not (archives.is_gzip(head) or archives.is_tar(head)):
+    if not (archives.is_compressed(head) or archives.is_tar(head)):
         return src, tensor
     cap = limits.max_decompressed_bytes
     if src.size > cap:

@@ -1,6 +1,8 @@
-"""Compressed (.gz) and archived (.tar, .tar.gz) matrix files through akfviz.load."""
+"""Compressed (.gz, .bz2, .xz) and archived (.tar, .tar.gz, .tar.bz2, .tar.xz) matrix files through akfviz.load."""
+import bz2
 import gzip
 import io
+import lzma
 import tarfile
 
 import numpy as np
@@ -128,3 +130,58 @@ def test_matrix_members_lists_default_first(A):
     assert matrix_members(gzip.compress(_mtx_bytes(A)), "m.mtx.gz") == []
     with pytest.raises(InputError):
         matrix_members(gzip.compress(b"x" * 600)[:-8] + b"garbage!", "bad.tar.gz")
+
+
+_STREAMS = {"bz2": bz2.compress, "xz": lzma.compress}
+
+
+@pytest.mark.parametrize("ext", sorted(_STREAMS))
+def test_bzip2_and_xz_files_and_tars(A, ext, tmp_path):
+    pack = _STREAMS[ext]
+    raw = pack(_mtx_bytes(A))
+    _same(load(raw), A)  # recognised by content
+    _same(load(raw + pack(b"")), A)  # concatenated streams, as pbzip2 / xz -T write them
+    p = tmp_path / f"m.mtx.{ext}"
+    p.write_bytes(raw)
+    _same(load(p), A)
+    tar = pack(_tar({"west/west_b.mtx": _mtx_bytes(2 * A), "west/west.mtx": _mtx_bytes(A)},
+                    compress=False))
+    short = {"bz2": "tbz2", "xz": "txz"}[ext]
+    for name in (f"west.tar.{ext}", f"west.{short}"):
+        _same(load(tar, name=name), A)
+        assert matrix_members(tar, name) == ["west/west.mtx", "west/west_b.mtx"]
+    _same(load(tar, name=f"west.tar.{ext}", tensor="west_b.mtx"), 2 * A)
+
+
+@pytest.mark.parametrize("ext", sorted(_STREAMS))
+def test_bzip2_and_xz_truncated_corrupt_and_limited(A, ext):
+    pack = _STREAMS[ext]
+    raw = pack(_mtx_bytes(A))
+    with pytest.raises(InputError, match="truncated"):
+        load(raw[: len(raw) // 2])
+    bad = bytearray(raw)
+    bad[len(raw) // 2: len(raw) // 2 + 20] = b"\x00" * 20
+    with pytest.raises(InputError, match="corrupt"):
+        load(bytes(bad))
+    bomb = pack(b"%%MatrixMarket matrix coordinate real general\n" + b" " * 5_000_000)
+    assert len(bomb) < 20_000
+    with pytest.raises(ResourceLimitError, match="decompresses to more than"):
+        load(bomb, limits=LoadLimits(max_decompressed_bytes=1_000_000))
+
+
+def test_stream_decompression_equals_stdlib():
+    from akfviz.workloads.archives import codec_of
+
+    payload = np.random.default_rng(1).integers(0, 5, 3_000_000, dtype=np.uint8).tobytes()
+    for pack in _STREAMS.values():
+        blob = pack(payload)
+        assert codec_of(blob).decompress(blob, 10**8, "x") == payload
+
+
+def test_text_starting_like_bzip2_is_not_taken_for_it():
+    from akfviz.workloads.archives import codec_of
+
+    assert codec_of(b"BZh9" + b"\x31\x41\x59") is not None
+    assert codec_of(b"BZhello") is None
+    with pytest.raises(InputError, match="Could not tell the format"):
+        load(b"BZhello world")

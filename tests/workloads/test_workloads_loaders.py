@@ -99,7 +99,7 @@ def test_mtx_complex_rejected(header, body):
 
 @pytest.mark.parametrize("body,what", [
     ("3 3 2\n1 1 1\n4 1 2\n", "out of"),       # row index too large
-    ("3 3 2\n1 1 1\n0 1 2\n", "out of"),       # 0 is out of range (1-based)
+    ("3 3 2\n1 1 1\n0 1 2\n", "start at 1"),   # 0 is out of range (1-based): say so
     ("3 3 3\n1 1 1\n2 2 2\n", "runcated"),     # fewer entries than declared
     ("3 3 1\n1 x 1\n", "Matrix Market"),      # garbage
     ("3 3 1\n1 1 1\n2 2 2\n", "Matrix Market"),  # more entries than declared
@@ -113,6 +113,17 @@ def test_mtx_bad_bodies(body, what):
 def test_mtx_non_finite(value):
     with pytest.raises(InputError, match="NaN or infinite"):
         load(_mtx("coordinate", "real", "general", f"2 2 1\n1 1 {value}\n"))
+
+
+@pytest.mark.parametrize("prefix", [b"\xef\xbb\xbf%%MatrixMarket", b"%%MATRIXMARKET",
+                                    b"%%matrixmarket", b"\xef\xbb\xbf  %%matrixMarket"])
+def test_mtx_byte_order_mark_and_banner_spelling_are_accepted(prefix, tmp_path):
+    body = prefix + b" MATRIX coordinate Real Symmetric\n3 3 2\n2 1 5\n3 3 1\n"
+    want = np.array([[0, 5, 0], [5, 0, 0], [0, 0, 1.0]])
+    p = tmp_path / "m.mtx"
+    p.write_bytes(body)
+    for src in (body, p):
+        assert (load(src).toarray() == want).all()
 
 
 def test_mtx_corrupt_header():
