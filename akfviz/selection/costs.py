@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 from ..errors import InputError
+from ..kernels.lowrank import LowRankKernel, lowrank_errors
 from .perftable import (MEASURE_NAMES, MIX_WEIGHTS, check_resource, check_rho_x, dense_resource,
                         performance_table, tile_scale)
 from .structure import classify_tiles
@@ -159,8 +160,13 @@ class SelectionProblem:
         E = np.zeros((idx.size, len(self.names)))
         if idx.size == 0:
             return E
+        # the LOWRANK ranks share one pass of singular values
+        lr = [j for j, k in enumerate(self.kernels)
+              if isinstance(k, LowRankKernel) and not self.lossless[j]]
+        if len(lr) > 1:
+            E[:, lr] = lowrank_errors(self.ts, idx, [self.kernels[j].r for j in lr])
         for j, k in enumerate(self.kernels):
-            if not self.lossless[j]:
+            if not self.lossless[j] and not (len(lr) > 1 and j in lr):
                 E[:, j] = np.maximum(np.asarray(k.batch_error(self.ts, idx), dtype=np.float64), 0.0)
         return E
 

@@ -16,6 +16,10 @@ def matrices():
     yield "one-nnz", sp.csr_array(([3.0], ([7], [9])), shape=(20, 30)), 8
     blk = sp.block_diag([rng.standard_normal((6, 6)) for _ in range(5)], format="csr")
     yield "blocks", blk, 8
+    hs = sp.random(200, 190, density=0.004, random_state=3, format="lil")
+    hs[5, :] = 1.5  # a full row and column through hyper-sparse tiles
+    hs[:, 70] = -0.5
+    yield "hyper-sparse", sp.csr_matrix(hs), 64
 
 
 CASES = list(matrices())
@@ -139,3 +143,32 @@ def test_rank_within_groups_matches_lexsort_reference():
         tie = rng.integers(0, 4, n)  # ties on key and on tie: position decides
         assert np.array_equal(rank_within_groups(gid, key, tie),
                               rank_within_groups_reference(gid, key, tie))
+
+
+@pytest.mark.parametrize("r", [1, 2, 4, 8])
+def test_lowrank_singular_value_error_equals_reconstruction(r):
+    # batch_error (compact SVD, singular values only) against approx (full SVD + rebuild)
+    rng = np.random.default_rng(r)
+    A = sp.random(300, 260, density=0.02, random_state=r, format="lil")
+    A[rng.integers(0, 300, 4), :] = rng.standard_normal((4, 260))
+    ts = build_tiles(sp.csr_matrix(A), 32)
+    k = get_kernel(f"LOWRANK{r}")
+    idx = np.arange(ts.n_tiles)
+    got = k.batch_error(ts, idx)
+    want = k.approx(ts, idx).err
+    scale = max(float(np.sum(ts.v ** 2)), 1.0)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12 * scale)
+    assert (got > 0).sum() >= 10  # many tiles really are approximated
+
+
+def test_lowrank_errors_for_several_ranks_equal_one_rank_at_a_time():
+    from akfviz.kernels.lowrank import lowrank_errors
+
+    A = sp.random(260, 250, density=0.05, random_state=9, format="csr")
+    ts = build_tiles(A, 16)
+    idx = np.arange(ts.n_tiles)[::-1].copy()
+    both = lowrank_errors(ts, idx, [1, 2, 4, 8])
+    for q, r in enumerate([1, 2, 4, 8]):
+        np.testing.assert_array_equal(both[:, q], get_kernel(f"LOWRANK{r}").batch_error(ts, idx))
+    assert (both[:, 0] >= both[:, 1]).all() and (both[:, 1] >= both[:, 3]).all()
+    assert (both[:, 0] > 0).sum() > 50
