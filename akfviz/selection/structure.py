@@ -81,14 +81,14 @@ def _gen_diagonal(T, density, rng):
 def _gen_block(T, density, rng, b=4):
     nbs = -(-T // b)
     nb = int(min(nbs * nbs, max(1, round(density * T * T / (b * b)))))
-    slots = rng.choice(nbs * nbs, size=nb, replace=False)
-    rows, cols = [], []
-    for s in np.sort(slots):
-        r0, c0 = (s // nbs) * b, (s % nbs) * b
-        rr, cc = np.meshgrid(np.arange(r0, min(T, r0 + b)), np.arange(c0, min(T, c0 + b)), indexing="ij")
-        rows.append(rr.ravel())
-        cols.append(cc.ravel())
-    return np.concatenate(rows), np.concatenate(cols)
+    slots = np.sort(rng.choice(nbs * nbs, size=nb, replace=False))
+    # every cell of every chosen b×b block, block by block in row-major order; cells past
+    # the tile's edge (T not a multiple of b) dropped
+    dr, dc = np.divmod(np.arange(b * b), b)
+    rows = ((slots // nbs) * b)[:, None] + dr[None, :]
+    cols = ((slots % nbs) * b)[:, None] + dc[None, :]
+    inside = (rows < T) & (cols < T)
+    return rows[inside], cols[inside]
 
 
 def _gen_nm(T, density, rng, n=2, m=4):
@@ -103,15 +103,17 @@ def _gen_nm(T, density, rng, n=2, m=4):
     chosen = np.sort(rng.choice(T * n_slots_row, size=k, replace=False))
     row = chosen // n_slots_row
     grp = g_of_slot[chosen % n_slots_row]
-    rows, cols = [], []
+    # positions inside each (row, group): the cnt smallest of m random keys (columns past
+    # a short last group never win), all pairs at once
     key = row * ng + grp
     uniq, counts = np.unique(key, return_counts=True)
-    for u, cnt in zip(uniq, counts):
-        r, g = divmod(int(u), ng)
-        pos = np.sort(rng.choice(int(gsize[g]), size=int(cnt), replace=False))
-        rows.append(np.full(cnt, r))
-        cols.append(g * m + pos)
-    return np.concatenate(rows), np.concatenate(cols)
+    r, g = uniq // ng, uniq % ng
+    keys = rng.random((uniq.size, m))
+    keys[np.arange(m)[None, :] >= gsize[g][:, None]] = np.inf
+    pick = np.argsort(keys, axis=1, kind="stable")
+    take = np.arange(m)[None, :] < counts[:, None]
+    pos = np.sort(np.where(take, pick, m), axis=1)[take]  # ascending within each pair
+    return np.repeat(r, counts), np.repeat(g * m, counts) + pos
 
 
 #: The registry of structure classes, in the order their rules are checked (``random`` last).

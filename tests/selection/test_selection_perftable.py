@@ -38,6 +38,28 @@ def test_synthetic_tiles_have_their_structure():
     assert not np.array_equal(synthetic_tile("random", T, 0.05, seed=4), rnd)
 
 
+@pytest.mark.parametrize("T", [5, 13, 30, 64])
+@pytest.mark.parametrize("density", [0.05, 0.3, 0.5])
+def test_synthetic_nm_and_block_tiles_on_sides_not_divisible_by_4(T, density):
+    groups = [(g, min(4, T - g)) for g in range(0, T, 4)]  # the last group may be narrower
+    capacity = T * sum(min(2, width) for _, width in groups)
+    side = -(-T // 4) * 4
+    inside = np.zeros((side, side), dtype=bool)
+    inside[:T, :T] = True
+    in_cells = inside.reshape(side // 4, 4, side // 4, 4).transpose(0, 2, 1, 3).reshape(-1, 16)
+    for seed in range(3):
+        nm = synthetic_tile("nm", T, density, seed=seed) != 0
+        for g, width in groups:
+            assert nm[:, g:g + width].sum(axis=1).max() <= 2
+        assert nm.sum() == min(capacity, max(1, round(density * T * T)))
+        b = np.zeros((side, side), dtype=bool)
+        b[:T, :T] = synthetic_tile("block", T, density, seed=seed) != 0
+        cells = b.reshape(side // 4, 4, side // 4, 4).transpose(0, 2, 1, 3).reshape(-1, 16)
+        hit = cells.any(axis=1)
+        assert hit.any() and (cells[hit] == in_cells[hit]).all()  # chosen blocks are full
+    assert np.array_equal(synthetic_tile("nm", T, density, seed=1), synthetic_tile("nm", T, density, seed=1))
+
+
 @pytest.mark.parametrize("bad", [("nope", 32, 0.1), ("random", 32, 0.0), ("random", 32, 1.5)])
 def test_synthetic_tile_rejects_bad_input(bad):
     with pytest.raises(InputError):
