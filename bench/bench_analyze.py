@@ -9,6 +9,7 @@ Also reports T = 32 on structured matrices and the time per stage.
 """
 import argparse
 import os
+import resource
 import sys
 import time
 
@@ -62,10 +63,13 @@ def measure(name, A, tile, repeats, spmv_repeats):
     stages = []
     totals = []
     with_tiles = []
+    sys_times = []
     for _ in range(repeats):
+        r0 = resource.getrusage(resource.RUSAGE_SELF).ru_stime
         t = time.perf_counter()
         pa = akfviz.analyze(A, tile=tile)
         t1 = time.perf_counter()
+        sys_times.append(resource.getrusage(resource.RUSAGE_SELF).ru_stime - r0)
         pa.tiles  # first access builds the DataFrame (cached afterwards)
         t2 = time.perf_counter()
         totals.append(t1 - t)
@@ -80,6 +84,9 @@ def measure(name, A, tile, repeats, spmv_repeats):
           f"clusters={pa.n_clusters}")
     print(f"  scipy SpMV median {spmv * 1e3:8.2f} ms   analyze median {an * 1e3:8.2f} ms   "
           f"ratio {an / spmv:6.1f} SpMVs")
+    print(f"  per run: " + " ".join(f"{v * 1e3:.0f}" for v in totals) + " ms; kernel (system) CPU "
+          f"time per run: " + " ".join(f"{v * 1e3:.0f}" for v in sys_times) + " ms (page faults on "
+          f"fresh memory; summed over threads)")
     print(f"  analyze + first pa.tiles median {an_t * 1e3:8.2f} ms   ratio {an_t / spmv:6.1f} SpMVs")
     print("  stages (ms): " + ", ".join(f"{k} {v * 1e3:.1f}" for k, v in stage_med.items()))
     return an / spmv
