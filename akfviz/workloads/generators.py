@@ -289,9 +289,12 @@ def _powerlaw(rng, n, m, limits, *, avg_nnz, exponent, density=None):
     return sp.coo_array((_values(rng, key.size), (key // m, key % m)), shape=(n, m))
 
 
-def _nm(rng, n, m, limits, *, pattern):
+def _nm(rng, n, m, limits, *, pattern, density=None):
     """N:M structured: every group of M consecutive columns of every row holds exactly N
-    nonzeros (the last, shorter group holds min(N, its width)) at random positions."""
+    nonzeros (the last, shorter group holds min(N, its width)) at random positions.
+
+    With ``density`` (at most N/M), ``round(density·n·m)`` of those positions are kept,
+    chosen uniformly: groups then hold *at most* N nonzeros, still N:M compliant."""
     n_keep, group = parse_pattern(pattern)
     n_full, rest = divmod(m, group)
     _check_nnz(limits, "nm", n * (n_full * n_keep + min(n_keep, rest)))
@@ -308,7 +311,24 @@ def _nm(rng, n, m, limits, *, pattern):
         cols.append(gcol.ravel())
     rows = np.concatenate(rows)
     cols = np.concatenate(cols)
+    if density is not None:
+        keep = _nm_target(density, n, m, rows.size, pattern)
+        if keep < rows.size:  # density = N/M gives the default matrix, bit for bit
+            pick = np.sort(rng.choice(rows.size, size=keep, replace=False))
+            rows, cols = rows[pick], cols[pick]
     return sp.coo_array((_values(rng, rows.size), (rows, cols)), shape=(n, m))
+
+
+def _nm_target(density, n, m, full, pattern) -> int:
+    """Entries kept when an N:M matrix with ``full`` entries is thinned to ``density``."""
+    keep = int(round(density * n * m))
+    if keep > full:
+        n_keep, group = parse_pattern(pattern)
+        raise InputError(
+            f"An N:M {n_keep}:{group} matrix of this size holds at most {full:,} nonzeros "
+            f"(density {full / (n * m):.3g}); density={density:g} asks for {keep:,}. Use a "
+            f"density of at most {full / (n * m):.3g}, or a pattern with a larger N/M.")
+    return keep
 
 
 def _llm_dense(rng, n, m, limits, kind, df, outlier_frac, outlier_scale):
@@ -331,7 +351,16 @@ def _llm_with(method):
         if density is not None:  # density = fraction kept = 1 - sparsity
             sparsity = 1.0 - density
         W = _llm_dense(rng, n, m, limits, "llm", df, outlier_frac, outlier_scale)
-        return _prune_fn(W, prune, sparsity=sparsity, pattern=pattern, block=block)
+        P = _prune_fn(W, prune, sparsity=sparsity, pattern=pattern, block=block)
+        if prune == "nm" and density is not None:
+            # N:M first, then the smallest survivors removed down to ``density`` (still N:M)
+            keep = _nm_target(density, n, m, P.nnz, pattern)
+            if keep < P.nnz:
+                P = sp.csr_array(P)
+                order = np.argsort(-np.abs(P.data), kind="stable")
+                P.data[order[keep:]] = 0.0
+                P.eliminate_zeros()
+        return P
 
     return build
 
@@ -354,6 +383,9 @@ _DENSITY_ALIAS = ParamSpec("density", None, "float",
                            "fraction kept, 1 - sparsity (alternative to sparsity)",
                            low=0.001, high=1.0, optional=True)
 _PATTERN = ParamSpec("pattern", "2:4", "pattern", "N:M pattern, e.g. '2:4', '1:4', '4:8'")
+_NM_DENSITY = ParamSpec("density", None, "float",
+                        "fraction of nonzeros, at most N/M (groups then hold at most N); "
+                        "default N/M", low=0.001, high=1.0, optional=True)
 _PRUNE_BLOCK = ParamSpec("block", 4, "int", "side b of the pruned b×b blocks", low=1, high=4096)
 
 GENERATORS: dict[str, Generator] = {
@@ -418,7 +450,7 @@ GENERATORS: dict[str, Generator] = {
         ),
         Generator(
             "nm", "N:M structured along the reduction dimension (groups of M columns per row)",
-            _nm, (_m_spec(), _PATTERN),
+            _nm, (_m_spec(), _PATTERN, _NM_DENSITY),
         ),
         Generator(
             "llm", "LLM-like weights (Student-t, outlier rows/cols) pruned by magnitude/nm/block",
@@ -434,7 +466,7 @@ GENERATORS: dict[str, Generator] = {
         ),
         Generator(
             "llm_nm", "LLM-like weights, N:M pruning (keep N largest of every M)",
-            _llm_with("nm"), (_m_spec(), _PATTERN, *_LLM_COMMON),
+            _llm_with("nm"), (_m_spec(), _PATTERN, _NM_DENSITY, *_LLM_COMMON),
         ),
         Generator(
             "llm_block", "LLM-like weights, block pruning (keep the b×b blocks of largest norm)",

@@ -277,3 +277,23 @@ def test_density_alias_for_llm_and_powerlaw():
         generate("llm", n=32, density=0.2, sparsity=0.8)
     with pytest.raises(InputError, match="density"):
         generate("stencil5", n=32, density=0.2)  # meaningless for a stencil: rejected, listed params
+
+
+@pytest.mark.parametrize("kind", ["nm", "llm_nm"])
+@pytest.mark.parametrize("pattern, density", [("2:4", 0.3), ("1:4", 0.1), ("4:8", 0.45)])
+def test_nm_density_thins_groups_and_stays_compliant(kind, pattern, density):
+    n_keep, group = (int(p) for p in pattern.split(":"))
+    A = akfviz.generate(kind, n=96, m=90, seed=2, pattern=pattern, density=density)
+    assert A.nnz == round(density * 96 * 90)
+    D = A.toarray() != 0
+    for g in range(0, 90, group):
+        assert D[:, g:g + group].sum(axis=1).max() <= n_keep
+    full = akfviz.generate(kind, n=96, m=90, seed=2, pattern=pattern)
+    # the default is the density-N/M matrix, bit for bit
+    same = akfviz.generate(kind, n=96, m=90, seed=2, pattern=pattern, density=full.nnz / (96 * 90))
+    assert (abs(same - full)).max() == 0 and same.nnz == full.nnz
+    if kind == "llm_nm":  # further pruning removes the smallest N:M survivors
+        assert ((A != 0).astype(np.int8) - (A != 0).multiply(full != 0)).nnz == 0
+        assert np.abs(A.data).min() >= np.sort(np.abs(full.data))[::-1][A.nnz - 1]
+    with pytest.raises(akfviz.InputError, match="at most"):
+        akfviz.generate(kind, n=96, m=90, seed=2, pattern=pattern, density=min(1.0, 2 * n_keep / group))
