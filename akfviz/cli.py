@@ -40,9 +40,13 @@ def _params(pairs):
 def _matrix(args):
     from . import workloads  # noqa: F401  (package docstring only)
 
+    if getattr(args, "file", None):
+        if args.input:
+            raise InputError("Give the matrix file once: either as FILE or with --input.")
+        args.input = args.file
     sources = [s for s in (args.input, args.sample, args.generate) if s]
     if len(sources) > 1:
-        raise InputError("Give only one of --input, --sample or --generate.")
+        raise InputError("Give only one of FILE / --input, --sample or --generate.")
     if args.input:
         from .workloads.loaders import load
 
@@ -224,7 +228,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     def common(sp, selector=True, hardware=True):
         g = sp.add_argument_group("workload (one of)")
-        g.add_argument("--input", help="matrix file: .mtx, .npz, .npy or .safetensors")
+        g.add_argument("file", nargs="?", metavar="FILE",
+                       help="matrix file (same as --input); default: the MiniLM sample")
+        g.add_argument("--input", help="matrix file: .mtx, .npz, .npy or .safetensors (also "
+                                       "gzip/bzip2/xz-compressed, or in a .tar archive)")
         g.add_argument("--tensor", help="tensor name inside a .safetensors file")
         g.add_argument("--sample", help="a shipped sample (default: the pruned MiniLM FFN matrix)")
         g.add_argument("--generate", metavar="KIND", help="a generator name (see akfviz.generators())")

@@ -81,3 +81,25 @@ def test_input_errors_exit_2_with_message(capsys, argv, words):
     code, _, err = run(capsys, *argv)
     assert code == 2
     assert err.startswith("error: ") and words in err
+
+
+def test_matrix_file_as_positional_argument(capsys, tmp_path):
+    import gzip
+
+    import scipy.io
+
+    import akfviz
+
+    A = akfviz.generate("banded", n=80, seed=1)
+    path = tmp_path / "m.mtx"
+    scipy.io.mmwrite(path, A)
+    code, out, _ = run(capsys, "analyze", str(path), "--tile", "16")
+    assert code == 0 and json.loads(out)["nnz"] == A.nnz
+    gz = tmp_path / "m.mtx.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    code, out, _ = run(capsys, "select", str(gz), "--error-budget", "0", "--tile", "16")
+    assert code == 0 and json.loads(out)["relative_error"] == 0.0
+    code, _, err = run(capsys, "analyze", str(path), "--input", str(path))
+    assert code == 2 and "once" in err
+    code, _, err = run(capsys, "analyze", str(path), "--generate", "banded")
+    assert code == 2 and "only one" in err
