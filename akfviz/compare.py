@@ -57,11 +57,15 @@ def _check_x(x, n_cols, rho_x, seed):
 def _kernel_mix_of(tile_kernels) -> str:
     from .selection.pareto import kernel_mix
 
-    tk = np.asarray(tile_kernels, dtype=object)
-    if tk.size == 0:
+    from .viz.kernels import factorize_kernels
+
+    codes, names = factorize_kernels(tile_kernels)
+    if codes.size == 0:
         return "(no tiles)"
-    names, counts = np.unique(tk.astype(str), return_counts=True)
-    return kernel_mix(list(names), counts)
+    counts = np.bincount(codes, minlength=len(names))
+    order = sorted(j for j in range(len(names)) if counts[j])
+    order.sort(key=lambda j: names[j])  # by name, as np.unique gave them
+    return kernel_mix([names[j] for j in order], counts[order])
 
 
 def _row(res, plan=None, payload=None, mix=""):
@@ -141,7 +145,7 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
     n = int(pa.tiles.shape[0])
 
     rows = {}
-    dres = simulate_dense(shape, pa.tile, hw, x=xv)
+    dres = simulate_dense(shape, pa.tile, hw, x=xv, record=False)
     dense_bytes = dense_resource(shape, pa.tile, hw, rho_x=rho_x)["bytes"]
     rows["Dense"] = _row(dres, payload=dense_bytes, mix="DENSE 100 % (every tile slot, empty ones too)")
     rows["Dense"]["output_error_pct"] = 0.0
@@ -151,8 +155,10 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
         "AKF": select(pa, alpha, beta, granularity=granularity, hw=hw, rho_x=rho_x, seed=seed),
     }
     for name, plan in plans.items():
-        res = simulate(plan, hw, x=xv, seed=seed, mapping=mapping)
-        rows[name] = _row(res, plan=plan, mix=_kernel_mix_of(plan.tile_kernels))
+        # record=False: only the counters are needed (no timeline), and the engine may use the
+        # worker threads (same counters, bit for bit)
+        res = simulate(plan, hw, x=xv, seed=seed, mapping=mapping, record=False)
+        rows[name] = _row(res, plan=plan, mix=_kernel_mix_of(plan.tile_kernels_categorical))
         rows[name]["output_error_pct"] = 100.0 * float(plan.output_error(xv)) if n else 0.0
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "plan"

@@ -1149,7 +1149,7 @@ def to_residual(fmt, kept, h, w):
     """Which tiles of executor format ``fmt`` go to the residual (bool per tile).
 
     Hyper-sparse tiles (``kept < w``: less than one entry per column) of every entry format
-    except DIA, whose tiles go there below ``min(h, w) / 2`` entries (a diagonal run of half
+    and of exact DENSE tiles, except DIA, whose tiles go there below ``min(h, w) / 2`` entries (a diagonal run of half
     a tile side is worth its vectorised loop); every exact CSC-format tile; BITMAP tiles
     below ``BITMAP_MIN_DENSITY``. (Vectorised statement of the rule :func:`_route_tiles`
     applies during packing.)
@@ -1173,7 +1173,12 @@ _FORMAT_RULES = {"csc": RULE_ALWAYS, "csc_i8": RULE_ALWAYS, "bitmap": RULE_BITMA
 
 def residual_rule(kernel) -> int:
     """Rule code of a kernel's tiles: formats that are not sets of entries never go to the
-    residual; entry formats follow :func:`to_residual`."""
+    residual; entry formats follow :func:`to_residual`. Exact DENSE tiles are their own
+    entries too: a hyper-sparse one (fewer entries than columns) runs from the residual
+    instead of a mostly-zero ``h×w`` block (all-DENSE plans of a hyper-sparse matrix would
+    otherwise pack gigabytes of zeros: 951k one-entry tiles at T = 32 are 7.8 GB)."""
+    if kernel.exec_format == "dense" and kernel.lossless:
+        return RULE_HYPER
     if not kernel.entry_format:
         return RULE_NEVER
     return _FORMAT_RULES.get(kernel.exec_format, RULE_HYPER)

@@ -146,6 +146,7 @@ class FusionPlan:
         except (TypeError, ValueError):
             raise InputError(f"resource must be a number, got {resource!r}.") from None
         self.selection = selection
+        self._payload_total = None  # set by npu_work()
         self.tile_errors = np.zeros(ts.n_tiles, dtype=np.float64)
         groups = []
         if ts.n_tiles:
@@ -175,6 +176,14 @@ class FusionPlan:
         return arr
 
     @property
+    def tile_kernels_categorical(self) -> pd.Categorical:
+        """``tile_kernels`` as a :class:`pandas.Categorical` (codes + the kernel names in use):
+        the cheap form for counting or colouring a million tiles, no per-tile strings."""
+        _, codes, uniq = self._names
+        return pd.Categorical.from_codes(np.asarray(codes, dtype=np.int64),
+                                         categories=pd.Index(list(uniq), dtype=object))
+
+    @property
     def relative_error(self) -> float:
         """``sqrt(Σ E_t) / ||A||_F`` (0 for a zero matrix)."""
         fro = float(self.pa.fro_norm)
@@ -194,8 +203,13 @@ class FusionPlan:
 
     @property
     def payload_bytes(self) -> int:
-        """Total NPU payload bytes of the non-SKIP tiles (values, indices, routing)."""
-        return int(self.npu_work().payload_bytes.sum())
+        """Total NPU payload bytes of the non-SKIP tiles (values, indices, routing).
+
+        Remembered from the last :meth:`npu_work` (a simulation builds it anyway): on a
+        hyper-sparse matrix the per-column work arrays run to tens of millions of entries."""
+        if self._payload_total is None:
+            self.npu_work()
+        return self._payload_total
 
     def __repr__(self):
         return (f"<FusionPlan {self.shape[0]}×{self.shape[1]} T={self.tile} "
@@ -287,9 +301,10 @@ class FusionPlan:
         ts = self.pa.tileset
         parts = [kernel.npu_work(ts, idx) for kernel, idx, _ in self._groups
                  if kernel.exec_format != "none"]
-        work = TileWork.concat(parts)
-        if work.n_tiles == 0:
-            return work
+        work = parts[0] if len(parts) == 1 else TileWork.concat(parts)
+        self._payload_total = int(work.payload_bytes.sum())
+        if work.n_tiles == 0 or np.all(work.tile_index[1:] > work.tile_index[:-1]):
+            return work.validate()  # already in tile order (e.g. one kernel group)
         order = np.argsort(work.tile_index, kind="stable")
         lens = np.diff(work.col_ptr)[order]
         col_ptr = np.zeros(order.shape[0] + 1, dtype=np.int64)

@@ -63,7 +63,8 @@ def ref_plan(ts, names):
         if fmt == "none":
             continue
         nk = (ts.ptr[idx + 1] - ts.ptr[idx]) if ap is None else np.diff(ap.ptr)
-        res = fused.to_residual(fmt, nk, ts.h[idx], ts.w[idx]) if k.entry_format \
+        exact_dense = fmt == "dense" and k.lossless  # its entries are the tile's own
+        res = fused.to_residual(fmt, nk, ts.h[idx], ts.w[idx]) if (k.entry_format or exact_dense) \
             else np.zeros(idx.shape[0], bool)
         sub = idx[res]
         if sub.size:

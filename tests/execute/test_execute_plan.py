@@ -299,3 +299,26 @@ def test_dense_dia_nm_block_packs_match_scipy_bitwise_across_chunkings():
             assert np.array_equal(y1, y2)
         ref = plan.approx_matrix() @ x
         np.testing.assert_allclose(y1, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+
+
+def test_hyper_sparse_dense_tiles_run_from_the_residual_not_as_zero_blocks():
+    # an all-DENSE plan (the BlockSparse baseline) of a hyper-sparse matrix: a mostly-zero
+    # h×w block per one-entry tile would be 8 kB each; such tiles go to the residual
+    import akfviz
+
+    rng = np.random.default_rng(3)
+    A = sp.random_array((3000, 2800), density=4e-4, format="lil", rng=rng)
+    for b in (0, 2, 40):  # three full, tile-aligned 32×32 blocks
+        A[b * 32:(b + 1) * 32, b * 32:(b + 1) * 32] = rng.standard_normal((32, 32))
+    A = sp.csr_array(A)
+    pa = akfviz.analyze(A, tile=32)
+    plan = akfviz.execute.FusionPlan(pa, np.full(pa.n_tiles, "DENSE", dtype=object))
+    fmt = plan._packed.format_tiles()
+    nnz_t = pa.tiles["nnz"].to_numpy()
+    w = pa.tiles["w"].to_numpy()
+    assert fmt["dense"] == int((nnz_t >= w).sum()) > 0       # the well-filled tiles stay dense
+    assert fmt["residual_entries"] == int(nnz_t[nnz_t < w].sum()) > 0
+    assert plan._packed.bytes_moved() < 40 * A.nnz * 12     # not 8 kB per tile
+    x = np.random.default_rng(0).standard_normal(A.shape[1])
+    np.testing.assert_allclose(plan.matvec(x), A @ x, rtol=1e-12, atol=1e-12 * np.abs(A @ x).max())
+    assert plan.relative_error == 0.0
