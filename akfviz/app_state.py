@@ -772,6 +772,14 @@ def selection_args() -> dict:
                       ("resource_budget", float(get("rbudget")) if mode == "resource" else None))}
 
 
+def plan_key(wl: Workload, pa, hwk: str) -> str:
+    """A string naming the current plan (matrix, tiling, LSH, selector settings, hardware):
+    figures drawn from the plan are cached under it (``figure_cached``)."""
+    args = selection_args()
+    return (f"{wl.digest}|{pa.tile}|{lsh_tuple()}|{args['alpha']}|{args['beta']}|{args['budget']}|"
+            f"{args['granularity']}|{args['extra']}|{hwk}")
+
+
 def plan_for(wl: Workload, pa, hw, hwk: str):
     """Cached FusionPlan for the current selector settings (None with st.error on bad input)."""
     args = selection_args()

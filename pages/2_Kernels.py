@@ -57,15 +57,16 @@ plan = S.plan_for(wl, pa, hw, hwk)
 if plan is None:
     st.stop()
 rep = plan.selection
-kernels = np.asarray(plan.tile_kernels, dtype=object).astype(str)
+kernels = plan.tile_kernels_categorical  # codes + names: no per-tile strings on a 1M-tile plan
+used_kernels = sorted(plan.kernel_counts.index)
 S.record_result("selection", {"relative_error": plan.relative_error, "resource": plan.resource,
                               "resource_share": rep.resource_share, "measure": rep.measure,
-                              "kernels_used": sorted(set(kernels))})
+                              "kernels_used": used_kernels})
 
 m = st.columns(5)
 m[0].metric("relative error", f"{100 * plan.relative_error:.3g} %", help="Measured ‖A − Â‖_F / ‖A‖_F.")
 m[1].metric(f"{rep.measure} vs Dense", f"{rep.resource_share:.3g}×", help=f"R / R_dense; R = {plan.resource:.4g}")
-m[2].metric("kernels used", f"{len(set(kernels))}")
+m[2].metric("kernels used", f"{len(used_kernels)}")
 m[3].metric("decision units", f"{rep.units.size:,}", help="clusters (cluster mode) or tiles (tile mode)")
 sel_t = sum(float(v) for k, v in rep.timings.items() if k != "total") if "total" not in rep.timings \
     else float(rep.timings["total"])
@@ -77,17 +78,18 @@ if rep.cost_gap:
 for note in rep.notes:
     st.caption(f"Note: {note}")
 
-families = {k: S.stage("kernels.registry", "get_kernel")(k).family for k in set(kernels)}
+families = {k: S.stage("kernels.registry", "get_kernel")(k).family for k in used_kernels}
 ts = pa.tileset
 left, right = st.columns([3, 2])
 with left:
-    S.chart(vk.kernel_map(pa.tiles, kernels, ts.n_brows, ts.n_bcols, pa.tile, families=families),
-                    key="kernel_map")
+    pkey = S.plan_key(wl, pa, hwk)
+    S.chart(S.figure_cached(f"kernel_map|{pkey}", lambda: vk.kernel_map(
+        pa.tiles, kernels, ts.n_brows, ts.n_bcols, pa.tile, families=families)), key="kernel_map")
     st.caption("How to read this: each tile coloured by the family of its chosen kernel; the colours are the "
                "same on every page (e.g. NM gold, LOWRANK pink, SKIP light grey = dropped).")
 with right:
-    S.chart(vk.kernel_mix(kernels, pa.tiles["nnz"].to_numpy(), families=families, height=340),
-                    key="kernel_mix")
+    S.chart(S.figure_cached(f"kernel_mix|{pkey}", lambda: vk.kernel_mix(
+        kernels, pa.tiles["nnz"].to_numpy(), families=families, height=340)), key="kernel_mix")
     st.caption("How to read this: nonzeros of A handled by each kernel.")
 
 st.subheader("Why each cluster got its kernel")
@@ -151,7 +153,7 @@ fit_err = table_pt.fit_error
 kc1, kc2 = st.columns([1, 3])
 with kc1:
     names = list(table_pt.kernels)
-    used = [k for k in names if k in set(kernels)]
+    used = [k for k in names if k in used_kernels]
     kname = st.selectbox("Kernel", names, index=names.index(used[0]) if used else 0, key="pt_kernel")
     meas = st.selectbox("Measure", list(table_pt.measures), index=0, key="pt_measure")
     fe = fit_err[(fit_err["kernel"] == kname) & (fit_err["measure"] == meas)]

@@ -75,7 +75,7 @@ with right:
     st.caption("How to read this: a persistent kernel keeps payloads and vector slices on chip (a barrier between "
                "iterations); non-persistent reloads everything from DRAM and pays a kernel launch each iteration.")
 st.dataframe(res.npu, width="stretch")
-st.caption(f"Kernels of the lossy plan: {', '.join(sorted(set(map(str, plan.tile_kernels))))}. Iterations to "
+st.caption(f"Kernels of the lossy plan: {', '.join(sorted(plan.kernel_counts.index))}. Iterations to "
            f"reach 1e-8: exact {res.iterations_to_tol['exact']}, lossy {res.iterations_to_tol['approx']} "
            "(None = not within the iterations run).")
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -9,23 +10,37 @@ from .colors import family_color, families_in, kernel_color, kernel_family
 from .layout import coarse_grid, empty_figure, grid_axes, styled
 
 
+def factorize_kernels(tile_kernels) -> tuple[np.ndarray, list]:
+    """``(codes, names)``: one int code per tile and the distinct kernel names.
+
+    A :class:`pandas.Categorical` (``FusionPlan.tile_kernels_categorical``) is used as it is;
+    any other sequence of names is factorised once, so per-tile work stays in numpy.
+    """
+    if isinstance(tile_kernels, pd.Categorical):
+        return np.asarray(tile_kernels.codes, dtype=np.int64), [str(c) for c in tile_kernels.categories]
+    codes, uniq = pd.factorize(np.asarray(tile_kernels, dtype=object).astype(str))
+    return np.asarray(codes, dtype=np.int64), [str(u) for u in uniq]
+
+
 def kernel_map(tiles, tile_kernels, n_brows: int, n_bcols: int, tile: int,
                families: dict | None = None, cap: int = 256, height: int = 440) -> go.Figure:
     """Tiles coloured by the family of their chosen kernel — one fixed colour per family.
 
     The colour scale is a step scale over the families present, so a family's colour is the
-    same here as in every other figure (``colors.FAMILY_COLORS``).
+    same here as in every other figure (``colors.FAMILY_COLORS``). ``tile_kernels``: names
+    per tile, or a :class:`pandas.Categorical` of them.
     """
     if len(tiles) == 0:
         return empty_figure("No nonempty tiles.", height)
-    names = np.asarray(tile_kernels, dtype=object)
-    fams = [kernel_family(k, (families or {}).get(k)) for k in names]
-    order = families_in(names, families)
-    code = {f: i for i, f in enumerate(order)}
-    vals = np.array([code[f] for f in fams], np.float64)
+    codes, uniq = factorize_kernels(tile_kernels)
+    present = [u for u, c in zip(uniq, np.bincount(codes, minlength=len(uniq))) if c]
+    order = families_in(present, families)
+    fam_code = np.array([order.index(kernel_family(u, (families or {}).get(u))) if u in present
+                         else 0 for u in uniq], dtype=np.float64)
+    vals = fam_code[codes]
     grid, sr, sc = coarse_grid(tiles["bi"].to_numpy(), tiles["bj"].to_numpy(), vals,
                                (n_brows, n_bcols), cap, "first")
-    kname = np.array([str(k) for k in names], dtype=object)
+    kname = np.array(uniq, dtype=object)
     k = len(order)
     scale = []
     for i, f in enumerate(order):
@@ -34,7 +49,7 @@ def kernel_map(tiles, tile_kernels, n_brows: int, n_bcols: int, tile: int,
     idx, _, _ = coarse_grid(tiles["bi"].to_numpy(), tiles["bj"].to_numpy(), np.arange(len(tiles)),
                             (n_brows, n_bcols), cap, "first", fill=-1)
     ok = idx >= 0
-    labels[ok] = kname[idx[ok].astype(np.int64)]
+    labels[ok] = kname[codes[idx[ok].astype(np.int64)]]
     fig = go.Figure(go.Heatmap(
         z=grid.astype(np.float32), customdata=labels, x0=(sc - 1) / 2, dx=sc, y0=(sr - 1) / 2, dy=sr,
         colorscale=scale if k > 1 else [[0, family_color(order[0])], [1, family_color(order[0])]],
@@ -47,13 +62,17 @@ def kernel_map(tiles, tile_kernels, n_brows: int, n_bcols: int, tile: int,
 
 
 def kernel_mix(tile_kernels, weights=None, families: dict | None = None, height: int = 300) -> go.Figure:
-    """Horizontal bars: number of tiles (or ``weights``, e.g. nnz) per chosen kernel."""
-    names = np.asarray(tile_kernels, dtype=object).astype(str)
-    if names.size == 0:
+    """Horizontal bars: number of tiles (or ``weights``, e.g. nnz) per chosen kernel
+    (``tile_kernels``: names per tile, or a :class:`pandas.Categorical`)."""
+    codes, names = factorize_kernels(tile_kernels)
+    if codes.size == 0:
         return empty_figure("No tiles.", height)
-    w = np.ones(names.size) if weights is None else np.asarray(weights, np.float64)
-    uniq = sorted(set(names), key=lambda n: (families_in([n], families)[0], n))
-    tot = [float(w[names == u].sum()) for u in uniq]
+    w = np.ones(codes.size) if weights is None else np.asarray(weights, np.float64)
+    sums = np.bincount(codes, weights=w, minlength=len(names))
+    used = np.bincount(codes, minlength=len(names)) > 0
+    uniq = sorted((n for n, u in zip(names, used) if u),
+                  key=lambda n: (families_in([n], families)[0], n))
+    tot = [float(sums[names.index(u)]) for u in uniq]
     fig = go.Figure(go.Bar(y=uniq, x=tot, orientation="h",
                            marker_color=[kernel_color(u, (families or {}).get(u)) for u in uniq],
                            hovertemplate="%{y}: %{x:,.0f}<extra></extra>"))

@@ -239,3 +239,25 @@ def test_trace_rejects_large_cases():
         tiny_case(n=64)
     with pytest.raises(InputError):
         tiny_case(grid=(8, 8))
+
+
+def test_kernel_figures_same_from_names_and_from_the_plan_categorical():
+    import akfviz
+    from akfviz.viz import kernels as vk
+
+    A = akfviz.generate("clustered", n=300, seed=4)
+    pa = akfviz.analyze(A, tile=16)
+    plan = akfviz.select(pa, alpha=1.0, beta=3.0)
+    cat = plan.tile_kernels_categorical
+    names = plan.tile_kernels
+    assert list(np.asarray(cat, dtype=object)) == list(names)
+    assert len(set(names)) >= 2  # several kernels, so colours and bars really differ
+    fam = {k: akfviz.kernels.get_kernel(k).family for k in set(names)}
+    for a, b in ((vk.kernel_map(pa.tiles, cat, pa.tileset.n_brows, pa.tileset.n_bcols, 16, families=fam),
+                  vk.kernel_map(pa.tiles, names, pa.tileset.n_brows, pa.tileset.n_bcols, 16, families=fam)),
+                 (vk.kernel_mix(cat, pa.tiles["nnz"].to_numpy(), families=fam),
+                  vk.kernel_mix(names, pa.tiles["nnz"].to_numpy(), families=fam))):
+        assert a.to_json() == b.to_json()
+    mix = vk.kernel_mix(cat, families=fam)
+    counts = {str(k): int(v) for k, v in zip(mix.data[0].y, mix.data[0].x)}
+    assert counts == {k: int((names == k).sum()) for k in set(names)}
