@@ -954,6 +954,9 @@ _fused_matmat_serial = _serial_twin(_fused_matmat, "_fused_matmat_serial")
 #: thread, the browser competing for the 2 cores) two threads took 8.4 ms per call against
 #: 0.034 ms on one — so the threshold stays at 1 MB.
 PARALLEL_MIN_BYTES = 1 << 20
+#: Largest share of the work one thread may get for the parallel path to be used (with two
+#: threads: at least a 1.4× split; below that the launch and the wait cost more than they gain).
+PARALLEL_MAX_SHARE = 0.7
 
 #: Seconds for which :func:`cores_have_room` reuses its last answer (reading the load
 #: average is a system call of a few µs — a tenth of a small matvec).
@@ -1048,7 +1051,21 @@ class PackedPlan:
 
     def _parallel(self, k=1) -> bool:
         return (k * self.bytes_moved() >= PARALLEL_MIN_BYTES and self.n_brows > 1
-                and numba.get_num_threads() > 1 and cores_have_room())
+                and numba.get_num_threads() > 1 and self._splits_well(numba.get_num_threads())
+                and cores_have_room())
+
+    def _splits_well(self, n_chunks) -> bool:
+        """True when ``n_chunks`` row-block ranges share the work well enough for threads to
+        pay off: the largest range holds at most :data:`PARALLEL_MAX_SHARE` of it. A wide,
+        short matrix (say 40 × 300,000) has two row blocks of very unequal weight; run in
+        parallel it was slower than one thread."""
+        memo = self.__dict__.setdefault("_split_memo", {})
+        if n_chunks not in memo:
+            cw = self.block_work
+            b = self._chunks(n_chunks).view(np.int64)
+            total = float(cw[-1])
+            memo[n_chunks] = total > 0 and float(np.max(np.diff(cw[b]))) <= PARALLEL_MAX_SHARE * total
+        return memo[n_chunks]
 
     def matvec(self, x: np.ndarray) -> np.ndarray:
         """``y = Â x`` (x: float64, contiguous, length n_cols)."""

@@ -322,3 +322,20 @@ def test_hyper_sparse_dense_tiles_run_from_the_residual_not_as_zero_blocks():
     x = np.random.default_rng(0).standard_normal(A.shape[1])
     np.testing.assert_allclose(plan.matvec(x), A @ x, rtol=1e-12, atol=1e-12 * np.abs(A @ x).max())
     assert plan.relative_error == 0.0
+
+
+def test_parallel_path_only_when_row_blocks_share_the_work():
+    import akfviz
+    from akfviz.execute import fused
+
+    rng = np.random.default_rng(2)
+    wide = sp.random_array((40, 50000), density=0.02, format="csr", rng=rng)  # blocks of 32 and 8 rows
+    tall = sp.random_array((4000, 300), density=0.05, format="csr", rng=rng)  # 125 even row blocks
+    p_wide = akfviz.select(akfviz.analyze(wide), error_budget=0)._packed
+    p_tall = akfviz.select(akfviz.analyze(tall), error_budget=0)._packed
+    cw = p_wide.block_work
+    assert cw[1] - cw[0] > fused.PARALLEL_MAX_SHARE * cw[-1]  # the first block is most of the work
+    assert not p_wide._splits_well(2)
+    assert p_tall._splits_well(2) and p_tall._splits_well(4)
+    x = rng.standard_normal(50000)  # either path gives the same result, bit for bit
+    assert np.array_equal(p_wide.run_matvec(x, np.empty(40), 2, True), p_wide.run_matvec(x, np.empty(40), 1, False))
