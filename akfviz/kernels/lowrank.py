@@ -15,7 +15,7 @@ import numpy as np
 
 from .._jit import njit_cached
 from .base import (ROUTE_BYTES, VALUE_BYTES, Kernel, TileApprox, all_columns, as_index, as_tile,
-                   count_distinct_rows, gather_entries, make_tilework, occupied_columns)
+                   gather_entries, make_tilework)
 
 #: Cells per SVD batch (bounds the memory of the stacked tiles).
 SVD_BATCH_CELLS = 1 << 21

@@ -140,7 +140,7 @@ class Codec:
     magic: bytes
     suffixes: tuple[str, ...]       # name.mtx.gz -> name.mtx
     tar_suffixes: tuple[str, ...]   # name.tgz -> name.tar
-    decompressor: Callable | None = None
+    decompressor: Callable | None = None  # None: gzip's own loop (zlib's API differs)
     next_byte: bytes = b""          # when set, the byte after the magic must be one of these
 
     def matches(self, head: bytes) -> bool:
