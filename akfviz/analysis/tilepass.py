@@ -29,6 +29,7 @@ import scipy.sparse as sp
 
 from .._jit import njit_cached, njit_parallel
 from ..workloads.validate import as_csr
+from ..memory import check_memory
 from .arena import Arena
 from .features import FLOAT_FEATURES, GRID_MAX, INT_FEATURES, TOP_SMALL, _top_sum, _top_sum_small
 from .tiling import TileSet, _insertion_sort, _popcount64
@@ -432,6 +433,10 @@ def tiles_and_features(M, indptr, indices, rb_count, T: int, grid: int = 8,
     rb_ptr[0] = 0
     np.cumsum(rb_count, out=rb_ptr[1:])
     n = int(rb_ptr[-1])
+    # this pass's outputs (8 bytes per item) plus the clustering's four per-tile arrays
+    check_memory(8 * (19 * n + 3 * nnz) + 32 * n,
+                 f"Analysing this matrix with T = {T} ({n:,} nonempty tiles, {nnz:,} nonzeros)",
+                 "A larger tile side gives fewer, fuller tiles; or analyse a smaller matrix.")
     arena = Arena([n] * 4 + [n + 1] + [nnz] * 3 + [n * len(INT_FEATURES),
                                                      n * len(FLOAT_FEATURES), n, n])
     bi, bj, h, w = (arena.take(n, np.int64) for _ in range(4))

@@ -63,6 +63,7 @@ import numpy as np
 
 from .._jit import njit_cached
 from ..errors import InputError
+from ..memory import check_memory
 from ..npu.work import TileWork
 
 VALUE_BYTES = {"fp32": 4, "int8": 1}
@@ -334,11 +335,24 @@ def make_tilework(kernel_name, ts, idx, col_ptr, col_local, ev_macs, ev_decodes,
     ).validate()
 
 
+#: Bytes held per routed column while a dense-layout TileWork is built (its four per-column
+#: arrays and the temporaries beside them), for :func:`all_columns`' memory check.
+ROUTE_WORK_BYTES = 64
+
+
 def all_columns(w):
-    """Routing of dense-format tiles: every column ``0..w-1`` of each tile."""
+    """Routing of dense-format tiles: every column ``0..w-1`` of each tile.
+
+    Refused (:class:`~akfviz.errors.ResourceLimitError`) before allocating when the work list
+    would not fit in memory: on a hyper-sparse matrix every one-entry tile still routes all
+    its ``w`` columns (951k tiles at T = 32: 30M routes)."""
     w = np.asarray(w, dtype=np.int64)
     col_ptr = np.zeros(w.shape[0] + 1, dtype=np.int64)
     np.cumsum(w, out=col_ptr[1:])
+    check_memory(ROUTE_WORK_BYTES * int(col_ptr[-1]),
+                 f"The NPU work of {w.shape[0]:,} dense-layout tiles (DENSE, QUANT8D, LOWRANK: "
+                 f"every column of a tile receives events, {int(col_ptr[-1]):,} in all)",
+                 "Use sparse kernels for these tiles, or a smaller matrix.")
     col_local = np.arange(col_ptr[-1], dtype=np.int64) - np.repeat(col_ptr[:-1], w)
     return col_ptr, col_local
 

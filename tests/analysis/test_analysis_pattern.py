@@ -245,3 +245,23 @@ def test_analysis_and_relative_errors_do_not_depend_on_the_scale(scale):
     assert list(ps.tile_kernels) == list(p1.tile_kernels)
     assert ps.relative_error == pytest.approx(p1.relative_error, rel=1e-9)
     assert p1.relative_error > 0  # a lossy plan, so the comparison means something
+
+
+def test_analysis_that_would_exhaust_memory_is_refused_before_allocating(monkeypatch):
+    from akfviz import memory as arena
+
+    A = sp.random_array((2000, 2000), density=0.001, format="csr", rng=np.random.default_rng(0))
+    pa = akfviz.analyze(A, tile=8)  # fits
+    need = 8 * (19 * pa.n_tiles + 3 * A.nnz) + 32 * pa.n_tiles
+    monkeypatch.setattr(arena, "available_memory", lambda: int(need / arena.MEMORY_SHARE) - 1)
+    with pytest.raises(akfviz.errors.ResourceLimitError, match="larger tile side"):
+        akfviz.analyze(A, tile=8)
+    monkeypatch.setattr(arena, "available_memory", lambda: None)  # unknown: not checked
+    assert akfviz.analyze(A, tile=8).n_tiles == pa.n_tiles
+
+
+def test_available_memory_is_a_positive_byte_count():
+    from akfviz.memory import available_memory
+
+    got = available_memory()
+    assert got is None or got > 1 << 20

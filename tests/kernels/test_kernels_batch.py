@@ -172,3 +172,16 @@ def test_lowrank_errors_for_several_ranks_equal_one_rank_at_a_time():
         np.testing.assert_array_equal(both[:, q], get_kernel(f"LOWRANK{r}").batch_error(ts, idx))
     assert (both[:, 0] >= both[:, 1]).all() and (both[:, 1] >= both[:, 3]).all()
     assert (both[:, 0] > 0).sum() > 50
+
+
+def test_dense_layout_work_that_would_exhaust_memory_is_refused(monkeypatch):
+    from akfviz import memory
+    from akfviz.errors import ResourceLimitError
+
+    ts = build_tiles(sp.random(300, 300, density=0.01, random_state=4, format="csr"), 32)
+    routes = int(ts.w.sum())
+    monkeypatch.setattr(memory, "available_memory", lambda: int(64 * routes / memory.MEMORY_SHARE) - 1)
+    for name in ("DENSE", "QUANT8D", "LOWRANK2"):
+        with pytest.raises(ResourceLimitError, match="dense-layout"):
+            get_kernel(name).npu_work(ts)
+    assert get_kernel("CSC").npu_work(ts).n_tiles == ts.n_tiles  # sparse routing: not affected
