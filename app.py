@@ -13,6 +13,7 @@ import streamlit as st
 
 from akfviz import app_state as S
 from akfviz.errors import InputError
+from akfviz.workloads.archives import ARCHIVE_SUFFIXES, COMPRESSED_SUFFIXES
 from akfviz.viz import matrix as vm
 from akfviz.app_shell import page_end, page_start
 
@@ -89,8 +90,8 @@ with tab_up:
                "(pick a 2-D tensor, then prune it); also compressed (`.mtx.gz`, `.bz2`, `.xz`) or a SuiteSparse "
                "`.tar.gz` (its `name/name.mtx` is read). Uploaded files stay in this browser session and "
                "cannot be carried in a link.")
-    up = st.file_uploader("Matrix file", type=["mtx", "npz", "npy", "safetensors", "gz", "tgz", "tar", "bz2", "tbz2",
-                                                "xz", "txz"],
+    up = st.file_uploader("Matrix file", type=["mtx", "npz", "npy", "safetensors", "tar"]
+                          + [x.lstrip(".") for x in COMPRESSED_SUFFIXES],
                           key="matrix_upload")
     if up is not None:
         data = up.getvalue()
@@ -109,7 +110,7 @@ with tab_up:
                 else:
                     S.widget(st.selectbox, "Tensor", "up_tensor", options=two_d,
                              format_func=lambda n: f"{n} {tuple(tensors.set_index('name').loc[n, 'shape'])}")
-        elif up.name.lower().endswith((".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")):
+        elif up.name.lower().endswith(ARCHIVE_SUFFIXES):
             try:
                 members = S.archive_members_cached(S.bytes_digest(data), data, up.name)
             except (InputError, ValueError) as exc:

@@ -174,6 +174,9 @@ CODECS = (
 )
 #: Every suffix a compressed file may carry (used to find an archive's stem).
 COMPRESSED_SUFFIXES = tuple(x for c in CODECS for x in c.suffixes + c.tar_suffixes)
+#: Names of tar archives, plain or compressed (``.tar``, ``.tar.gz``, ``.tgz`` …).
+ARCHIVE_SUFFIXES = (".tar",) + tuple(f".tar{x}" for c in CODECS for x in c.suffixes) \
+    + tuple(x for c in CODECS for x in c.tar_suffixes)
 
 
 def codec_of(head: bytes) -> Codec | None:
@@ -311,6 +314,6 @@ def unwrap(data: bytes, filename: str | None, tensor, max_bytes: int, label: str
     return data, name, tensor, label
 
 
-__all__ = ["CODECS", "Codec", "GZIP_MAGIC", "MATRIX_SUFFIXES", "codec_of", "gunzip",
+__all__ = ["ARCHIVE_SUFFIXES", "COMPRESSED_SUFFIXES", "CODECS", "Codec", "GZIP_MAGIC", "MATRIX_SUFFIXES", "codec_of", "gunzip",
            "is_compressed", "is_gzip", "is_tar", "matrix_members", "strip_suffix", "untar",
            "unwrap"]
