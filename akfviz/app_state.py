@@ -10,9 +10,13 @@ This is the only module besides ``app.py`` and ``pages/`` that imports streamlit
 * **Run bundles** — :func:`make_bundle` / :func:`parse_bundle`: JSON with the settings,
   the seeds, the library version, the matrix fingerprint and a results summary; loaded
   back after validation (a bad bundle raises :class:`~akfviz.errors.InputError`).
-* **Caching at the edge** — library calls are wrapped in ``st.cache_data`` keyed by the
-  matrix's content hash (sha256 of ``indptr``, ``indices``, ``data``) plus the parameters,
-  with bounded ``max_entries``; numba warm-up lives in ``st.cache_resource``.
+* **Caching at the edge** — library calls are cached, keyed by the matrix's content hash
+  (sha256 of ``indptr``, ``indices``, ``data``) plus the parameters, with bounded
+  ``max_entries``. The large results — the matrix, ``PatternAnalysis``, ``FusionPlan``,
+  ``SimResult`` — use ``st.cache_resource``: returned as they are, not unpickled into a new
+  copy on every rerun (on a 1M-nonzero matrix that copy was most of a rerun, and a plan's
+  pickle carried its analysis a second time). Pages only read them. Small tables and
+  figures use ``st.cache_data``; numba warm-up lives in ``st.cache_resource`` too.
 """
 from __future__ import annotations
 
@@ -346,19 +350,19 @@ def bytes_digest(data: bytes) -> str:
 # --------------------------------------------------------------------------- cached library calls
 
 
-@st.cache_data(max_entries=16, show_spinner="Generating the matrix…")
+@st.cache_resource(max_entries=16, show_spinner="Generating the matrix…")
 def generate_cached(kind: str, params: tuple) -> Any:
     import akfviz
     return akfviz.generate(kind, **dict(params))
 
 
-@st.cache_data(max_entries=8, show_spinner="Loading the sample…")
+@st.cache_resource(max_entries=8, show_spinner="Loading the sample…")
 def sample_cached(name: str):
     from .workloads import samples
     return samples.load_sample(name)
 
 
-@st.cache_data(max_entries=4, show_spinner="Reading the uploaded file…")
+@st.cache_resource(max_entries=4, show_spinner="Reading the uploaded file…")
 def load_cached(digest: str, _data: bytes, fmt: str | None, tensor: str | None, prune: tuple,
                 name: str | None = None):
     import akfviz
@@ -382,7 +386,7 @@ def archive_members_cached(digest: str, _data: bytes, name: str):
     return matrix_members(_data, name)
 
 
-@st.cache_data(max_entries=8, show_spinner="Analysing tiles and LSH clusters…")
+@st.cache_resource(max_entries=8, show_spinner="Analysing tiles and LSH clusters…")
 def analyze_cached(key: str, _A, tile: int, lsh: tuple):
     import akfviz
     return akfviz.analyze(_A, tile=tile, lsh=_lsh_config(lsh))
@@ -396,7 +400,7 @@ def _lsh_config(lsh: tuple):
     return LSHConfig(num_hashes=k, bands=b, grid=g, seed=seed)
 
 
-@st.cache_data(max_entries=16, show_spinner="Selecting kernels…")
+@st.cache_resource(max_entries=16, show_spinner="Selecting kernels…")
 def select_cached(key: str, _pa, alpha: float, beta: float, budget, granularity: str,
                   hw_key: str, _hw, extra: tuple = ()):
     import akfviz
@@ -422,7 +426,7 @@ def prediction_error_cached(key: str, _pa, hw_key: str, _hw):
     return prediction_error(_pa, _hw, max_tiles=500)
 
 
-@st.cache_data(max_entries=8, show_spinner="Simulating the NPU event by event…")
+@st.cache_resource(max_entries=8, show_spinner="Simulating the NPU event by event…")
 def simulate_cached(key: str, _plan, hw_key: str, _hw, x_key: str, _x, fused: bool = True,
                     iterations: int = 1, persistent: bool = True, _mapping="anneal"):
     import akfviz
