@@ -706,7 +706,8 @@ def current_workload() -> Workload | None:
                 prune = (get("up_prune"), get("up_sparsity"), get("up_pattern"))
                 fmt = _fmt_of(name)
                 A = load_cached(bytes_digest(payload), payload, fmt, get("up_tensor") or None, prune, name)
-                prov = f"uploaded file {name}" + (f", tensor {get('up_tensor')}" if get("up_tensor") else "") + \
+                part = "member" if name.lower().endswith(stage("workloads.archives").ARCHIVE_SUFFIXES) else "tensor"
+                prov = f"uploaded file {name}" + (f", {part} {get('up_tensor')}" if get("up_tensor") else "") + \
                     (f", pruned by {prune[0]} (sparsity {prune[1]:g}, pattern {prune[2]})" if prune[0] != "none" else "")
                 return Workload(A, name, "upload", prov, matrix_digest(A))
         if src == "gen":

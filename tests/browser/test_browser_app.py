@@ -99,3 +99,33 @@ def test_bad_upload_shows_the_error_message(server, page):
     err.first.wait_for(timeout=60_000)
     assert page.locator('[data-testid="stException"]').count() == 0
     shoot(page, "bad-upload")
+
+
+def test_compressed_archive_upload_offers_its_matrices(server, page):
+    # a SuiteSparse-style archive, bzip2-compressed: west/west.mtx plus a side file
+    import bz2
+    import io
+    import tarfile
+
+    def mtx(n, k):
+        rows = "".join(f"{i % n + 1} {(i * 7 + (i // n) * 13) % n + 1} {1 + i % 5}\n" for i in range(k))
+        return f"%%MatrixMarket matrix coordinate real general\n{n} {n} {k}\n{rows}".encode()
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for name, data in (("west/west.mtx", mtx(300, 900)), ("west/west_b.mtx", mtx(40, 40))):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    open_page(page, server, "")
+    page.get_by_role("tab", name="Upload").click()
+    uploader = page.locator('[data-testid="stMain"] [data-testid="stFileUploader"]').filter(has_text="Matrix file")
+    uploader.locator('input[type="file"]').set_input_files(
+        files=[{"name": "west.tar.bz2", "mimeType": "application/x-bzip2", "buffer": bz2.compress(buf.getvalue())}])
+    page.get_by_text("Matrix in the archive").first.wait_for(timeout=60_000)
+    page.get_by_text("300×300").first.wait_for(timeout=60_000)  # the default member, west/west.mtx
+    page.get_by_text("member west/west.mtx").first.wait_for(timeout=60_000)
+    wait_idle(page)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert page.get_by_text("not a valid").count() == 0
+    shoot(page, "archive-upload")
