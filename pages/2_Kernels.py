@@ -127,8 +127,8 @@ with left:
             weights = {rep.candidates[k]: mean_w[:, k] for k in top}
             if len(traj) != mean_w.shape[0]:
                 weights = None
-        S.chart(vk.fusion_trajectory(traj["step"], traj["cost"], traj["entropy"], weights),
-                        key="fusion_traj")
+        S.chart(S.figure_cached(f"fusion|{pkey}", lambda: vk.fusion_trajectory(
+            traj["step"], traj["cost"], traj["entropy"], weights)), key="fusion_traj")
         st.caption("How to read this: the softmax fusion weights (paper eq. 1) descend on expected cost; the "
                    "entropy term's temperature anneals to 0, so the weights end one-hot (entropy → 0).")
     else:
@@ -140,10 +140,9 @@ with right:
         S.show_error(exc)
     else:
         pts = pf.front
-        S.chart(vk.pareto_front(pts["error"], pts["resource_share"],
-                                        current=(plan.relative_error, rep.resource_share),
-                                        labels=pts["kernel_mix"], resource_name=f"{rep.measure} / Dense"),
-                        key="pareto")
+        S.chart(S.figure_cached(f"pareto|{pkey}", lambda: vk.pareto_front(
+            pts["error"], pts["resource_share"], current=(plan.relative_error, rep.resource_share),
+            labels=pts["kernel_mix"], resource_name=f"{rep.measure} / Dense")), key="pareto")
         st.caption("How to read this: each step is a plan from the multiplier sweep that no other plan beats on "
                    "both error and resource; the star is the current plan.")
 

@@ -119,27 +119,27 @@ with left:
     st.caption(f"How to read this: busy intervals of the busy PEs of row {row} (up to 24), coloured by kernel "
                "family; gaps are waits for events or partial sums.")
 with right:
-    S.chart(vn.energy_breakdown(res.energy_pj), key="energy")
+    S.chart(S.figure_cached(f"energy|{sim_key}", lambda: vn.energy_breakdown(res.energy_pj)), key="energy")
     st.caption("How to read this: energy = Σ actions × the energy table; static = leakage of every PE over the makespan.")
 
 left, right = st.columns(2)
 with left:
-    S.chart(vn.hop_histogram(res.hop_histogram), key="hops")
+    S.chart(S.figure_cached(f"hops|{sim_key}", lambda: vn.hop_histogram(res.hop_histogram)), key="hops")
     st.caption("How to read this: flits (events and partial sums) by Manhattan distance travelled; "
                "short hops = good locality of the placement.")
 with right:
     mp = S.mapping_cached(f"{wl.digest}|{S.get('tile')}|{S.lsh_tuple()}|{sorted(S.selection_args().items())}",
                           plan, hwk, hw, float(S.get("xdens")))
-    S.chart(vn.annealing_trajectory(np.arange(mp.trajectory.size), mp.trajectory, mp.greedy_objective),
-                    key="anneal")
+    S.chart(S.figure_cached(f"anneal|{sim_key}", lambda: vn.annealing_trajectory(
+        np.arange(mp.trajectory.size), mp.trajectory, mp.greedy_objective)), key="anneal")
     st.caption(f"How to read this: the placement objective (makespan + γ·hops + δ·overflow, lower is better) "
                f"while annealing ({mp.iterations:,} proposals); {100 * mp.improvement:.1f} % better than the "
                f"greedy start.")
 
 if res_unfused is not None:
-    S.chart(vn.fused_vs_unfused({"fused": {"cycles": res.cycles, "energy_pj": res.energy_total_pj},
-                                         "unfused": {"cycles": res_unfused.cycles,
-                                                     "energy_pj": res_unfused.energy_total_pj}}), key="fused")
+    S.chart(S.figure_cached(f"fused|{sim_key}", lambda: vn.fused_vs_unfused(
+        {"fused": {"cycles": res.cycles, "energy_pj": res.energy_total_pj},
+         "unfused": {"cycles": res_unfused.cycles, "energy_pj": res_unfused.energy_total_pj}})), key="fused")
     st.caption("How to read this: unfused runs one phase per distinct kernel (events re-broadcast, a barrier and a "
                "reconfiguration each); fused runs every PE's own kernel in one phase. The gap is what fusion buys.")
 with st.expander("Per-iteration breakdown and per-PE counters"):
