@@ -57,7 +57,7 @@ def cpu_bytes(name, ts):
     (mirrors :func:`akfviz.execute.fused.pack_plan`).
 
     Residual (compressed rows: float64 value + uint16 column, uint32 beyond 65 536 columns):
-    hyper-sparse tiles (``nnz < w``; DIA: ``2·nnz < min(h, w)``), every CSC tile, BITMAP tiles below 75 % density.
+    hyper-sparse tiles (``nnz < w``, DENSE ones too; DIA: ``2·nnz < min(h, w)``), every CSC tile, BITMAP tiles below 75 % density.
     Otherwise, plus a 56-byte tile record: DENSE ``8·h·w``; BITMAP ``8·h·ceil(w/64) +
     8·nnz``; DIA ``8·(run slots) + 32·d``; BLOCK ``nb·(128 + 16)``; NM ``9·h·ceil(w/M)·N``.
     """
@@ -65,8 +65,8 @@ def cpu_bytes(name, ts):
     h, w = ts.h, ts.w
     nnz = np.diff(ts.ptr)
     res = (10 if ts.shape[1] <= 1 << 16 else 12) * nnz
-    if name == "DENSE":
-        b = 8 * h * w + 56
+    if name == "DENSE":  # exact DENSE tiles with fewer entries than columns run from the residual
+        b = np.where(nnz < w, res, 8 * h * w + 56)
     elif name == "CSC":
         b = res
     elif name == "BITMAP":
@@ -89,7 +89,9 @@ def fewest_bytes_kernels(pa):
     """Per tile, among the kernels exact on it (E = 0: the lossless ones, and N:M on
     complying tiles), the one whose executor streams the fewest bytes."""
     ts = pa.tileset
-    cands = list(LOSSLESS) + ["NM2:4", "NM1:4", "NM4:8"]
+    # CSC first: on a tie (a hyper-sparse tile runs from the residual under CSC and DENSE
+    # alike) the plan names the sparse kernel
+    cands = ["CSC"] + [k for k in LOSSLESS if k != "CSC"] + ["NM2:4", "NM1:4", "NM4:8"]
     table = np.stack([cpu_bytes(k, ts) for k in cands]).astype(float)
     for i, k in enumerate(cands):
         if not get_kernel(k).lossless:
