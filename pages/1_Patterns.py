@@ -60,13 +60,15 @@ csel = min(int(csel), pa.n_clusters - 1)
 
 left, right = st.columns(2)
 with left:
-    ev = S.chart(vp.tile_density_map(tiles, ts.n_brows, ts.n_bcols, pa.tile, selected=tsel),
-                         key="tile_map", on_select="rerun", selection_mode="points")
+    akey = f"{wl.digest}|{pa.tile}|{S.lsh_tuple()}"  # the analysis these maps draw
+    ev = S.chart(S.figure_cached(f"tile_map|{akey}|{tsel}", lambda: vp.tile_density_map(
+        tiles, ts.n_brows, ts.n_bcols, pa.tile, selected=tsel)),
+        key="tile_map", on_select="rerun", selection_mode="points")
     st.caption("How to read this: one cell per tile (bi, bj); colour = density (log), blank = empty tile, "
                "red frame = selected tile. Click a tile to select it.")
 with right:
-    S.chart(vp.cluster_map(tiles, ts.n_brows, ts.n_bcols, pa.tile, selected_cluster=csel if hl else None),
-                    key="cluster_map")
+    S.chart(S.figure_cached(f"cluster_map|{akey}|{csel if hl else None}", lambda: vp.cluster_map(
+        tiles, ts.n_brows, ts.n_bcols, pa.tile, selected_cluster=csel if hl else None)), key="cluster_map")
     st.caption("How to read this: tiles of one colour share an LSH cluster; the selected cluster keeps its "
                "colour and every other tile is grey (toggle). Colours repeat; hover shows the cluster id.")
 

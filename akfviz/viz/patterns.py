@@ -18,7 +18,8 @@ def tile_density_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 25
     """Heatmap of tile density (nnz / tile area), log colour, empty tiles blank.
 
     One cell per tile ``(bi, bj)``; beyond ``cap`` tiles per axis, neighbouring tiles are
-    averaged (area-weighted). Hover shows the tile index used by the detail panel.
+    averaged (area-weighted). Hover shows the tile index used by the detail panel, and a click
+    selects it (an invisible marker layer, :func:`_click_layer`).
     """
     if len(tiles) == 0:
         return empty_figure("No nonempty tiles.", height)
@@ -30,15 +31,38 @@ def tile_density_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 25
     hi = max(hi, lo + 1e-6)
     ticks = np.asarray(log_ticks(lo, hi))
     fig = go.Figure(go.Heatmap(
-        z=z, customdata=idx.astype(np.int32), x0=(sc - 1) / 2, dx=sc, y0=(sr - 1) / 2, dy=sr,
+        z=z, x0=(sc - 1) / 2, dx=sc, y0=(sr - 1) / 2, dy=sr,
         colorscale="Viridis", zmin=lo, zmax=hi, xgap=1 if n_bcols <= 64 else 0, ygap=1 if n_brows <= 64 else 0,
         colorbar=dict(title=dict(text="density", side="right"), tickvals=ticks.tolist(),
                       ticktext=[f"{10 ** t:g}" for t in ticks]),
-        hovertemplate="bi %{y:.0f}, bj %{x:.0f}<br>log10 density %{z:.2f}<br>tile #%{customdata}<extra></extra>",
+        hoverinfo="skip",
     ))
+    _click_layer(fig, idx, z, sr, sc)
     _mark(fig, tiles, selected)
     _tile_axes(fig, n_brows, n_bcols, tile)
+    # the extent of the tiles, not of the markers (autorange would pad for their size)
+    fig.update_xaxes(range=[-0.5, n_bcols - 0.5], autorange=False)
+    fig.update_yaxes(range=[n_brows - 0.5, -0.5], autorange=False)
     return styled(fig, f"Tile density — {len(tiles):,} nonempty tiles of {n_brows}×{n_bcols}", height)
+
+
+def _click_layer(fig: go.Figure, idx, z, sr: int, sc: int) -> None:
+    """Invisible markers on the nonempty cells, carrying the tile index as ``customdata``.
+
+    Plotly heatmaps fire no click events once the chart is in selection mode (as
+    ``st.plotly_chart(on_select=...)`` puts it; plotly.js issue 7685), so a click on a cell
+    selects this layer's point instead; it also carries the hover text.
+    """
+    r, c = np.nonzero(idx >= 0)
+    side = max(idx.shape)
+    fig.add_trace(go.Scattergl(  # float32 / int32 typed arrays: ≈ 16 bytes per cell in the JSON
+        x=(c * sc + (sc - 1) / 2).astype(np.float32), y=(r * sr + (sr - 1) / 2).astype(np.float32),
+        mode="markers", customdata=idx[r, c].astype(np.int32),
+        marker=dict(symbol="square", size=max(3, min(14, 360 // max(side, 1))), opacity=0,
+                    color=z[r, c].astype(np.float32)),
+        hovertemplate="bi %{y:.0f}, bj %{x:.0f}<br>log10 density %{marker.color:.2f}<br>"
+                      "tile #%{customdata}<extra></extra>",
+        showlegend=False, name="tiles"))
 
 
 def _mark(fig: go.Figure, tiles, selected) -> None:

@@ -261,3 +261,21 @@ def test_kernel_figures_same_from_names_and_from_the_plan_categorical():
     mix = vk.kernel_mix(cat, families=fam)
     counts = {str(k): int(v) for k, v in zip(mix.data[0].y, mix.data[0].x)}
     assert counts == {k: int((names == k).sum()) for k in set(names)}
+
+
+def test_tile_density_map_click_layer_points_at_each_tile():
+    import akfviz
+
+    A = akfviz.generate("clustered", n=400, seed=2)
+    pa = akfviz.analyze(A, tile=16)
+    tiles = pa.tiles
+    fig = patterns.tile_density_map(tiles, pa.tileset.n_brows, pa.tileset.n_bcols, 16)
+    layer = [t for t in fig.data if t.type == "scattergl"]
+    assert len(layer) == 1 and layer[0].marker.opacity == 0
+    pts = layer[0]
+    assert len(pts.customdata) == len(tiles)  # one grid cell per tile here (no coarsening)
+    t = np.asarray(pts.customdata, dtype=np.int64)
+    np.testing.assert_array_equal(tiles["bj"].to_numpy()[t], np.asarray(pts.x, dtype=np.int64))
+    np.testing.assert_array_equal(tiles["bi"].to_numpy()[t], np.asarray(pts.y, dtype=np.int64))
+    np.testing.assert_allclose(np.asarray(pts.marker.color, dtype=float),
+                               np.log10(tiles["density"].to_numpy()[t]), rtol=1e-6)

@@ -129,3 +129,22 @@ def test_compressed_archive_upload_offers_its_matrices(server, page):
     assert page.locator('[data-testid="stException"]').count() == 0
     assert page.get_by_text("not a valid").count() == 0
     shoot(page, "archive-upload")
+
+
+def test_clicking_a_tile_on_the_density_map_selects_it(server, page):
+    # plotly heatmaps fire no clicks in selection mode; the map's invisible marker layer does
+    open_page(page, server, "Patterns")
+    inp = page.get_by_label("Selected tile (row of pa.tiles)")
+    assert inp.input_value() == "0"
+    box = page.locator(".js-plotly-plot").first.locator(".nsewdrag").first.bounding_box()
+    x, y = box["x"] + box["width"] * 0.6, box["y"] + box["height"] * 0.5
+    page.mouse.move(x, y)
+    page.mouse.click(x, y)
+    deadline = time.perf_counter() + 60
+    while inp.input_value() == "0" and time.perf_counter() < deadline:
+        time.sleep(0.5)
+    wait_idle(page)
+    assert inp.input_value() != "0"
+    assert f"tsel={inp.input_value()}" in page.url
+    assert page.locator('[data-testid="stException"]').count() == 0
+    shoot(page, "tile-click")
