@@ -7,7 +7,8 @@ measured on every member tile (:meth:`.costs.SelectionProblem.evaluate`: exact e
 resources), and the answer is the best *feasible* plan seen during the search:
 
 * error budget ``eps``: least resource among the plans with relative error ``≤ eps``
-  (``eps = 0``: only lossless candidates are allowed, the cheapest per unit — an exact plan;
+  (``eps = 0``: only lossless candidates are allowed, the cheapest per unit — an exact plan —
+  or, when no candidate is lossless, per unit the kernels whose error there is exactly 0;
   when no plan of the full search is feasible — possible in cluster mode — the search is repeated
   over the lossless candidates, which always reach error 0);
 * resource budget ``b`` (a share of ``R_dense``): least error among the plans with
@@ -98,10 +99,7 @@ def solve_error_budget(problem, eps: float) -> BudgetResult:
     mask = None
     if eps == 0.0:
         if not problem.lossless.any():
-            raise InputError(
-                "error_budget=0 asks for an exact plan, but none of the candidate kernels "
-                f"({', '.join(problem.names)}) is lossless; add e.g. CSC or DENSE."
-            )
+            return _exact_without_lossless(problem)
         mask = problem.lossless
     feasible = lambda e, r: e <= eps  # noqa: E731
     better = lambda a, b: (a[1], a[0]) < (b[1], b[0])  # noqa: E731
@@ -119,6 +117,24 @@ def solve_error_budget(problem, eps: float) -> BudgetResult:
             f"reachable is {emin:.3g}. Raise the error budget or add lossless kernels."
         )
     return BudgetResult(best[0], float(lam), best[1], best[2], trace, "error_budget", eps)
+
+
+def _exact_without_lossless(problem) -> BudgetResult:
+    """``error_budget=0`` when no candidate is lossless: a lossy kernel can still be exact on
+    a tile (N:M on a complying tile, LOWRANK-r on a tile with at most r nonempty rows). Each
+    unit may use the kernels whose error on it is exactly 0; the plan is measured on every
+    member tile and accepted only when its error is exactly 0."""
+    exact = problem.E == 0.0
+    feasible = lambda e, r: e == 0.0  # noqa: E731
+    better = lambda a, b: (a[1], a[0]) < (b[1], b[0])  # noqa: E731
+    best, lam, trace = (None, None, None) if not exact.any(axis=1).all() else \
+        _search(problem, feasible, better, mask=exact)
+    if best is None:
+        raise InputError(
+            "error_budget=0 asks for an exact plan, but none of the candidate kernels "
+            f"({', '.join(problem.names)}) is lossless and they are not exact on every tile; "
+            "add e.g. CSC or DENSE.")
+    return BudgetResult(best[0], float(lam), best[1], best[2], trace, "error_budget", 0.0)
 
 
 def solve_resource_budget(problem, share: float) -> BudgetResult:

@@ -204,10 +204,11 @@ class SelectionProblem:
         return alpha * self.En + beta * self.Rn
 
     def argmin(self, alpha, beta, mask=None) -> np.ndarray:
-        """Per-unit argmin of the cost (first candidate on exact ties); ``mask`` (K,) bool restricts."""
+        """Per-unit argmin of the cost (first candidate on exact ties); ``mask`` restricts the
+        candidates: (K,) bool for every unit, or (n_units, K) per unit."""
         C = self.cost(alpha, beta)
         if mask is not None:
-            C = np.where(mask[None, :], C, np.inf)
+            C = np.where(mask if mask.ndim == 2 else mask[None, :], C, np.inf)
         if beta == 0 and not np.isinf(alpha):  # resource only breaks ties
             C = np.where(C == C.min(axis=1, keepdims=True), self.Rn, np.inf)
         if alpha == 0:  # error only breaks ties

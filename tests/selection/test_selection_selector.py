@@ -295,3 +295,20 @@ def test_error_budget_is_met_in_cluster_mode_when_representatives_mislead():
     assert plan.relative_error <= 0.01
     x = np.random.default_rng(0).standard_normal(A.shape[1])
     np.testing.assert_allclose(plan.matvec(x), plan.approx_matrix() @ x, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("granularity", ["cluster", "tile"])
+def test_exact_budget_without_lossless_candidates_uses_kernels_exact_on_every_tile(granularity):
+    # an N:M 2:4 matrix is represented exactly by NM2:4 (and NM4:8): error_budget=0 works
+    # with them alone, and is refused with a clear message when they are not exact
+    A = akfviz.generate("nm", n=192, pattern="2:4", seed=1)
+    pa = akfviz.analyze(A, tile=32)
+    plan = akfviz.select(pa, kernels=["NM2:4", "QUANT8"], error_budget=0, granularity=granularity)
+    assert plan.relative_error == 0.0
+    assert set(plan.kernel_counts.index) == {"NM2:4"}
+    x = np.random.default_rng(0).standard_normal(A.shape[1])
+    np.testing.assert_allclose(plan.matvec(x), A @ x, rtol=1e-12, atol=1e-12 * np.abs(A @ x).max())
+    B = akfviz.generate("uniform", n=192, density=0.05, seed=1)
+    with pytest.raises(akfviz.InputError, match="not exact on every tile"):
+        akfviz.select(akfviz.analyze(B, tile=32), kernels=["NM2:4"], error_budget=0,
+                      granularity=granularity)
