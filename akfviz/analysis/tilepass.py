@@ -91,9 +91,19 @@ def _count_tiles(indptr, indices, data, n_rows, n_cols, T, sh, n_brows, n_bcols,
 # --------------------------------------------------------------------------- pass 2
 
 @njit_cached
+def _cells(cell, n, g):
+    """``cell[i] = (i·g) // n`` for ``i < n``: the coarse cell of a local row or column."""
+    for i in range(n):
+        cell[i] = (i * g) // n
+
+
+@njit_cached
 def _features_one(t, s, e, r, c, v, hh, ww, T, g, top_q, bpd, colcnt, diag, sq,
-                  iout, fout, sig, dbin, memo):
-    """Features of tile ``t`` (entries ``s:e``); same definitions as features.py."""
+                  iout, fout, sig, dbin, memo, rcell, ccell):
+    """Features of tile ``t`` (entries ``s:e``); same definitions as features.py.
+
+    ``rcell[r] = (r·g) // hh`` and ``ccell[c] = (c·g) // ww`` (coarse cell of a local row /
+    column, see :func:`_cells`): two table reads instead of two integer divisions per entry."""
     one = np.uint64(1)
     ug = np.uint64(g)
     k = e - s
@@ -116,7 +126,7 @@ def _features_one(t, s, e, r, c, v, hh, ww, T, g, top_q, bpd, colcnt, diag, sq,
         fout[t, 0] = dens
         fout[t, 1] = x
         fout[t, 2] = 1.0 if x > 0.0 else 0.0
-        sig[t] = one << (np.uint64((rr * g) // hh) * ug + np.uint64((cc * g) // ww))
+        sig[t] = one << (np.uint64(rcell[rr]) * ug + np.uint64(ccell[cc]))
     else:
         rows_ne = 0
         max_row = 0
@@ -135,50 +145,39 @@ def _features_one(t, s, e, r, c, v, hh, ww, T, g, top_q, bpd, colcnt, diag, sq,
         run4 = 0
         prev_g8 = -1
         run8 = 0
+        # branch-free: with a few entries per row, "new row?", "new column group?", "first
+        # entry of this column / diagonal?" are coin flips a branch predictor loses
         for p in range(s, e):
             rr = r[p]
             cc = c[p]
             x = v[p] * v[p]
             fro2 += x
-            if x > vmax2:
-                vmax2 = x
-            if rr != prev_r:
-                rows_ne += 1
-                prev_r = rr
-                run_r = 0
-                prev_g4 = -1
-                prev_g8 = -1
-            run_r += 1
-            if run_r > max_row:
-                max_row = run_r
+            vmax2 = max(vmax2, x)
+            nr = np.int64(rr != prev_r)
+            prev_r = rr
+            rows_ne += nr
+            run_r = run_r * (1 - nr) + 1
+            max_row = max(max_row, run_r)
             g4 = cc >> 2
-            if g4 != prev_g4:
-                prev_g4 = g4
-                run4 = 0
-            run4 += 1
-            if run4 > nm4:
-                nm4 = run4
+            n4 = nr | np.int64(g4 != prev_g4)  # a new row starts new groups too
+            prev_g4 = g4
+            run4 = run4 * (1 - n4) + 1
+            nm4 = max(nm4, run4)
             g8 = cc >> 3
-            if g8 != prev_g8:
-                prev_g8 = g8
-                run8 = 0
-            run8 += 1
-            if run8 > nm8:
-                nm8 = run8
+            n8 = nr | np.int64(g8 != prev_g8)
+            prev_g8 = g8
+            run8 = run8 * (1 - n8) + 1
+            nm8 = max(nm8, run8)
             cnt = colcnt[cc] + 1
             colcnt[cc] = cnt
-            if cnt == 1:
-                cols_ne += 1
-            if cnt > max_col:
-                max_col = cnt
+            cols_ne += np.int64(cnt == 1)
+            max_col = max(max_col, cnt)
             dd = cc - rr
-            if diag[dd + T] == 0:
-                ndiag += 1
-            diag[dd + T] += 1
-            ad = dd if dd >= 0 else -dd
-            if ad > band:
-                band = ad
-            bits |= one << (np.uint64((rr * g) // hh) * ug + np.uint64((cc * g) // ww))
+            d0 = diag[dd + T]
+            ndiag += np.int64(d0 == 0)
+            diag[dd + T] = d0 + 1
+            band = max(band, abs(dd))
+            bits |= one << (np.uint64(rcell[rr]) * ug + np.uint64(ccell[cc]))
         for p in range(s, e):
             colcnt[c[p]] = 0
             diag[c[p] - r[p] + T] = 0
@@ -230,10 +229,17 @@ def _fill_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q,
     diag = np.zeros(2 * T, dtype=np.int64)
     sq = np.empty(T * T, dtype=np.float64)
     memo = np.array([-1, -1, 0], dtype=np.int64)
+    rcell = np.empty(T, dtype=np.int64)
+    ccell = np.empty(T, dtype=np.int64)
+    rc_for = -1  # the tile height rcell is built for
+    cc_for = -1  # the tile width ccell is built for
     for b in range(b0, b1):
         r0 = b * T
         r1 = min(r0 + T, n_rows)
         hh = r1 - r0
+        if hh != rc_for:
+            _cells(rcell, hh, g)
+            rc_for = hh
         s = indptr[r0]
         e = indptr[r1]
         d = rb_ptr[b + 1] - rb_ptr[b]
@@ -297,9 +303,12 @@ def _fill_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q,
             ts = ptr[t]
             te = ptr[t + 1] if q + 1 < d else e
             ww = w[t]
+            if ww != cc_for:
+                _cells(ccell, ww, g)
+                cc_for = ww
             if te - ts > 1:
                 _features_one(t, ts, te, r_out, c_out, v_out, hh, ww, T, g, top_q, bpd,
-                              colcnt, diag, sq, iout, fout, sig, dbin, memo)
+                              colcnt, diag, sq, iout, fout, sig, dbin, memo, rcell, ccell)
                 continue
             # one nonzero (inlined: a call per tile would cost more than the tile)
             rr = r_out[ts]
@@ -319,7 +328,7 @@ def _fill_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q,
             fout[t, 0] = 1 / area
             fout[t, 1] = x
             fout[t, 2] = 1.0 if x > 0.0 else 0.0
-            sig[t] = one << (np.uint64((rr * g) // hh) * ug + np.uint64((cc * g) // ww))
+            sig[t] = one << (np.uint64(rcell[rr]) * ug + np.uint64(ccell[cc]))
             if memo[0] != 1 or area != memo[1]:
                 memo[0] = 1
                 memo[1] = area
