@@ -95,10 +95,11 @@ with tab_up:
                           key="matrix_upload")
     if up is not None:
         data = up.getvalue()
+        digest = S.bytes_digest(data)  # once per run, for the three cached readers below
         ok = True
         if up.name.lower().endswith(".safetensors"):
             try:
-                tensors = S.list_tensors_cached(S.bytes_digest(data), data)
+                tensors = S.list_tensors_cached(digest, data)
             except (InputError, ValueError) as exc:
                 st.error(str(exc))
                 ok = False
@@ -112,7 +113,7 @@ with tab_up:
                              format_func=lambda n: f"{n} {tuple(tensors.set_index('name').loc[n, 'shape'])}")
         elif up.name.lower().endswith(ARCHIVE_SUFFIXES):
             try:
-                members = S.archive_members_cached(S.bytes_digest(data), data, up.name)
+                members = S.archive_members_cached(digest, data, up.name)
             except (InputError, ValueError) as exc:
                 st.error(str(exc))
                 ok = False
@@ -131,7 +132,7 @@ with tab_up:
                 S.widget(st.selectbox, "N:M pattern", "up_pattern", options=["2:4", "1:4", "4:8", "2:8"])
             try:
                 prune = (S.get("up_prune"), S.get("up_sparsity"), S.get("up_pattern"))
-                A_up = S.load_cached(S.bytes_digest(data), data, S._fmt_of(up.name), S.get("up_tensor") or None, prune,
+                A_up = S.load_cached(digest, data, S._fmt_of(up.name), S.get("up_tensor") or None, prune,
                                      up.name)
             except (InputError, ValueError) as exc:
                 st.error(str(exc))

@@ -26,6 +26,7 @@ import io
 import json
 import math
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -334,8 +335,27 @@ def stage(module: str, attr: str | None = None):
 # --------------------------------------------------------------------------- content hashing
 
 
+#: id(matrix) -> (weak reference, digest): the cached matrices are the same objects from one
+#: rerun to the next (``st.cache_resource``), so their content is hashed once, not per rerun.
+_DIGESTS: dict = {}
+
+
 def matrix_digest(A) -> str:
-    """sha256 of the matrix content (shape, indptr, indices, data), hex."""
+    """sha256 of the matrix content (shape, indptr, indices, data), hex (memoised per object:
+    the matrices handed to pages come from ``st.cache_resource`` and are never modified)."""
+    hit = _DIGESTS.get(id(A))
+    if hit is not None and hit[0]() is A:
+        return hit[1]
+    digest = _matrix_digest(A)
+    key = id(A)
+    try:
+        _DIGESTS[key] = (weakref.ref(A, lambda _ref, k=key: _DIGESTS.pop(k, None)), digest)
+    except TypeError:  # an object without weak references: not memoised
+        pass
+    return digest
+
+
+def _matrix_digest(A) -> str:
     h = hashlib.sha256()
     h.update(np.asarray(A.shape, np.int64).tobytes())
     for arr, dt in ((A.indptr, np.int64), (A.indices, np.int64), (A.data, np.float64)):
