@@ -32,9 +32,16 @@ def available_memory() -> int | None:
         return None
 
 
+#: Below this many bytes nothing is checked (no read of ``/proc/meminfo``): small work lists,
+#: such as the calibration tiles' hundreds of calls, cannot exhaust memory.
+CHECK_FROM_BYTES = 64 * 2**20
+
+
 def check_memory(need: int, what: str, hint: str) -> None:
     """Raise :class:`ResourceLimitError` before allocating ``need`` bytes when that is more than
     :data:`MEMORY_SHARE` of :func:`available_memory` (the app would otherwise be killed)."""
+    if need < CHECK_FROM_BYTES:
+        return
     avail = available_memory()
     if avail is not None and need > MEMORY_SHARE * avail:
         raise ResourceLimitError(

@@ -248,16 +248,29 @@ def test_analysis_and_relative_errors_do_not_depend_on_the_scale(scale):
 
 
 def test_analysis_that_would_exhaust_memory_is_refused_before_allocating(monkeypatch):
-    from akfviz import memory as arena
+    from akfviz import memory
 
     A = sp.random_array((2000, 2000), density=0.001, format="csr", rng=np.random.default_rng(0))
     pa = akfviz.analyze(A, tile=8)  # fits
     need = 8 * (19 * pa.n_tiles + 3 * A.nnz) + 32 * pa.n_tiles
-    monkeypatch.setattr(arena, "available_memory", lambda: int(need / arena.MEMORY_SHARE) - 1)
+    monkeypatch.setattr(memory, "CHECK_FROM_BYTES", 0)  # a small case stands in for a huge one
+    monkeypatch.setattr(memory, "available_memory", lambda: int(need / memory.MEMORY_SHARE) - 1)
     with pytest.raises(akfviz.errors.ResourceLimitError, match="larger tile side"):
         akfviz.analyze(A, tile=8)
-    monkeypatch.setattr(arena, "available_memory", lambda: None)  # unknown: not checked
+    monkeypatch.setattr(memory, "available_memory", lambda: None)  # unknown: not checked
     assert akfviz.analyze(A, tile=8).n_tiles == pa.n_tiles
+
+
+def test_small_requests_do_not_read_the_available_memory(monkeypatch):
+    from akfviz import memory
+
+    def fail():
+        raise AssertionError("available_memory read for a small request")
+
+    monkeypatch.setattr(memory, "available_memory", fail)
+    memory.check_memory(memory.CHECK_FROM_BYTES - 1, "x", "y")
+    with pytest.raises(AssertionError):
+        memory.check_memory(memory.CHECK_FROM_BYTES, "x", "y")
 
 
 def test_available_memory_is_a_positive_byte_count():
