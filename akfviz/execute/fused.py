@@ -1185,20 +1185,22 @@ def to_residual(fmt, kept, h, w):
 
 #: Rule codes of :func:`_route_tiles` (one per executor format, see :func:`to_residual`).
 RULE_NEVER, RULE_ALWAYS, RULE_HYPER, RULE_BITMAP, RULE_DIA = 0, 1, 2, 3, 4
-_FORMAT_RULES = {"csc": RULE_ALWAYS, "csc_i8": RULE_ALWAYS, "bitmap": RULE_BITMAP, "dia": RULE_DIA}
+#: Formats with their own rule. ``dense`` (exact DENSE tiles, whose entries are the tile's own)
+#: goes to the residual when hyper-sparse, like the entry formats: an all-DENSE plan of a
+#: hyper-sparse matrix would otherwise pack a mostly-zero h×w block per tile (951k one-entry
+#: tiles at T = 32: 7.8 GB).
+_FORMAT_RULES = {"csc": RULE_ALWAYS, "csc_i8": RULE_ALWAYS, "bitmap": RULE_BITMAP, "dia": RULE_DIA,
+                 "dense": RULE_HYPER}
 
 
 def residual_rule(kernel) -> int:
-    """Rule code of a kernel's tiles: formats that are not sets of entries never go to the
-    residual; entry formats follow :func:`to_residual`. Exact DENSE tiles are their own
-    entries too: a hyper-sparse one (fewer entries than columns) runs from the residual
-    instead of a mostly-zero ``h×w`` block (all-DENSE plans of a hyper-sparse matrix would
-    otherwise pack gigabytes of zeros: 951k one-entry tiles at T = 32 are 7.8 GB)."""
-    if kernel.exec_format == "dense" and kernel.lossless:
-        return RULE_HYPER
-    if not kernel.entry_format:
-        return RULE_NEVER
-    return _FORMAT_RULES.get(kernel.exec_format, RULE_HYPER)
+    """Rule code of a kernel's tiles: a format with its own rule in :data:`_FORMAT_RULES`;
+    other formats that are sets of entries follow :func:`to_residual` (hyper-sparse tiles);
+    the rest never go to the residual."""
+    rule = _FORMAT_RULES.get(kernel.exec_format)
+    if rule is not None:
+        return rule
+    return RULE_HYPER if kernel.entry_format else RULE_NEVER
 
 
 @njit_cached
