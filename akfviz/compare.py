@@ -63,8 +63,7 @@ def _kernel_mix_of(tile_kernels) -> str:
     if codes.size == 0:
         return "(no tiles)"
     counts = np.bincount(codes, minlength=len(names))
-    order = sorted(j for j in range(len(names)) if counts[j])
-    order.sort(key=lambda j: names[j])  # by name, as np.unique gave them
+    order = sorted((j for j in range(len(names)) if counts[j]), key=lambda j: names[j])
     return kernel_mix([names[j] for j in order], counts[order])
 
 

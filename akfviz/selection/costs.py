@@ -161,12 +161,11 @@ class SelectionProblem:
         if idx.size == 0:
             return E
         # the LOWRANK ranks share one pass of singular values
-        lr = [j for j, k in enumerate(self.kernels)
-              if isinstance(k, LowRankKernel) and not self.lossless[j]]
-        if len(lr) > 1:
+        lr = [j for j, k in enumerate(self.kernels) if isinstance(k, LowRankKernel)]
+        if lr:
             E[:, lr] = lowrank_errors(self.ts, idx, [self.kernels[j].r for j in lr])
         for j, k in enumerate(self.kernels):
-            if not self.lossless[j] and not (len(lr) > 1 and j in lr):
+            if not self.lossless[j] and j not in lr:
                 E[:, j] = np.maximum(np.asarray(k.batch_error(self.ts, idx), dtype=np.float64), 0.0)
         return E
 
