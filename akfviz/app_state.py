@@ -461,6 +461,19 @@ def compare_cached(key: str, _A, hw_key: str, _hw, alpha: float, beta: float, ti
     return compare(_A, hw=_hw, alpha=alpha, beta=beta, tile=tile, analysis=_pa, **dict(extra))
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def cpu_check_cached(key: str, _plan, _A) -> dict:
+    """The plan's fused ``matvec`` against scipy on a seeded standard-normal ``x`` (seed 0):
+    ``‖y − Â x‖/‖Â x‖``, ``‖y − A x‖/‖A x‖`` and ``max |y − A x|``, once per plan (``key``)."""
+    x = np.random.default_rng(0).standard_normal(_A.shape[1])
+    y = _plan.matvec(x)
+    y_exact = _A @ x
+    y_hat = _plan.approx_matrix() @ x
+    return {"vs_approx": float(np.linalg.norm(y - y_hat) / max(np.linalg.norm(y_hat), 1e-300)),
+            "output_error": float(np.linalg.norm(y - y_exact) / max(np.linalg.norm(y_exact), 1e-300)),
+            "max_abs": float(np.max(np.abs(y - y_exact))) if y.size else 0.0}
+
+
 @st.cache_data(max_entries=4, show_spinner="Placing tiles on the PE grid (annealing)…")
 def mapping_cached(key: str, _plan, hw_key: str, _hw, rho_x: float):
     from .npu.mapping import map_tiles
