@@ -95,7 +95,7 @@ m[3].metric("MACs", f"{res.macs:,}")
 m[4].metric(f"PEs busy (of {hw.n_pes:,})", f"{summary['pes_busy']:,}")
 m[5].metric("mean utilisation", f"{summary['utilization_mean']:.4f}")
 
-sim_key = f"{wl.digest}|{S.get('tile')}|{S.lsh_tuple()}|{sorted(S.selection_args().items())}|{hwk}|{S.get('xdens')}"
+sim_key = f"{S.plan_key(wl, pa, hwk)}|{S.get('xdens')}"  # what the simulation depends on
 S.chart(S.figure_cached(f"util|{sim_key}", lambda: vn.utilization_heatmap(res.utilization, height=560)),
         key="util_heatmap")
 st.caption("How to read this: one cell per PE of the whole grid (not downsampled); colour = busy cycles / makespan, "
