@@ -59,7 +59,7 @@ def cpu_bytes(name, ts):
     Residual (compressed rows: float64 value + uint16 column, uint32 beyond 65 536 columns):
     hyper-sparse tiles (``nnz < w``, DENSE ones too; DIA: ``2·nnz < min(h, w)``), every CSC tile, BITMAP tiles below 75 % density.
     Otherwise, plus a 56-byte tile record: DENSE ``8·h·w``; BITMAP ``8·h·ceil(w/64) +
-    8·nnz``; DIA ``8·(run slots) + 32·d``; BLOCK ``nb·(128 + 16)``; NM ``9·h·ceil(w/M)·N``.
+    8·nnz``; DIA ``8·(run slots) + 4·d`` (a uint32 word per diagonal run); BLOCK ``nb·(128 + 16)``; NM ``9·h·ceil(w/M)·N``.
     """
     k = get_kernel(name)
     h, w = ts.h, ts.w
@@ -73,7 +73,7 @@ def cpu_bytes(name, ts):
         b = np.where(nnz < 0.75 * h * w, res, 8 * h * (-(-w // 64)) + 8 * nnz + 56)
     elif name == "DIA":
         ndiag, slots = dia_run_slots(ts)
-        b = 8 * slots + 32 * ndiag + 56
+        b = 8 * slots + 4 * ndiag + 56
     elif name == "BLOCK":
         b = np.diff(tile_blocks(ts, k.approx(ts))[0]) * (128 + 16) + 56
     else:  # N:M

@@ -17,7 +17,8 @@ dense_i8   ``h·w`` int8 codes (column-major) + per-tile scale     (QUANT8D)
 csc        ``w+1`` absolute column pointers, uint8 rows, float64  (CSC, PRUNE)
 csc_i8     as csc with int8 codes + per-tile scale                (QUANT8)
 bitmap     ``h·ceil(w/64)`` uint64 words (row-major), values in row order  (BITMAP)
-dia        per diagonal run: (first row, first column, first slot, length), float64 slots  (DIA)
+dia        one uint32 per diagonal run (first local row, offset, length; see
+           :func:`pack_dia`), float64 slots, the tile's first slot in ``meta``  (DIA)
 block      per 4×4 block: block row/col and 16 float64 values     (BLOCK)
 nm         ``h·ceil(w/M)·N`` slots of (uint8 in-group index, float64 value)  (NM)
 lowrank    ``U·diag s`` (h×k) and ``V`` (w×k) float64             (LOWRANK)
@@ -191,9 +192,22 @@ def _dia_count_range(ptr, r, c, T, u0, u1, nd, slots):
         slots[u] = sl
 
 
+#: Bit layout of a DIA run word (uint32): first local row in bits 0–7, offset ``o + 256``
+#: (``o = c − r``, −255…255) in bits 8–16, run length − 1 in bits 17–24 — so tiles up to
+#: 256 × 256 fit, and a run costs 4 bytes instead of four int64 (1 MB less to stream on a
+#: banded 1M-nonzero matrix, ≈ 10 % of its bytes).
+DIA_OFFSET_BIAS = 256
+
+
 @njit_cached
-def _dia_fill_range(ptr, r, c, v, c0, T, u0, u1, dptr, sptr, run, val):
-    """Runs (ascending offset) and values of tiles ``u0:u1`` at ``dptr[u]`` / ``sptr[u]``."""
+def _dia_word(lo, o, n):
+    """Run word of a run starting at local row ``lo`` on diagonal ``o``, ``n`` long."""
+    return np.uint32(lo | ((o + DIA_OFFSET_BIAS) << 8) | ((n - 1) << 17))
+
+
+@njit_cached
+def _dia_fill_range(ptr, r, c, v, T, u0, u1, dptr, sptr, run, val):
+    """Run words (ascending offset) and values of tiles ``u0:u1`` at ``dptr[u]`` / ``sptr[u]``."""
     lo = np.full(2 * T, -1, dtype=np.int64)
     hi = np.zeros(2 * T, dtype=np.int64)
     where = np.empty(2 * T, dtype=np.int64)
@@ -207,10 +221,7 @@ def _dia_fill_range(ptr, r, c, v, c0, T, u0, u1, dptr, sptr, run, val):
         vs = sptr[u]
         for o in range(2 * T):
             if lo[o] >= 0:
-                run[q, 0] = lo[o]
-                run[q, 1] = c0[u] + lo[o] + o - T
-                run[q, 2] = vs
-                run[q, 3] = hi[o] - lo[o]
+                run[q] = _dia_word(lo[o], o - T, hi[o] - lo[o])
                 where[o] = vs - lo[o]
                 vs += hi[o] - lo[o]
                 lo[o] = -1
@@ -227,14 +238,14 @@ def _dia_count(ptr, r, c, T, n_chunks, nd, slots):
 
 
 @njit_parallel
-def _dia_fill(ptr, r, c, v, c0, T, n_chunks, dptr, sptr, run, val):
+def _dia_fill(ptr, r, c, v, T, n_chunks, dptr, sptr, run, val):
     n = ptr.shape[0] - 1
     for ch in numba.prange(n_chunks):
-        _dia_fill_range(ptr, r, c, v, c0, T, ch * n // n_chunks, (ch + 1) * n // n_chunks,
+        _dia_fill_range(ptr, r, c, v, T, ch * n // n_chunks, (ch + 1) * n // n_chunks,
                         dptr, sptr, run, val)
 
 
-def _pack_dia(ptr, r, c, v, c0, T):
+def _pack_dia(ptr, r, c, v, T):
     """DIA packing in two passes over the tiles (count, then fill at prefix-sum offsets),
     parallel over chunks of tiles for large inputs: O(nnz + n·T), the same arrays for any
     chunking."""
@@ -251,26 +262,28 @@ def _pack_dia(ptr, r, c, v, c0, T):
     np.cumsum(nd, out=dptr[1:])
     sptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(slots, out=sptr[1:])
-    run = np.empty((dptr[n], 4), dtype=np.int64)
+    run = np.empty(dptr[n], dtype=np.uint32)
     val = np.zeros(sptr[n], dtype=np.float64)
     if par:
-        _dia_fill(ptr, r, c, v, c0, T, chunks, dptr, sptr, run, val)
+        _dia_fill(ptr, r, c, v, T, chunks, dptr, sptr, run, val)
     elif n:
-        _dia_fill_range(ptr, r, c, v, c0, T, 0, n, dptr, sptr, run, val)
-    return dptr, run, val
+        _dia_fill_range(ptr, r, c, v, T, 0, n, dptr, sptr, run, val)
+    return dptr, sptr, run, val
 
 
 def pack_dia(ts, e: Entries):
     """Per occupied diagonal ``o = c − r`` of a tile (ascending ``o``): the run of rows
-    ``i = lo … lo+n−1`` from its first to its last stored entry, stored as (first local row
-    ``lo``, first global column ``c0 + lo + o``, first value slot, run length ``n``) and
-    ``n`` float64 slots — all non-negative, so the executor indexes with unsigned integers."""
+    ``i = lo … lo+n−1`` from its first to its last stored entry, as one uint32 word
+    (:func:`_dia_word`: ``lo``, ``o``, ``n``) and ``n`` float64 slots. A tile's runs are
+    ``run[meta[t, 4]:meta[t, 5]]``, its slots start at ``meta[t, 6]`` and follow one another;
+    run ``(lo, o)`` reads ``x`` from column ``c0 + lo + o`` on."""
     T = int(ts.tile)
-    c0 = ts.bj[e.tid] * T
+    if T > DIA_OFFSET_BIAS:
+        raise ValueError(f"DIA run words hold tiles up to {DIA_OFFSET_BIAS}, got T = {T}")
     i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731 (no copy when int64)
-    dptr, run, val = _pack_dia(i64(e.ptr), i64(e.r), i64(e.c),
-                               np.ascontiguousarray(e.v, dtype=np.float64), i64(c0), np.int64(T))
-    return dict(meta=_meta(ts, e.tid, dptr[:-1], dptr[1:]), run=run, val=val)
+    dptr, sptr, run, val = _pack_dia(i64(e.ptr), i64(e.r), i64(e.c),
+                                     np.ascontiguousarray(e.v, dtype=np.float64), np.int64(T))
+    return dict(meta=_meta(ts, e.tid, dptr[:-1], dptr[1:], sptr[:-1]), run=run, val=val)
 
 
 def pack_block(ts, e: Entries):
@@ -492,7 +505,7 @@ def empty_pack(fmt):
         "csc": dict(meta=m, colptr=z64, row=np.zeros(0, np.uint8), val=zf),
         "csc_i8": dict(meta=m, colptr=z64, row=np.zeros(0, np.uint8), val=np.zeros(0, np.int8), scale=zf),
         "bitmap": dict(meta=m, words=np.zeros(0, np.uint64), val=zf),
-        "dia": dict(meta=m, run=np.zeros((0, 4), np.int64), val=zf),
+        "dia": dict(meta=m, run=np.zeros(0, np.uint32), val=zf),
         "block": dict(meta=m, br=z64, bc=z64, val=zf),
         "nm": dict(meta=m, idx=np.zeros(0, np.uint8), val=zf),
         "lowrank": dict(meta=m, us=zf, v=zf),
@@ -521,6 +534,10 @@ _U13 = np.uint64(13)
 _U14 = np.uint64(14)
 _U15 = np.uint64(15)
 _U16 = np.uint64(16)
+_U17 = np.uint64(17)
+_U255 = np.uint64(255)
+_U511 = np.uint64(511)
+_UBIAS = np.uint64(DIA_OFFSET_BIAS)
 _UWORD = np.uint64(WORD)
 
 
@@ -613,11 +630,16 @@ def _mv_bitmap(meta, t, words, val, x, y):
 
 @njit_inline
 def _mv_dia(meta, t, run, val, x, y):
-    r0, d0, d1 = meta[t, 0], meta[t, 4], meta[t, 5]
+    r0, c0, d0, d1, vo = meta[t, 0], meta[t, 1], meta[t, 4], meta[t, 5], meta[t, 6]
     for d in range(d0, d1):
-        yo, xo, vo = r0 + run[d, 0], run[d, 1], run[d, 2]
-        for i in range(run[d, 3]):  # contiguous in y, x and the values: vectorises
+        wd = np.uint64(run[d])
+        lo = wd & _U255
+        yo = r0 + lo
+        xo = c0 + lo + ((wd >> _U8) & _U511) - _UBIAS
+        n = (wd >> _U17) + _U1
+        for i in range(n):  # contiguous in y, x and the values: vectorises
             y[yo + i] += val[vo + i] * x[xo + i]
+        vo += n
 
 
 @njit_inline
@@ -819,14 +841,19 @@ def _mm_bitmap(meta, t, words, val, X, Y):
 
 @njit_inline
 def _mm_dia(meta, t, run, val, X, Y):
-    r0, d0, d1 = meta[t, 0], meta[t, 4], meta[t, 5]
+    r0, c0, d0, d1, vo = meta[t, 0], meta[t, 1], meta[t, 4], meta[t, 5], meta[t, 6]
     kk = X.shape[1]
     for d in range(d0, d1):
-        ro, xo, vo = r0 + run[d, 0], run[d, 1], run[d, 2]
-        for i in range(run[d, 3]):
+        wd = np.int64(run[d])
+        lo = wd & 255
+        ro = r0 + lo
+        xo = c0 + lo + ((wd >> 8) & 511) - DIA_OFFSET_BIAS
+        n = (wd >> 17) + 1
+        for i in range(n):
             a = val[vo + i]
             for q in range(kk):
                 Y[ro + i, q] += a * X[xo + i, q]
+        vo += n
 
 
 @njit_inline
