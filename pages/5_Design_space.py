@@ -25,7 +25,11 @@ with st.expander("Sweepable parameters", expanded=False):
 spec = S.widget(st.text_input, "Sweep (name=v1,v2;name=…)", "sweep",
                 help="Every combination is one point; e.g. tile=16,32;beta=0.1,1,10;rows=64,256.")
 LIMIT = 60
+#: A grid this small on a matrix this small runs by itself when the page opens (about a second
+#: for the default grid on the default sample), so the first visit shows a real sweep.
+AUTO_POINTS, AUTO_NNZ = 12, 300_000
 grid = None
+points = []
 try:
     raw = S.parse_sweep_spec(spec)
     for k in raw:
@@ -51,8 +55,16 @@ store = st.session_state.setdefault("_akf_sweeps", {})
 key = f"{wl.digest}|{spec}|{hwk}|{S.get('tile')}|{S.get('alpha')}|{S.get('beta')}|{S.get('resource')}|{S.get('gran')}"
 c1, c2 = st.columns([1, 3])
 run = c1.button("Run sweep", type="primary", disabled=grid is None)
+tried = st.session_state.setdefault("_akf_sweeps_auto", set())
+auto = (not run and grid is not None and key not in store and key not in tried
+        and st.session_state.get("sweep_upload") is None
+        and 0 < len(points) <= AUTO_POINTS and wl.A.nnz <= AUTO_NNZ)
+if run:
+    tried.discard(key)
+if auto:
+    tried.add(key)  # once per setting: a failed automatic run is not retried on every rerun
 source = None
-if run and grid is not None:
+if (run or auto) and grid is not None:
     bar = st.progress(0.0, text="Starting the sweep…")
 
     def progress(done, total, point):
@@ -76,10 +88,13 @@ if upload is not None:
     except InputError as exc:
         st.error(str(exc))
 if df is None and key in store:
-    df, source = store[key], "run in this session"
+    df, source = store[key], ("run automatically: small grid, small matrix" if key in tried
+                              else "run in this session")
 if df is None:
+    big = (f" Grids over {AUTO_POINTS} points or matrices over {AUTO_NNZ:,} nonzeros wait for the button."
+           if grid is not None else "")
     st.info("Press **Run sweep** to compute the grid above (each point runs analyze → select → simulate), "
-            "or load a sweep file.")
+            "or load a sweep file." + big)
     st.stop()
 
 st.subheader(f"{len(df)} configurations ({source})")

@@ -229,6 +229,28 @@ def test_design_space_runs_a_sweep(app):
     assert any("2 configurations" in s.value for s in app.subheader)
 
 
+def test_design_space_runs_a_small_default_grid_on_opening(app):
+    # the default grid (6 points) on the default sample runs by itself: the first visit shows a sweep
+    app.run()
+    app.switch_page("pages/5_Design_space.py").run()
+    _ok(app)
+    assert len(charts(app)) >= 2
+    assert any("6 configurations (run automatically" in s.value for s in app.subheader)
+    # pressing the button afterwards reruns it and says so
+    next(b for b in app.button if b.label == "Run sweep").click().run()
+    _ok(app)
+    assert any("6 configurations (run in this session)" in s.value for s in app.subheader)
+
+
+def test_design_space_large_grid_waits_for_the_button(app):
+    app.query_params["sweep"] = "tile=8,16,32,64;beta=0.1,1,10,100"  # 16 points: over the automatic limit
+    app.run()
+    app.switch_page("pages/5_Design_space.py").run()
+    _ok(app)
+    assert not charts(app)
+    assert any("Press **Run sweep**" in i.value and "over 12 points" in i.value for i in app.info)
+
+
 def test_safetensors_upload_with_tensor_picker_and_pruning(app):
     import io
 
