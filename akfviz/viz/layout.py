@@ -100,7 +100,11 @@ def grid_axes(fig: go.Figure, n_rows: int, n_cols: int, ytitle: str, xtitle: str
 
 
 def log_ticks(lo: float, hi: float) -> list:
-    """log10 tick positions at 1-2-5 steps covering [lo, hi] (both log10 values)."""
+    """log10 tick positions at 1-2-5 steps covering [lo, hi] (both log10 values).
+
+    When fewer than two 1-2-5 steps fall inside (a narrow range, e.g. densities 0.06–0.15),
+    the ends ``lo`` and ``hi`` are added, so a colour bar always reads from one end to the other.
+    """
     out = []
     for k in range(int(np.floor(lo)) - 1, int(np.ceil(hi)) + 1):
         for m in (1, 2, 5):
@@ -109,4 +113,8 @@ def log_ticks(lo: float, hi: float) -> list:
                 out.append(float(t))
     if len(out) > 8:
         out = [t for t in out if abs(t - round(t)) < 1e-9] or out[::2]
+    if len(out) < 2 and hi - lo > 1e-3:
+        # ends not within 5 % of the range from a step already there
+        ends = [t for t in (lo, hi) if all(abs(t - u) > 0.05 * (hi - lo) for u in out)]
+        out = sorted(out + ends)
     return out or [lo]

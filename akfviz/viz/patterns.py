@@ -34,7 +34,7 @@ def tile_density_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 25
         z=z, x0=(sc - 1) / 2, dx=sc, y0=(sr - 1) / 2, dy=sr,
         colorscale="Viridis", zmin=lo, zmax=hi, xgap=1 if n_bcols <= 64 else 0, ygap=1 if n_brows <= 64 else 0,
         colorbar=dict(title=dict(text="density", side="right"), tickvals=ticks.tolist(),
-                      ticktext=[f"{10 ** t:g}" for t in ticks]),
+                      ticktext=[f"{10 ** t:.2g}" for t in ticks]),
         hoverinfo="skip",
     ))
     _click_layer(fig, idx, z, sr, sc)

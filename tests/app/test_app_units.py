@@ -285,3 +285,19 @@ def test_tile_density_map_click_layer_points_at_each_tile():
     np.testing.assert_array_equal(tiles["bi"].to_numpy()[t], np.asarray(pts.y, dtype=np.int64))
     np.testing.assert_allclose(np.asarray(pts.marker.color, dtype=float),
                                np.log10(tiles["density"].to_numpy()[t]), rtol=1e-6)
+
+
+def test_log_ticks_reach_both_ends_of_a_narrow_range():
+    # 1-2-5 steps when the range spans them; a narrow range (MiniLM tile densities 0.055–0.16 hold
+    # only the step 0.1) also gets its two ends, so the colour bar reads from end to end
+    wide = layout.log_ticks(-5.0, 0.0)
+    assert [round(10 ** t, 12) for t in wide] == [1e-05, 1e-04, 1e-03, 1e-02, 0.1, 1.0]
+    lo, hi = np.log10(0.055), np.log10(0.16)
+    narrow = layout.log_ticks(lo, hi)
+    assert narrow[0] == pytest.approx(lo) and narrow[-1] == pytest.approx(hi)
+    assert any(t == pytest.approx(-1.0) for t in narrow) and len(narrow) == 3
+    assert narrow == sorted(narrow)
+    # no step inside at all: the two ends
+    assert layout.log_ticks(np.log10(0.12), np.log10(0.18)) == pytest.approx([np.log10(0.12), np.log10(0.18)])
+    # a degenerate range keeps one tick
+    assert layout.log_ticks(-1.0, -1.0 + 1e-6) == pytest.approx([-1.0])
