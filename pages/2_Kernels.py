@@ -182,7 +182,7 @@ with kc2:
     fig = S.figure_cached(f"fits|{hwk}|{pa.tile}|{kname}|{meas}", build_fits)
     S.chart(fig, key="perftable")
     st.caption(f"How to read this: dots = {meas} of synthetic calibration tiles priced by the NPU cost model, "
-               "line = the fitted polynomial in density (evaluated by Horner's rule) per structure class.")
+               "line = the fitted polynomial in log10 density (evaluated by Horner's rule) per structure class.")
 if st.toggle("Check the table against exact pricing on this matrix", key="pt_check"):
     pe = S.prediction_error_cached(f"{wl.digest}|{pa.tile}|{S.lsh_tuple()}", pa, hwk, hw)
     st.dataframe(pe[pe["measure"] == meas], hide_index=True, width="stretch")

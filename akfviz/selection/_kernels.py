@@ -1,5 +1,7 @@
 """Numba kernels of the selection package, kept in one module so that numba's on-disk cache never
 mixes a kernel with a stale copy of a function it calls (structure classes, Horner evaluation)."""
+import math
+
 import numpy as np
 from .._jit import njit_cached
 
@@ -38,13 +40,14 @@ def _classify_kernel(h, w, nnz, n_diag, nm4, sig, grid, out):
 
 @njit_cached
 def _horner_matrix(coef, lo, hi, cls, x, scale, kids, out):
-    """out[i, j] = scale[i] · max(0, p_{kids[j], cls[i]}(clip(x[i], lo, hi))) by Horner's rule."""
+    """out[i, j] = scale[i] · max(0, p_{kids[j], cls[i]}(log10 clip(x[i], lo, hi))) by Horner's rule
+    (the polynomials are in log10 density, see :mod:`.perftable`)."""
     n = x.shape[0]
     nk = kids.shape[0]
     nd = coef.shape[2]
     for i in range(n):
         c = cls[i]
-        xi = min(max(x[i], lo[c]), hi[c])
+        xi = math.log10(min(max(x[i], lo[c]), hi[c]))
         for j in range(nk):
             k = kids[j]
             acc = coef[k, c, 0]
@@ -55,13 +58,13 @@ def _horner_matrix(coef, lo, hi, cls, x, scale, kids, out):
 
 @njit_cached
 def _horner_chosen(coef, lo, hi, cls, x, scale, kid, out):
-    """out[i] = scale[i] · max(0, p_{kid[i], cls[i]}(clip(x[i]))) — one kernel per tile."""
+    """out[i] = scale[i] · max(0, p_{kid[i], cls[i]}(log10 clip(x[i]))) — one kernel per tile."""
     n = x.shape[0]
     nd = coef.shape[2]
     for i in range(n):
         c = cls[i]
         k = kid[i]
-        xi = min(max(x[i], lo[c]), hi[c])
+        xi = math.log10(min(max(x[i], lo[c]), hi[c]))
         acc = coef[k, c, 0]
         for d in range(1, nd):
             acc = acc * xi + coef[k, c, d]
@@ -70,14 +73,14 @@ def _horner_chosen(coef, lo, hi, cls, x, scale, kid, out):
 
 @njit_cached
 def _horner_group_sums(coef, lo, hi, cls, x, scale, kids, group, out):
-    """out[group[i], j] += scale[i] · max(0, p_{kids[j], cls[i]}(clip(x[i]))) (per-cluster sums)."""
+    """out[group[i], j] += scale[i] · max(0, p_{kids[j], cls[i]}(log10 clip(x[i]))) (per-cluster sums)."""
     n = x.shape[0]
     nk = kids.shape[0]
     nd = coef.shape[2]
     for i in range(n):
         c = cls[i]
         g = group[i]
-        xi = min(max(x[i], lo[c]), hi[c])
+        xi = math.log10(min(max(x[i], lo[c]), hi[c]))
         for j in range(nk):
             k = kids[j]
             acc = coef[k, c, 0]
@@ -113,9 +116,10 @@ def _random_below(hi, wi, grid):
 
 @njit_cached
 def _chosen_value(coef, mweight, lo, hi, kid, c, k, area, T2):
-    """``Σ_m mweight[m] · max(0, p_{m, kid, c}(clip(k / area))) · area / T²`` (one tile's weighted resource)."""
+    """``Σ_m mweight[m] · max(0, p_{m, kid, c}(log10 clip(k / area))) · area / T²`` (one tile's weighted
+    resource)."""
     nd = coef.shape[3]
-    x = min(max(k / area, lo[c]), hi[c])
+    x = math.log10(min(max(k / area, lo[c]), hi[c]))
     val = 0.0
     for m in range(coef.shape[0]):
         acc = coef[m, kid, c, 0]
@@ -154,7 +158,7 @@ def _first_codes(unit_of_tile, kid_of_unit, n_used, code_of_kid):
 @njit_cached
 def _chosen_total(coef, mweight, lo, hi, h, w, nnz, n_diag, nm4, sig, grid, unit_of_tile, kid_of_unit,
                   T, lut, slot_of_kid, n_chunks, codes, code_of_kid):
-    """Σ_t Σ_m mweight[m] · (h_t w_t / T²) · max(0, p_{m, k(t), s(t)}(clip(d_t))) over all tiles, with the
+    """Σ_t Σ_m mweight[m] · (h_t w_t / T²) · max(0, p_{m, k(t), s(t)}(log10 clip(d_t))) over all tiles, with the
     class s(t) and density d_t computed on the fly and k(t) = kid_of_unit[unit_of_tile[t]].
 
     Full ``T×T`` tiles take their value from ``lut[slot_of_kid[k], s, nnz]`` (:func:`_full_tile_lut`) when

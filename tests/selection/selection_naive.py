@@ -6,11 +6,14 @@ from akfviz.selection.structure import classify_dense
 
 
 def naive_table_value(table, kernel, cls, density, scale, measure):
-    """np.polyval of the stored coefficients, density clipped to the class's domain, clamped at 0."""
+    """np.polyval of the stored coefficients at log10 of the density clipped to the class's domain,
+    clamped at 0."""
+    import math
+
     i = table.kernels.index(kernel)
     m = table.measures.index(measure)
     lo, hi = table.domain[cls]
-    x = min(max(density, lo), hi)
+    x = math.log10(min(max(density, lo), hi))
     return scale * max(0.0, float(np.polyval(table.coef[i, cls, m], x)))
 
 

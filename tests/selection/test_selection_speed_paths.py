@@ -47,7 +47,7 @@ def pa(request):
 
 
 def _ref_total(prob, choice):
-    """Σ_t Σ_m w_m · (h w / T²) · max(0, polyval(p_{m,k,s}, clip(d))) tile by tile in plain Python, with the
+    """Σ_t Σ_m w_m · (h w / T²) · max(0, polyval(p_{m,k,s}, log10 clip(d))) tile by tile in plain Python, with the
     class from the dense tile and the same 64 chunks as the fast pass."""
     ts, tab = prob.ts, prob.table
     kid = tab.kernel_ids(prob.names)[np.asarray(choice)]
@@ -61,7 +61,7 @@ def _ref_total(prob, choice):
         h, w = int(ts.h[t]), int(ts.w[t])
         nnz = int(ts.ptr[t + 1] - ts.ptr[t])
         c = classify_dense(ts.dense(t), grid=prob.grid)
-        x = min(max(nnz / (h * w), tab.domain[c, 0]), tab.domain[c, 1])
+        x = np.log10(min(max(nnz / (h * w), tab.domain[c, 0]), tab.domain[c, 1]))
         k = kid[prob.unit_of_tile[t]]
         val = 0.0
         for m, wt in wts.items():
