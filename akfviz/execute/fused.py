@@ -773,28 +773,36 @@ def _tiles_matvec(x, y, chunks, T, n_rows,
     ``prange`` over chunks of consecutive row blocks (balanced by work); row block ``b``
     owns rows ``b·T … b·T+h−1`` — no two chunks write the same row, and the arithmetic of a
     row does not depend on the chunking (deterministic for any thread count). Index arrays
-    are unsigned (see above)."""
+    are unsigned (see above).
+
+    Within a chunk the loops go format by format over all its tiles (tiles of one format are
+    stored in row-block order, so a chunk's are ``rbp[b0] … rbp[b1]``). Every row still gets
+    its contributions in the same order (the formats in this order, then tile order), so the
+    result is the same, bit for bit, as a loop over row blocks with the formats inside — and
+    4–18 % faster on one thread (paired runs, banded DIA plans): one short loop nest per
+    format compiles tighter than nine interleaved ones."""
     for ch in numba.prange(chunks.shape[0] - 1):
         acc = np.empty(T, dtype=np.float64)  # per-thread row accumulator of a dense tile
-        for b in range(chunks[ch], chunks[ch + 1]):
-            for t in range(dn_rbp[b], dn_rbp[b + _U1]):
-                _mv_dense(dn_meta, t, dn_val, 1.0, x, y, acc)
-            for t in range(d8_rbp[b], d8_rbp[b + _U1]):
-                _mv_dense(d8_meta, t, d8_val, d8_scale[t], x, y, acc)
-            for t in range(cs_rbp[b], cs_rbp[b + _U1]):
-                _mv_csc(cs_meta, t, cs_colptr, cs_row, cs_val, 1.0, x, y)
-            for t in range(c8_rbp[b], c8_rbp[b + _U1]):
-                _mv_csc(c8_meta, t, c8_colptr, c8_row, c8_val, c8_scale[t], x, y)
-            for t in range(bm_rbp[b], bm_rbp[b + _U1]):
-                _mv_bitmap(bm_meta, t, bm_words, bm_val, x, y)
-            for t in range(dg_rbp[b], dg_rbp[b + _U1]):
-                _mv_dia(dg_meta, t, dg_run, dg_val, x, y)
-            for t in range(bk_rbp[b], bk_rbp[b + _U1]):
-                _mv_block(bk_meta, t, bk_br, bk_bc, bk_val, x, y)
-            for t in range(nm_rbp[b], nm_rbp[b + _U1]):
-                _mv_nm(nm_meta, t, nm_idx, nm_val, x, y)
-            for t in range(lr_rbp[b], lr_rbp[b + _U1]):
-                _mv_lowrank(lr_meta, t, lr_us, lr_v, x, y)
+        b0 = chunks[ch]
+        b1 = chunks[ch + 1]
+        for t in range(dn_rbp[b0], dn_rbp[b1]):
+            _mv_dense(dn_meta, t, dn_val, 1.0, x, y, acc)
+        for t in range(d8_rbp[b0], d8_rbp[b1]):
+            _mv_dense(d8_meta, t, d8_val, d8_scale[t], x, y, acc)
+        for t in range(cs_rbp[b0], cs_rbp[b1]):
+            _mv_csc(cs_meta, t, cs_colptr, cs_row, cs_val, 1.0, x, y)
+        for t in range(c8_rbp[b0], c8_rbp[b1]):
+            _mv_csc(c8_meta, t, c8_colptr, c8_row, c8_val, c8_scale[t], x, y)
+        for t in range(bm_rbp[b0], bm_rbp[b1]):
+            _mv_bitmap(bm_meta, t, bm_words, bm_val, x, y)
+        for t in range(dg_rbp[b0], dg_rbp[b1]):
+            _mv_dia(dg_meta, t, dg_run, dg_val, x, y)
+        for t in range(bk_rbp[b0], bk_rbp[b1]):
+            _mv_block(bk_meta, t, bk_br, bk_bc, bk_val, x, y)
+        for t in range(nm_rbp[b0], nm_rbp[b1]):
+            _mv_nm(nm_meta, t, nm_idx, nm_val, x, y)
+        for t in range(lr_rbp[b0], lr_rbp[b1]):
+            _mv_lowrank(lr_meta, t, lr_us, lr_v, x, y)
 
 
 # =========================================================================== matmat
