@@ -339,3 +339,35 @@ def test_parallel_path_only_when_row_blocks_share_the_work():
     assert p_tall._splits_well(2) and p_tall._splits_well(4)
     x = rng.standard_normal(50000)  # either path gives the same result, bit for bit
     assert np.array_equal(p_wide.run_matvec(x, np.empty(40), 2, True), p_wide.run_matvec(x, np.empty(40), 1, False))
+
+
+@pytest.mark.parametrize("T", [4, 256])
+def test_dia_run_words_at_their_bit_limits(T):
+    # one T×T tile under DIA: a full main diagonal (run length T), the two corner entries
+    # (offsets ±(T−1)) and a run starting on the last row — the extremes of the 8 + 9 + 8-bit
+    # run word; matvec and matmat must match scipy and the decoded runs the entries
+    from akfviz.execute.fused import DIA_OFFSET_BIAS
+
+    rng = np.random.default_rng(T)
+    rows = list(range(T)) + [0, T - 1, T - 1]
+    cols = list(range(T)) + [T - 1, 0, T - 2]
+    A = sp.csr_array((rng.standard_normal(len(rows)), (rows, cols)), shape=(T, T))
+    pa = analyze(A, tile=T)
+    plan = FusionPlan(pa, ["DIA"] * pa.n_tiles)
+    dia = plan._packed.packs["dia"]
+    assert dia["meta"].shape[0] == 1
+    words = dia["run"].astype(np.int64)
+    lo, off, n = words & 255, ((words >> 8) & 511) - DIA_OFFSET_BIAS, (words >> 17) + 1
+    assert (off.min(), off.max()) == (-(T - 1), T - 1) and n.max() == T
+    # each run covers its diagonal's entries, and the slots hold the values in row order
+    Ad = A.toarray()
+    s = 0
+    for a, o, k in zip(lo, off, n):
+        idx = np.arange(a, a + k)
+        np.testing.assert_array_equal(dia["val"][s:s + k], Ad[idx, idx + o])
+        s += k
+    assert s == dia["val"].shape[0]
+    x = rng.standard_normal(T)
+    np.testing.assert_allclose(plan.matvec(x), A @ x, rtol=1e-12, atol=1e-12)
+    X = rng.standard_normal((T, 3))
+    np.testing.assert_allclose(plan.matmat(X), A @ X, rtol=1e-12, atol=1e-12)
