@@ -124,6 +124,12 @@ with d2:
     st.caption(f"{len(members)} member tiles (first 50 shown)")
     st.dataframe(tiles.iloc[np.asarray(members)[:50]][["bi", "bj", "nnz", "density"]], width="stretch", height=250)
 
+st.subheader("Export")
+S.export_buttons("Tiles", lambda: tiles, f"tiles-T{pa.tile}", "exp_tiles",
+                  "one row per nonempty tile: position, every feature, signature, cluster (as pa.tiles)")
+S.export_buttons("Clusters", lambda: clusters.reset_index(), f"clusters-T{pa.tile}", "exp_clusters",
+                  "one row per cluster: size, representative tile, density bin, mean density, Jaccard")
+
 if isinstance(timings, dict) and timings:
     with st.expander("Timing of the analysis stages"):
         st.dataframe(pd.DataFrame({"stage": list(timings), "ms": [1000 * float(v) for v in timings.values()]}),

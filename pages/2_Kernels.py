@@ -97,6 +97,9 @@ with right:
         kernels, pa.tiles["nnz"].to_numpy(), families=families, height=340)), key="kernel_mix")
     st.caption("How to read this: nonzeros of A handled by each kernel.")
 
+S.export_buttons("Plan", plan.tile_table, f"plan-T{pa.tile}", "exp_plan",
+                  "one row per tile: position, nnz, cluster, chosen kernel and its error E = ‖t − Â_t‖²_F")
+
 st.subheader("Why each cluster got its kernel")
 per_unit = rep.per_unit
 units_label = "cluster" if rep.granularity == "cluster" else "tile"

@@ -147,4 +147,13 @@ with st.expander("Per-iteration breakdown and per-PE counters"):
     pf = res.pe_frame()
     st.dataframe(pf[pf["busy"] > 0].sort_values("busy", ascending=False).head(200), hide_index=True, width="stretch")
 
+st.subheader("Export")
+e1, e2 = st.columns([2, 3], vertical_alignment="center")
+e2.caption("cycles, energy by component, totals, utilisation, mapping, per-iteration counters, hop histogram, hardware hash and settings")
+e1.download_button("Simulation (JSON)", data=lambda: S.json_download(res.to_dict()),
+                   file_name="akfviz-simulation.json", mime="application/json", on_click="ignore",
+                   key="exp_sim_json")
+S.export_buttons("PE counters", lambda: res.pe_frame(), "pe-counters", "exp_pes",
+                  "one row per PE of the grid: busy and idle cycles, events, MACs, decodes, SRAM / DRAM bytes, hops, utilisation")
+
 page_end()

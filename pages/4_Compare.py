@@ -52,6 +52,8 @@ st.caption("The paper's energy row (1.0 / 1.3 / 1.6 / 1.2 \"Watts\") contradicts
            "energy\" for AKF, energy_claimed_text); both are shown, neither is tuned to.")
 with st.expander("All measured columns"):
     st.dataframe(df, width="stretch")
+S.export_buttons("Comparison", lambda: df.reset_index(), "compare", "exp_compare",
+                  "one row per plan (Dense, BlockSparse, StaticSparse, AKF): every measured column")
 
 st.subheader("Real CPU time of one SpMV")
 plan = S.plan_for(wl, pa, hw, hwk)

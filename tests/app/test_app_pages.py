@@ -295,3 +295,18 @@ def test_empty_matrix_is_explained_not_crashing(app):
         app.switch_page(page).run()
         assert not app.exception, (page, [e.value for e in app.exception])
         assert any("no nonzeros" in i.value for i in app.info) or app.error, page
+
+
+@pytest.mark.parametrize("page,labels", [
+    ("pages/1_Patterns.py", ["Tiles (CSV)", "Tiles (Parquet)", "Clusters (CSV)", "Clusters (Parquet)"]),
+    ("pages/2_Kernels.py", ["Plan (CSV)", "Plan (Parquet)"]),
+    ("pages/3_NPU.py", ["Simulation (JSON)", "PE counters (CSV)", "PE counters (Parquet)"]),
+    ("pages/4_Compare.py", ["Comparison (CSV)", "Comparison (Parquet)"]),
+])
+def test_result_pages_offer_exports(app, page, labels):
+    app.run()
+    app.switch_page(page).run()
+    _ok(app)
+    offered = [b.proto.label for b in app.get("download_button")]
+    for label in labels:
+        assert label in offered, offered

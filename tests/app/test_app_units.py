@@ -301,3 +301,19 @@ def test_log_ticks_reach_both_ends_of_a_narrow_range():
     assert layout.log_ticks(np.log10(0.12), np.log10(0.18)) == pytest.approx([np.log10(0.12), np.log10(0.18)])
     # a degenerate range keeps one tick
     assert layout.log_ticks(-1.0, -1.0 + 1e-6) == pytest.approx([-1.0])
+
+
+def test_tiles_table_exports_round_trip_with_its_uint64_signatures():
+    import io
+
+    import akfviz
+
+    pa = akfviz.analyze(akfviz.generate("llm", n=256, seed=1), tile=32)
+    tiles = pa.tiles
+    pq = pd.read_parquet(io.BytesIO(S.frame_bytes(tiles, "parquet")))
+    pd.testing.assert_frame_equal(pq, tiles.reset_index(drop=True))
+    csv = pd.read_csv(io.BytesIO(S.frame_bytes(tiles, "csv")))
+    assert list(csv.columns) == list(tiles.columns)
+    np.testing.assert_array_equal(csv["signature"].astype(np.uint64).to_numpy(), tiles["signature"].to_numpy())
+    clusters = pd.read_csv(io.BytesIO(S.frame_bytes(pa.clusters.reset_index(), "csv")))
+    assert list(clusters["cluster"]) == list(range(pa.n_clusters))

@@ -371,3 +371,32 @@ def test_dia_run_words_at_their_bit_limits(T):
     np.testing.assert_allclose(plan.matvec(x), A @ x, rtol=1e-12, atol=1e-12)
     X = rng.standard_normal((T, 3))
     np.testing.assert_allclose(plan.matmat(X), A @ X, rtol=1e-12, atol=1e-12)
+
+
+def test_tile_table_is_the_plan_tile_by_tile_and_exports():
+    import io
+
+    import pandas as pd
+
+    from akfviz.app_state import frame_bytes
+
+    A = sp.random(300, 200, density=0.05, random_state=3, format="csr")
+    pa = analyze(A, tile=16)
+    names = np.array(["DENSE", "QUANT8", "PRUNE50", "SKIP"], dtype=object)[np.arange(pa.n_tiles) % 4]
+    plan = FusionPlan(pa, names)
+    tab = plan.tile_table()
+    assert list(tab.columns) == ["tile", "bi", "bj", "nnz", "density", "cluster", "kernel", "error"]
+    assert len(tab) == pa.n_tiles and list(tab["kernel"].astype(str)) == list(names)
+    np.testing.assert_array_equal(tab[["bi", "bj", "nnz", "cluster"]].to_numpy(),
+                                  pa.tiles[["bi", "bj", "nnz", "cluster"]].to_numpy())
+    # the errors sum to the plan's measured error; lossless tiles have none
+    assert np.sqrt(tab["error"].sum()) / pa.fro_norm == pytest.approx(plan.relative_error, rel=1e-12)
+    assert (tab.loc[tab["kernel"] == "DENSE", "error"] == 0).all()
+    assert (tab.loc[tab["kernel"] == "SKIP", "error"] > 0).all()
+    # both export formats read back to the same table
+    csv = pd.read_csv(io.BytesIO(frame_bytes(tab, "csv")))
+    np.testing.assert_array_equal(csv["kernel"].to_numpy(), tab["kernel"].astype(str).to_numpy())
+    np.testing.assert_allclose(csv["error"].to_numpy(), tab["error"].to_numpy(), rtol=1e-15)
+    pq = pd.read_parquet(io.BytesIO(frame_bytes(tab, "parquet")))
+    np.testing.assert_array_equal(pq["error"].to_numpy(), tab["error"].to_numpy())
+    assert list(pq["kernel"].astype(str)) == list(names)
