@@ -3,7 +3,9 @@
 Commands mirror the library: ``analyze``, ``select``, ``simulate``, ``compare``,
 ``calibrate``, ``sweep``, ``bench``. Every command takes a workload from ``--input FILE``,
 ``--sample NAME`` or ``--generate KIND`` (with ``--n``, ``--m``, ``--seed`` and repeated
-``--param key=value``), and prints JSON or a table; ``--out FILE`` writes it instead.
+``--param key=value``), and prints JSON or a table; ``--out FILE`` writes it instead: ``.json``
+for the full result, ``.csv`` / ``.parquet`` for a table (analyze: the tiles; select: the plan tile
+by tile; simulate: the per-PE counters; compare, calibrate, sweep: their tables).
 Rejected inputs print the :class:`~akfviz.errors.InputError` message and exit with status 2.
 """
 from __future__ import annotations
@@ -77,16 +79,29 @@ def _hw(args):
     return HardwareConfig()
 
 
-def _emit(obj, args):
+TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
+
+
+def _emit(obj, args, table=None, table_what: str = ""):
+    """Print ``obj`` (a DataFrame as text, anything else as JSON) or write it to ``--out``.
+
+    A JSON result asked for as ``.csv`` / ``.parquet`` writes ``table()`` instead (the command's
+    per-tile or per-PE table, ``table_what`` says which); without one, that is refused."""
     import pandas as pd
 
+    if args.out and args.out.lower().endswith(TABLE_SUFFIXES) and not isinstance(obj, pd.DataFrame):
+        if table is None:
+            raise InputError(f"This command's result is a JSON document, not a table: use --out with a "
+                             f".json file name instead of {Path(args.out).name!r}.")
+        obj = table()
+        print(f"wrote {table_what} ({len(obj):,} rows) to {args.out}", file=sys.stderr)
     if isinstance(obj, pd.DataFrame):
         if not args.out:
             with pd.option_context("display.width", 160, "display.max_columns", 30):
                 print(obj.to_string())
-        elif args.out.endswith(".csv"):
-            obj.to_csv(args.out)
-        elif args.out.endswith((".parquet", ".pq")):
+        elif args.out.lower().endswith(".csv"):
+            obj.to_csv(args.out, index=not isinstance(obj.index, pd.RangeIndex))
+        elif args.out.lower().endswith((".parquet", ".pq")):
             obj.to_parquet(args.out)
         else:
             Path(args.out).write_text(obj.to_json(orient="index", indent=2))
@@ -123,7 +138,7 @@ def cmd_analyze(args):
     A, src = _matrix(args)
     pa = analyze(A, tile=args.tile)
     out = {"source": src, "shape": list(A.shape), "nnz": int(A.nnz), **pa.summary()}
-    _emit(out, args)
+    _emit(out, args, table=lambda: pa.tiles, table_what="the tiles table (one row per nonempty tile)")
 
 
 def cmd_select(args):
@@ -133,7 +148,8 @@ def cmd_select(args):
     A, src = _matrix(args)
     pa = analyze(A, tile=args.tile)
     plan = select(pa, hw=_hw(args), **_selector_kwargs(args))
-    _emit({"source": src, **plan.to_dict()}, args)
+    _emit({"source": src, **plan.to_dict()}, args, table=plan.tile_table,
+          table_what="the plan (one row per tile: kernel and error)")
 
 
 def cmd_simulate(args):
@@ -146,7 +162,8 @@ def cmd_simulate(args):
     plan = select(analyze(A, tile=args.tile), hw=hw, **_selector_kwargs(args))
     res = simulate(plan, hw, iterations=args.iterations, persistent=not args.non_persistent,
                    fused=not args.unfused, rho_x=args.rho_x, seed=args.seed)
-    _emit({"source": src, "plan": plan.to_dict(), "simulation": res.to_dict()}, args)
+    _emit({"source": src, "plan": plan.to_dict(), "simulation": res.to_dict()}, args, table=res.pe_frame,
+          table_what="the per-PE counters (one row per PE)")
 
 
 def cmd_compare(args):
@@ -241,7 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="generator parameter, repeatable (e.g. --param density=0.01)")
         sp.add_argument("--seed", type=int, default=0, help="seed (default 0)")
         sp.add_argument("--tile", type=int, default=32, help="tile side T (default 32)")
-        sp.add_argument("--out", help="write the result to this file (.json, .csv or .parquet)")
+        sp.add_argument("--out", help="write the result to this file: .json (the full result), or .csv / "
+                                      ".parquet (a table: analyze → the tiles, select → the plan tile by "
+                                      "tile, simulate → the per-PE counters, compare → the comparison)")
         if selector:
             s = sp.add_argument_group("selector")
             s.add_argument("--alpha", type=float, default=1.0)

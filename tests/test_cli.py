@@ -103,3 +103,36 @@ def test_matrix_file_as_positional_argument(capsys, tmp_path):
     assert code == 2 and "once" in err
     code, _, err = run(capsys, "analyze", str(path), "--generate", "banded")
     assert code == 2 and "only one" in err
+
+
+@pytest.mark.parametrize("cmd,columns,rows", [
+    ("analyze", ["bi", "bj", "nnz", "density", "cluster"], "tiles"),
+    ("select", ["tile", "bi", "bj", "nnz", "density", "cluster", "kernel", "error"], "tiles"),
+    ("simulate", ["pe", "row", "col", "busy", "utilization"], "pes"),
+])
+def test_out_csv_and_parquet_write_the_commands_table(capsys, tmp_path, cmd, columns, rows):
+    # --out x.csv used to write the JSON text into a file named .csv; now each command writes its table
+    import numpy as np
+    import pandas as pd
+
+    import akfviz
+
+    pa = akfviz.analyze(akfviz.generate("banded", n=96), tile=16)
+    for suffix, reader in ((".csv", pd.read_csv), (".parquet", pd.read_parquet)):
+        path = tmp_path / f"{cmd}{suffix}"
+        code, _, err = run(capsys, cmd, *GEN, "--out", str(path))
+        assert code == 0, err
+        df = reader(path)
+        assert set(columns) <= set(df.columns)
+        assert len(df) == (pa.n_tiles if rows == "tiles" else akfviz.HardwareConfig().n_pes)
+        assert "wrote" in err and str(path) in err
+        if cmd != "simulate":
+            np.testing.assert_array_equal(df[["bi", "bj", "nnz"]].to_numpy(), pa.tiles[["bi", "bj", "nnz"]].to_numpy())
+
+
+def test_out_table_suffix_for_a_json_only_result_is_refused(capsys, tmp_path):
+    code, _, err = run(capsys, "bench", *GEN, "--repeats", "2", "--out", str(tmp_path / "b.csv"))
+    assert code == 2 and "not a table" in err and ".json" in err
+    assert not (tmp_path / "b.csv").exists()
+    code, _, err = run(capsys, "bench", *GEN, "--repeats", "2", "--out", str(tmp_path / "b.json"))
+    assert code == 0 and json.loads((tmp_path / "b.json").read_text())["repeats"] == 2
