@@ -54,17 +54,13 @@ def _check_x(x, n_cols, rho_x, seed):
     return arr
 
 
-def _kernel_mix_of(tile_kernels) -> str:
+def _kernel_mix_of(plan) -> str:
+    """The plan's kernel mix label from its per-kernel tile counts (names in alphabetical order,
+    so equal shares are listed alphabetically)."""
     from .selection.pareto import kernel_mix
 
-    from .viz.kernels import factorize_kernels
-
-    codes, names = factorize_kernels(tile_kernels)
-    if codes.size == 0:
-        return "(no tiles)"
-    counts = np.bincount(codes, minlength=len(names))
-    order = sorted((j for j in range(len(names)) if counts[j]), key=lambda j: names[j])
-    return kernel_mix([names[j] for j in order], counts[order])
+    counts = plan.kernel_counts.sort_index()
+    return kernel_mix(list(counts.index), counts.to_numpy())
 
 
 def _row(res, plan=None, payload=None, mix=""):
@@ -157,7 +153,7 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
         # record=False: only the counters are needed (no timeline), and the engine may use the
         # worker threads (same counters, bit for bit)
         res = simulate(plan, hw, x=xv, seed=seed, mapping=mapping, record=False)
-        rows[name] = _row(res, plan=plan, mix=_kernel_mix_of(plan.tile_kernels_categorical))
+        rows[name] = _row(res, plan=plan, mix=_kernel_mix_of(plan))
         rows[name]["output_error_pct"] = 100.0 * float(plan.output_error(xv)) if n else 0.0
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "plan"
