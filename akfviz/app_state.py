@@ -522,8 +522,7 @@ def simulation(wl: Workload, plan, hw, hwk: str, fused: bool = True, iterations:
     """Cached SimResult of the current plan on the current hardware (None with st.error)."""
     rho = float(get("xdens"))
     x = input_vector(wl.A.shape[1], rho)
-    args = selection_args()
-    key = f"{wl.digest}|{get('tile')}|{lsh_tuple()}|{sorted(args.items())}"
+    key = plan_key(wl, plan.pa, hwk)
     try:
         mp = mapping_cached(key, plan, hwk, hw, rho)
         return simulate_cached(key, plan, hwk, hw, f"{rho}|0", x, fused, iterations, persistent, mp)
@@ -791,6 +790,12 @@ def lsh_tuple() -> tuple:
     return (int(get("lsh_k")), int(get("lsh_b")), int(get("lsh_g")), int(get("lsh_seed")))
 
 
+def analysis_key(digest: str, tile: int) -> str:
+    """A string naming an analysis (matrix content, tile side, LSH settings): results and
+    figures computed from a ``PatternAnalysis`` are cached under it."""
+    return f"{digest}|{int(tile)}|{lsh_tuple()}"
+
+
 def analysis(wl: Workload):
     """Cached PatternAnalysis of the current workload and settings (None with st.error on bad input)."""
     try:
@@ -814,7 +819,7 @@ def plan_key(wl: Workload, pa, hwk: str) -> str:
     """A string naming the current plan (matrix, tiling, LSH, selector settings, hardware):
     figures drawn from the plan are cached under it (``figure_cached``)."""
     args = selection_args()
-    return (f"{wl.digest}|{pa.tile}|{lsh_tuple()}|{args['alpha']}|{args['beta']}|{args['budget']}|"
+    return (f"{analysis_key(wl.digest, pa.tile)}|{args['alpha']}|{args['beta']}|{args['budget']}|"
             f"{args['granularity']}|{args['extra']}|{hwk}")
 
 
@@ -822,7 +827,7 @@ def plan_for(wl: Workload, pa, hw, hwk: str):
     """Cached FusionPlan for the current selector settings (None with st.error on bad input)."""
     args = selection_args()
     try:
-        return select_cached(f"{wl.digest}|{pa.tile}|{lsh_tuple()}", pa, args["alpha"], args["beta"],
+        return select_cached(analysis_key(wl.digest, pa.tile), pa, args["alpha"], args["beta"],
                              args["budget"], args["granularity"], hwk, hw, args["extra"])
     except (InputError, ValueError) as exc:
         show_error(exc)

@@ -60,7 +60,7 @@ csel = min(int(csel), pa.n_clusters - 1)
 
 left, right = st.columns(2)
 with left:
-    akey = f"{wl.digest}|{pa.tile}|{S.lsh_tuple()}"  # the analysis these maps draw
+    akey = S.analysis_key(wl.digest, pa.tile)  # the analysis these maps draw
     ev = S.chart(S.figure_cached(f"tile_map|{akey}|{tsel}", lambda: vp.tile_density_map(
         tiles, ts.n_brows, ts.n_bcols, pa.tile, selected=tsel)),
         key="tile_map", on_select="rerun", selection_mode="points")

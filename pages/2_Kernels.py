@@ -143,7 +143,7 @@ with left:
         st.info("The fusion-weight descent runs in α/β mode only (budget modes pick by bisection).")
 with right:
     try:
-        pf = S.pareto_cached(f"{wl.digest}|{pa.tile}|{S.lsh_tuple()}", pa, hwk, hw, rep.measure, rep.granularity)
+        pf = S.pareto_cached(S.analysis_key(wl.digest, pa.tile), pa, hwk, hw, rep.measure, rep.granularity)
     except (ValueError,) as exc:
         S.show_error(exc)
     else:
@@ -187,7 +187,7 @@ with kc2:
     st.caption(f"How to read this: dots = {meas} of synthetic calibration tiles priced by the NPU cost model, "
                "line = the fitted polynomial in log10 density (evaluated by Horner's rule) per structure class.")
 if st.toggle("Check the table against exact pricing on this matrix", key="pt_check"):
-    pe = S.prediction_error_cached(f"{wl.digest}|{pa.tile}|{S.lsh_tuple()}", pa, hwk, hw)
+    pe = S.prediction_error_cached(S.analysis_key(wl.digest, pa.tile), pa, hwk, hw)
     st.dataframe(pe[pe["measure"] == meas], hide_index=True, width="stretch")
     st.caption("rel_rms / max_rel: relative error of the table per tile; total_rel: error of the sum "
                "(what the selector's totals see).")

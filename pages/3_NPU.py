@@ -128,8 +128,8 @@ with left:
     st.caption("How to read this: flits (events and partial sums) by Manhattan distance travelled; "
                "short hops = good locality of the placement.")
 with right:
-    mp = S.mapping_cached(f"{wl.digest}|{S.get('tile')}|{S.lsh_tuple()}|{sorted(S.selection_args().items())}",
-                          plan, hwk, hw, float(S.get("xdens")))
+    # the same entry S.simulation placed the plan with (same key)
+    mp = S.mapping_cached(S.plan_key(wl, pa, hwk), plan, hwk, hw, float(S.get("xdens")))
     S.chart(S.figure_cached(f"anneal|{sim_key}", lambda: vn.annealing_trajectory(
         np.arange(mp.trajectory.size), mp.trajectory, mp.greedy_objective)), key="anneal")
     st.caption(f"How to read this: the placement objective (makespan + γ·hops + δ·overflow, lower is better) "

@@ -46,7 +46,7 @@ digest = S.matrix_digest(A)
 tile = int(S.get("tile"))
 try:
     pa = S.analyze_cached(digest, A, tile, S.lsh_tuple())
-    key = f"{digest}|{tile}|{S.lsh_tuple()}"
+    key = S.analysis_key(digest, tile)
     plan = S.select_cached(key, pa, 1.0, 1.0, float(eps), S.get("gran"), hwk, hw, (("resource", S.get("resource")),))
     res = S.solver_cached(f"{key}|{eps}|{S.get('gran')}|{S.get('resource')}", plan, hwk, hw, method, int(iters))
 except (InputError, ValueError) as exc:
