@@ -1201,8 +1201,9 @@ def to_residual(fmt, kept, h, w):
     """Which tiles of executor format ``fmt`` go to the residual (bool per tile).
 
     Hyper-sparse tiles (``kept < w``: less than one entry per column) of every entry format
-    and of exact DENSE tiles, except DIA, whose tiles go there below ``min(h, w) / 2`` entries (a diagonal run of half
-    a tile side is worth its vectorised loop); every exact CSC-format tile; BITMAP tiles
+    and of exact DENSE tiles, except DIA, whose tiles go there below ``min(h, w) / 2`` entries
+    (a diagonal run of half a tile side is worth its vectorised loop); every exact CSC-format
+    tile; BITMAP tiles
     below ``BITMAP_MIN_DENSITY``. (Vectorised statement of the rule :func:`_route_tiles`
     applies during packing.)
     """

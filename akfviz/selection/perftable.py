@@ -14,7 +14,8 @@ three decades, and costs that saturate (DIA's occupied diagonals, BLOCK's occupi
 steeply below 10 % and stay flat above. A quartic in the density itself fits the 12 calibration
 points but swings between them — on 40 held-out densities it was off by up to 221 % (DIA, random
 tiles, energy: 32,000 pJ predicted at density 0.8 where the cost is 10,000); in log10 density the
-worst held-out error is 61 % and the mean worst error per fit 4 % instead of 10 % (docs/decisions.md). Measures: ``energy`` (pJ), ``cycles`` and ``bytes`` (payload bytes) — the columns
+worst held-out error is 61 % and the mean worst error per fit 4 % instead of 10 % (docs/decisions.md).
+Measures: ``energy`` (pJ), ``cycles`` and ``bytes`` (payload bytes) — the columns
 ``energy_pj``, ``cycles``, ``bytes`` of :func:`akfviz.npu.costmodel.unit_costs`.
 
 Calibration (hardware-driven, no user samples): for each class and a grid of 12 densities
@@ -253,8 +254,9 @@ class PerformanceTable:
         return self.evaluate([kernel], np.full(d.size, class_id(cls)), d, measure=measure)[:, 0]
 
     def fits_frame(self) -> pd.DataFrame:
-        """One row per fit: ``kernel, class, measure, c4 … c0`` (coefficient of (log10 density)**p, highest first),
-        the class's calibrated density range ``d_min, d_max``, and ``degree, n_points, rel_rms, max_rel``."""
+        """One row per fit: ``kernel, class, measure, c4 … c0`` (coefficient of (log10 density)**p,
+        highest first), the class's calibrated density range ``d_min, d_max``, and ``degree,
+        n_points, rel_rms, max_rel``."""
         rows = []
         for i, k in enumerate(self.kernels):
             for j, c in enumerate(self.classes):

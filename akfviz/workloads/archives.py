@@ -314,6 +314,6 @@ def unwrap(data: bytes, filename: str | None, tensor, max_bytes: int, label: str
     return data, name, tensor, label
 
 
-__all__ = ["ARCHIVE_SUFFIXES", "COMPRESSED_SUFFIXES", "CODECS", "Codec", "GZIP_MAGIC", "MATRIX_SUFFIXES", "codec_of", "gunzip",
-           "is_compressed", "is_gzip", "is_tar", "matrix_members", "strip_suffix", "untar",
-           "unwrap"]
+__all__ = ["ARCHIVE_SUFFIXES", "COMPRESSED_SUFFIXES", "CODECS", "Codec", "GZIP_MAGIC",
+           "MATRIX_SUFFIXES", "codec_of", "gunzip", "is_compressed", "is_gzip", "is_tar",
+           "matrix_members", "strip_suffix", "untar", "unwrap"]
