@@ -111,10 +111,7 @@ S.chart(vd.parallel_coordinates(df, swept + ["cycles", "energy_pj", "error_pct",
                 key="dse_parcoords")
 st.caption("How to read this: each line is one configuration crossing every axis; drag on an axis to filter.")
 st.dataframe(df, hide_index=True, width="stretch")
-d1, d2, _ = st.columns([1, 1, 4])
-d1.download_button("Export CSV", data=lambda: S.frame_bytes(df, "csv"), file_name="akfviz-sweep.csv",
-                   mime="text/csv", on_click="ignore")
-d2.download_button("Export Parquet", data=lambda: S.frame_bytes(df, "parquet"), file_name="akfviz-sweep.parquet",
-                   mime="application/octet-stream", on_click="ignore")
+S.export_buttons("Sweep", lambda: df, "sweep", "exp_sweep",
+                  "one row per configuration: the swept parameters and every measured column")
 
 page_end()

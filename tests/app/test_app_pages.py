@@ -302,6 +302,7 @@ def test_empty_matrix_is_explained_not_crashing(app):
     ("pages/2_Kernels.py", ["Plan (CSV)", "Plan (Parquet)"]),
     ("pages/3_NPU.py", ["Simulation (JSON)", "PE counters (CSV)", "PE counters (Parquet)"]),
     ("pages/4_Compare.py", ["Comparison (CSV)", "Comparison (Parquet)"]),
+    ("pages/5_Design_space.py", ["Sweep (CSV)", "Sweep (Parquet)"]),
 ])
 def test_result_pages_offer_exports(app, page, labels):
     app.run()
