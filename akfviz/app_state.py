@@ -476,8 +476,8 @@ def cpu_check_cached(key: str, _plan, _A) -> dict:
 
 @st.cache_data(max_entries=4, show_spinner="Placing tiles on the PE grid (annealing)…")
 def mapping_cached(key: str, _plan, hw_key: str, _hw, rho_x: float):
-    from .npu.mapping import map_tiles
-    return map_tiles(_plan.npu_work(), _hw, rho_x=rho_x)
+    from .npu.simulate import plan_mapping
+    return plan_mapping(_plan, _hw, rho_x=rho_x)
 
 
 def parse_sweep_spec(text: str) -> dict:

@@ -218,6 +218,33 @@ def cached_map_tiles(work: TileWork, hw: HardwareConfig, *, rho_x: float, method
     return mp
 
 
+def plan_mapping(plan, hw: HardwareConfig | None = None, *, rho_x: float = 1.0,
+                 method: str = "anneal", seed: int = 0, tile_rows: int | None = None) -> Mapping:
+    """The placement :func:`simulate` uses for ``plan`` (akf-spec §6), from the same cache.
+
+    The row and column block counts come from the matrix shape (``ceil(rows / tile_rows)``,
+    ``ceil(cols / tile)``) as in :func:`simulate`, not from the last nonempty tile: a matrix
+    whose last blocks hold no tile still gets a reduction PE per row block. Passing the result
+    as ``simulate(..., mapping=mp)`` gives the same run as ``mapping=method``.
+    """
+    if hw is None:
+        hw = HardwareConfig()
+    if not isinstance(hw, HardwareConfig):
+        raise InputError(f"hw must be a HardwareConfig, got {type(hw).__name__}.")
+    if method not in MAPPING_METHODS:
+        raise InputError(f"Unknown mapping method {method!r}; use one of {', '.join(MAPPING_METHODS)}.")
+    seed = _check_int("seed", seed, 0, 2**63 - 1)
+    try:
+        rho = float(rho_x)
+    except (TypeError, ValueError):
+        raise InputError(f"rho_x must be a number in [0, 1], got {rho_x!r}.") from None
+    if not 0.0 <= rho <= 1.0:
+        raise InputError(f"rho_x (activation density) must be in [0, 1], got {rho_x!r}.")
+    work, shape, tile, tr, _ = _resolve_plan(plan, None, None, tile_rows)
+    return cached_map_tiles(work, hw, rho_x=max(rho, 1e-9), method=method, seed=seed,
+                            n_brows=-(-shape[0] // tr), n_bcols=-(-shape[1] // tile))
+
+
 # --------------------------------------------------------------------------- engine driver
 def _i64(a):
     return np.ascontiguousarray(a, dtype=np.int64)

@@ -297,6 +297,27 @@ def test_empty_matrix_is_explained_not_crashing(app):
         assert any("no nonzeros" in i.value for i in app.info) or app.error, page
 
 
+def test_matrix_whose_last_blocks_are_empty_runs_every_page(app):
+    """One nonzero in a 100×80 matrix: the last row and column blocks hold no tile (the NPU
+    page once reported 'The given Mapping does not match the plan')."""
+    import io
+
+    import scipy.io
+    import scipy.sparse as sp
+
+    buf = io.BytesIO()
+    scipy.io.mmwrite(buf, sp.coo_array(([2.5], ([7], [11])), shape=(100, 80)))
+    app.run()
+    app.file_uploader(key="matrix_upload").set_value(("one.mtx", buf.getvalue(), "text/plain")).run()
+    for page in ("pages/1_Patterns.py", "pages/2_Kernels.py", "pages/3_NPU.py", "pages/4_Compare.py"):
+        app.switch_page(page).run()
+        assert not app.exception, (page, [e.value for e in app.exception])
+        assert not app.error, (page, [e.value for e in app.error])
+        if page == "pages/3_NPU.py":
+            metrics = {m.label: m.value for m in app.metric}
+            assert int(metrics["makespan (cycles)"].replace(",", "")) > 0
+
+
 @pytest.mark.parametrize("page,labels", [
     ("pages/1_Patterns.py", ["Tiles (CSV)", "Tiles (Parquet)", "Clusters (CSV)", "Clusters (Parquet)"]),
     ("pages/2_Kernels.py", ["Plan (CSV)", "Plan (Parquet)"]),

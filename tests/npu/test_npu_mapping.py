@@ -96,3 +96,35 @@ def test_few_tiles_on_a_big_grid_stay_close_together():
     needed = work.n_tiles + 8
     side = int(np.ceil(np.sqrt(needed)))
     assert rows.max() < side + 1 and cols.max() < side
+
+
+@pytest.mark.parametrize("shape,entry", [((100, 80), (7, 11)), ((40, 300), (39, 0)), ((1, 1), (0, 0))])
+def test_plan_mapping_covers_blocks_without_tiles(shape, entry):
+    """A matrix whose last row / column blocks hold no tile: the mapping handed to simulate
+    must still have a reduction PE per row block and a source PE per column block (the NPU
+    page once failed with 'does not match the plan' on a one-nonzero 100×80 matrix)."""
+    import akfviz
+    from akfviz.npu.simulate import plan_mapping
+
+    A = sp.csr_array(sp.coo_array(([2.5], ([entry[0]], [entry[1]])), shape=shape))
+    plan = akfviz.select(akfviz.analyze(A, tile=32))
+    hw = akfviz.HardwareConfig()
+    mp = plan_mapping(plan, hw, rho_x=1.0)  # x below is dense: simulate's own rho_x is 1
+    assert mp.red.shape[0] == -(-shape[0] // 32) and mp.src.shape[0] == -(-shape[1] // 32)
+    x = np.random.default_rng(0).standard_normal(shape[1])
+    given = akfviz.simulate(plan, hw, x=x, mapping=mp)
+    named = akfviz.simulate(plan, hw, x=x, mapping="anneal")
+    assert given.cycles == named.cycles and given.energy_pj == named.energy_pj
+
+
+def test_plan_mapping_rejects_bad_arguments():
+    import akfviz
+    from akfviz.npu.simulate import plan_mapping
+
+    plan = akfviz.select(akfviz.analyze(akfviz.generate("uniform", n=64, density=0.1, seed=0), tile=16))
+    with pytest.raises(InputError, match="rho_x"):
+        plan_mapping(plan, rho_x=2.0)
+    with pytest.raises(InputError, match="mapping method"):
+        plan_mapping(plan, method="random")
+    with pytest.raises(InputError, match="HardwareConfig"):
+        plan_mapping(plan, hw="big")
