@@ -287,6 +287,16 @@ def test_tile_density_map_click_layer_points_at_each_tile():
                                np.log10(tiles["density"].to_numpy()[t]), rtol=1e-6)
 
 
+@pytest.mark.parametrize("scale", [1.0, 1e120, 1e-120])
+def test_representative_gallery_keeps_extreme_values_finite(scale):
+    """|a| up to 1e±140 passes analyze; the gallery once cast it to float32 (inf / 0)."""
+    t = np.array([[0.0, 2.0], [-3.0, 0.5]]) * scale
+    fig = patterns.representative_gallery([t], ["c0"])
+    z = np.asarray(fig.data[0].z, dtype=np.float64)
+    assert np.isnan(z[0, 0])
+    np.testing.assert_allclose(z[~np.isnan(z)], np.abs(t[t != 0]), rtol=1e-6)
+
+
 def test_log_ticks_reach_both_ends_of_a_narrow_range():
     # 1-2-5 steps when the range spans them; a narrow range (MiniLM tile densities 0.055–0.16 hold
     # only the step 0.1) also gets its two ends, so the colour bar reads from end to end
