@@ -75,8 +75,12 @@ def coarse_grid(rows, cols, values, shape, cap: int = 512, how: str = "mean",
 
 
 def empty_figure(message: str, height: int = 300) -> go.Figure:
-    """A figure that says, in words, why there is nothing to draw."""
-    fig = go.Figure()
+    """A figure that says, in words, why there is nothing to draw.
+
+    It holds one empty, invisible trace: ``st.plotly_chart`` validates figures with plotly's
+    ``return_figure_from_figure_or_data``, which rejects a figure whose data list is empty.
+    """
+    fig = go.Figure(go.Scatter(x=[], y=[], mode="markers", hoverinfo="skip", showlegend=False))
     fig.add_annotation(text=message, x=0.5, y=0.5, xref="paper", yref="paper",
                        showarrow=False, font=dict(size=14, color="#555"))
     fig.update_xaxes(visible=False)
