@@ -297,6 +297,24 @@ def test_representative_gallery_keeps_extreme_values_finite(scale):
     np.testing.assert_allclose(z[~np.isnan(z)], np.abs(t[t != 0]), rtol=1e-6)
 
 
+@pytest.mark.parametrize("build", [
+    lambda: layout.empty_figure("nothing"),
+    lambda: npu.hop_histogram(np.zeros(0)),
+    lambda: npu.hop_histogram(np.zeros(5)),
+    lambda: patterns.representative_gallery([], []),
+])
+def test_empty_figures_pass_streamlits_plotly_validation(build):
+    """st.plotly_chart validates with plotly.tools.return_figure_from_figure_or_data, which
+    rejects an empty data list (the NPU page crashed on a plan with no NoC traffic)."""
+    import plotly.tools
+
+    fig = build()
+    for f in (fig, fig.to_dict()):
+        out = plotly.tools.return_figure_from_figure_or_data(f, validate_figure=True)
+        assert out["data"]
+    assert fig.layout.annotations and fig.layout.annotations[0].text
+
+
 def test_log_ticks_reach_both_ends_of_a_narrow_range():
     # 1-2-5 steps when the range spans them; a narrow range (MiniLM tile densities 0.055–0.16 hold
     # only the step 0.1) also gets its two ends, so the colour bar reads from end to end
