@@ -45,6 +45,7 @@ def _int_in(lo: int, hi: int) -> Callable[[str], int]:
         if not v.is_integer() or not lo <= v <= hi:
             raise ValueError(f"a whole number from {lo} to {hi}")
         return int(v)
+    parse.bounds = (lo, hi)
     return parse
 
 
@@ -54,6 +55,7 @@ def _float_in(lo: float, hi: float) -> Callable[[str], float]:
         if not math.isfinite(v) or not lo <= v <= hi:
             raise ValueError(f"a number from {lo:g} to {hi:g}")
         return v
+    parse.bounds = (lo, hi)
     return parse
 
 
@@ -64,6 +66,7 @@ def _opt_float_in(lo: float, hi: float) -> Callable[[str], float | None]:
         if s in (None, "", "none", "None"):
             return None
         return inner(s)
+    parse.bounds = inner.bounds
     return parse
 
 
@@ -91,6 +94,7 @@ def _opt_int_in(lo: int, hi: int):
         if s in (None, "", "none", "None"):
             return None
         return inner(s)
+    parse.bounds = inner.bounds
     return parse
 
 
@@ -113,8 +117,8 @@ FIELDS: dict[str, Field] = {f.key: f for f in (
     Field("alpha", 1.0, _float_in(0.0, 1e6), "error weight alpha"),
     Field("beta", 1.0, _float_in(0.0, 1e6), "resource weight beta"),
     Field("mode", "weights", _choice("weights", "error", "resource"), "selector mode: weights or a budget"),
-    Field("budget", 0.02, _float_in(0.0, 1.0), "error budget eps (relative error), error mode"),
-    Field("rbudget", 0.5, _float_in(0.0, 10.0), "resource budget (share of Dense), resource mode"),
+    Field("budget", 0.02, _float_in(0.0, 0.3), "error budget eps (relative error), error mode"),
+    Field("rbudget", 0.5, _float_in(0.0, 1.5), "resource budget (share of Dense), resource mode"),
     Field("gran", "cluster", _choice("cluster", "tile"), "selection granularity"),
     Field("resource", "energy", _choice("energy", "cycles", "bytes", "mix"), "resource measure R"),
     Field("lsh_k", 32, _int_in(4, 256), "MinHash functions K"),
@@ -129,17 +133,17 @@ FIELDS: dict[str, Field] = {f.key: f for f in (
     Field("hw_clock", None, _opt_float_in(1e6, 1e11), "clock in Hz (empty: preset)"),
     Field("hw_bw", None, _opt_int_in(1, 1 << 20), "DRAM bytes per cycle (empty: preset)"),
     Field("perow", None, _opt_int_in(0, 1023), "PE row shown in the timeline (empty: the busiest row)"),
-    Field("xdens", 1.0, _float_in(0.01, 1.0), "activation density rho_x of the input vector"),
+    Field("xdens", 1.0, _float_in(0.05, 1.0), "activation density rho_x of the input vector"),
     Field("static", "CSC", _text(40), "kernel of the StaticSparse baseline"),
     Field("sweep", "tile=16,32;beta=0.1,1,10", _text(400), "design-space sweep: name=v1,v2;name=…"),
     Field("solver", "jacobi", _choice("jacobi", "cg", "power"), "iterative method"),
-    Field("iters", 30, _int_in(1, 500), "solver iterations"),
+    Field("iters", 30, _int_in(5, 200), "solver iterations"),
     Field("sop", "sample", _choice("sample", "stencil9", "current"), "solver operator"),
-    Field("seps", 0.02, _float_in(0.0, 0.5), "error budget of the solver's lossy plan"),
+    Field("seps", 0.02, _float_in(0.0, 0.2), "error budget of the solver's lossy plan"),
     Field("lstep", 0, _int_in(0, 10**6), "Learn: step shown"),
     Field("up_tensor", "", _text(200, allow_empty=True), "uploaded safetensors: tensor name; tar: member"),
     Field("up_prune", "none", _choice("none", "magnitude", "nm", "block"), "pruning of an upload"),
-    Field("up_sparsity", 0.9, _float_in(0.0, 0.999), "pruning sparsity of an upload"),
+    Field("up_sparsity", 0.9, _float_in(0.0, 0.99), "pruning sparsity of an upload"),
     Field("up_pattern", "2:4", _text(10), "N:M pattern of an upload"),
 )}
 
@@ -616,9 +620,35 @@ def _commit(key: str):
     st.session_state[key] = st.session_state["w:" + key]
 
 
+def _clamp_to_range(fn, wkey: str, key: str, args, kwargs) -> None:
+    """Bring a numeric value into a slider's or number input's ``[min, max]``.
+
+    Streamlit raises when a widget's value lies outside its range. Ranges can depend on the
+    data (the selected tile of a smaller matrix, a PE row of a smaller grid), so a value that
+    was valid for the last matrix or came from a link is moved to the nearest end instead.
+    """
+    if getattr(fn, "__name__", "") not in ("slider", "number_input"):
+        return
+    lo = kwargs.get("min_value", args[0] if len(args) > 0 else None)
+    hi = kwargs.get("max_value", args[1] if len(args) > 1 else None)
+    v = st.session_state.get(wkey)
+    if v is None or isinstance(v, (bool, tuple, list)):
+        return
+    new = v
+    if lo is not None and new < lo:
+        new = type(v)(lo)
+    if hi is not None and new > hi:
+        new = type(v)(hi)
+    if new != v:
+        st.session_state[wkey] = new
+        st.session_state[key] = new
+
+
 def widget(fn, label: str, key: str, *args, options=None, **kwargs):
-    """Render ``fn`` (e.g. ``st.slider``) bound to state ``key``; the value survives page switches."""
+    """Render ``fn`` (e.g. ``st.slider``) bound to state ``key``; the value survives page switches
+    (and is moved into the widget's range when it lies outside, see :func:`_clamp_to_range`)."""
     wkey = _bind(key, options)
+    _clamp_to_range(fn, wkey, key, args, kwargs)
     if options is not None:
         args = (options, *args)
     value = fn(label, *args, key=wkey, on_change=_commit, args=(key,), **kwargs)

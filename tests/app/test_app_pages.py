@@ -318,6 +318,39 @@ def test_matrix_whose_last_blocks_are_empty_runs_every_page(app):
             assert int(metrics["makespan (cycles)"].replace(",", "")) > 0
 
 
+@pytest.mark.parametrize("end", [0, 1])
+def test_every_numeric_link_value_at_an_end_of_its_range_runs_every_page(app, end):
+    """A link may carry any value its field accepts; every widget must then show it (or move
+    it into a range that depends on the data) instead of raising. xdens=0.01 and iters=500
+    once crashed the NPU and Solver pages (their sliders start at 0.05 and stop at 200)."""
+    from akfviz import app_state as S
+
+    for key, field in S.FIELDS.items():
+        bounds = getattr(field.parse, "bounds", None)
+        if bounds is None or key in ("hw_rows", "hw_cols"):
+            continue
+        app.query_params[key] = str(bounds[end])
+    # the largest grid is 1024×1024 PEs; a link may ask for it, the test keeps it small
+    app.query_params["hw_rows"] = "1" if end == 0 else "64"
+    app.query_params["hw_cols"] = "1" if end == 0 else "48"
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    for page in ("pages/1_Patterns.py", "pages/2_Kernels.py", "pages/3_NPU.py", "pages/4_Compare.py",
+                 "pages/6_Solver.py", "pages/7_Learn.py"):
+        app.switch_page(page).run()
+        assert not app.exception, (page, [e.value[:300] for e in app.exception])
+
+
+def test_selected_tile_of_a_larger_matrix_is_moved_into_range(app):
+    app.query_params["tsel"] = "5000"
+    app.query_params["csel"] = "5000"
+    app.run()
+    app.switch_page("pages/1_Patterns.py").run()
+    assert not app.exception, [e.value[:300] for e in app.exception]
+    n_tiles = int(app.number_input(key="w:tsel").max)
+    assert app.number_input(key="w:tsel").value == n_tiles
+
+
 @pytest.mark.parametrize("page,labels", [
     ("pages/1_Patterns.py", ["Tiles (CSV)", "Tiles (Parquet)", "Clusters (CSV)", "Clusters (Parquet)"]),
     ("pages/2_Kernels.py", ["Plan (CSV)", "Plan (Parquet)"]),
