@@ -75,7 +75,10 @@ m[2].metric("kernels used", f"{len(used_kernels)}")
 m[3].metric("decision units", f"{rep.units.size:,}", help="clusters (cluster mode) or tiles (tile mode)")
 sel_t = sum(float(v) for k, v in rep.timings.items() if k != "total") if "total" not in rep.timings \
     else float(rep.timings["total"])
-m[4].metric("selection time", f"{1000 * sel_t:.0f} ms")
+tab_t = float(rep.timings.get("table", 0.0))
+m[4].metric("selection time", f"{1000 * sel_t:.0f} ms",
+            help=f"akfviz.select on this analysis, of which {1000 * tab_t:.0f} ms getting the performance "
+                 "table and R_dense for this hardware and tile size (built on first use, then cached).")
 if rep.cost_gap:
     gap = rep.cost_gap
     st.caption("Cluster vs tile mode on this matrix: " + ", ".join(
