@@ -107,8 +107,13 @@ if S.get("perow") is None or S.get("perow") >= hw.rows:
     S.put("perow", default_row)
 left, right = st.columns([3, 2])
 with left:
-    row = S.widget(st.slider, "PE row for the timeline", "perow", 0, hw.rows - 1,
-                   help=f"Rows with busy PEs: {', '.join(map(str, busy_rows[:20]))}{' …' if busy_rows.size > 20 else ''}")
+    if hw.rows > 1:
+        row = S.widget(st.slider, "PE row for the timeline", "perow", 0, hw.rows - 1,
+                       help=f"Rows with busy PEs: {', '.join(map(str, busy_rows[:20]))}"
+                            f"{' …' if busy_rows.size > 20 else ''}")
+    else:  # a one-row grid: nothing to choose (a slider needs min < max)
+        row = 0
+        st.caption("PE row for the timeline: 0 (the grid has one row)")
     pes = np.arange(row * hw.cols, (row + 1) * hw.cols)
     busy_pes = pes[res.counters["busy"][pes] > 0][:24]
     tl = res.timeline(pes=busy_pes) if busy_pes.size else None

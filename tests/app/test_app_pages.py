@@ -341,6 +341,20 @@ def test_every_numeric_link_value_at_an_end_of_its_range_runs_every_page(app, en
         assert not app.exception, (page, [e.value[:300] for e in app.exception])
 
 
+@pytest.mark.parametrize("rows,cols", [(1, 1), (1, 7), (5, 1)])
+def test_npu_page_on_a_grid_of_one_row_or_column(app, rows, cols):
+    """A one-row grid has no PE row to choose (the timeline slider once got min = max = 0)."""
+    app.query_params["hw_rows"] = str(rows)
+    app.query_params["hw_cols"] = str(cols)
+    app.run()
+    app.switch_page("pages/3_NPU.py").run()
+    assert not app.exception, [e.value[:300] for e in app.exception]
+    assert not app.error, [e.value for e in app.error]
+    metrics = {m.label: m.value for m in app.metric}
+    assert int(metrics[f"PEs busy (of {rows * cols:,})"].replace(",", "")) >= 1
+    assert int(metrics["makespan (cycles)"].replace(",", "")) > 0
+
+
 def test_selected_tile_of_a_larger_matrix_is_moved_into_range(app):
     app.query_params["tsel"] = "5000"
     app.query_params["csel"] = "5000"
