@@ -74,9 +74,22 @@ with right:
     S.chart(vs.persistence_bars(rows), key="persist")
     st.caption("How to read this: a persistent kernel keeps payloads and vector slices on chip (a barrier between "
                "iterations); non-persistent reloads everything from DRAM and pays a kernel launch each iteration.")
-st.dataframe(res.npu, width="stretch")
-st.caption(f"Kernels of the lossy plan: {', '.join(sorted(plan.kernel_counts.index))}. Iterations to "
-           f"reach 1e-8: exact {res.iterations_to_tol['exact']}, lossy {res.iterations_to_tol['approx']} "
-           "(None = not within the iterations run).")
+st.dataframe(vs.npu_cost_table(res.npu), width="stretch",
+             column_config={"cycles": st.column_config.NumberColumn(format="localized"),
+                            "cycles / iteration": st.column_config.NumberColumn(format="localized"),
+                            "µs / iteration": st.column_config.NumberColumn(format="%.3f"),
+                            "DRAM bytes": st.column_config.NumberColumn(format="localized"),
+                            "DRAM bytes / iteration": st.column_config.NumberColumn(format="localized"),
+                            "energy (µJ)": st.column_config.NumberColumn(format="%.4g")})
+tol = res.iterations_to_tol
+st.caption(f"Kernels of the lossy plan: {', '.join(sorted(plan.kernel_counts.index))}. Residual below 1e-8: "
+           f"exact A {vs.reached_text(tol['exact'], int(iters))}, lossy plan {vs.reached_text(tol['approx'], int(iters))}.")
+
+st.subheader("Export")
+S.export_buttons("Convergence", lambda: res.curves, f"solver-{method}-curves", "exp_solver_curves",
+                 "one row per iteration: residual with the exact A and with the lossy plan Â")
+S.export_buttons("NPU cost", lambda: res.npu.reset_index(names="kernel_mode"), f"solver-{method}-npu",
+                 "exp_solver_npu", "persistent and non-persistent runs: cycles, DRAM bytes and energy, "
+                 "in all and per iteration")
 
 page_end()

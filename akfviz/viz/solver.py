@@ -43,3 +43,26 @@ def persistence_bars(rows: dict, height: int = 320) -> go.Figure:
         top = max(float(v) for n in names for v in [rows[n]["dram_bytes_per_iter" if ax == "yaxis" else "cycles_per_iter"]])
         fig.layout[ax].range = [0, 1.18 * top if top > 0 else 1]
     return styled(fig, "Persistent vs non-persistent iterations", height + 40, margin=dict(l=50, r=10, t=70, b=40))
+
+
+def npu_cost_table(npu) -> "pd.DataFrame":
+    """The solver's NPU cost table (``SolverResult.npu``) in display units: seconds per
+    iteration as µs, energy as µJ, readable column names; the index is kept."""
+    import pandas as pd
+
+    return pd.DataFrame({
+        "cycles": npu["cycles"].astype(np.int64),
+        "cycles / iteration": npu["cycles_per_iteration"].to_numpy(np.float64),
+        "µs / iteration": 1e6 * npu["seconds_per_iteration"].to_numpy(np.float64),
+        "DRAM bytes": npu["dram_bytes"].astype(np.int64),
+        "DRAM bytes / iteration": npu["dram_bytes_per_iteration"].to_numpy(np.float64),
+        "energy (µJ)": 1e-6 * npu["energy_pj"].to_numpy(np.float64),
+    }, index=npu.index)
+
+
+def reached_text(iteration, iterations_run: int) -> str:
+    """'after 12 iterations' / 'not within the 30 iterations run' (``iteration`` None: never)."""
+    if iteration is None:
+        return f"not within the {iterations_run} iterations run"
+    k = int(iteration)
+    return f"after {k} iteration{'' if k == 1 else 's'}"

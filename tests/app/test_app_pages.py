@@ -372,6 +372,7 @@ def test_selected_tile_of_a_larger_matrix_is_moved_into_range(app):
     ("pages/3_NPU.py", ["Simulation (JSON)", "PE counters (CSV)", "PE counters (Parquet)"]),
     ("pages/4_Compare.py", ["Comparison (CSV)", "Comparison (Parquet)"]),
     ("pages/5_Design_space.py", ["Sweep (CSV)", "Sweep (Parquet)"]),
+    ("pages/6_Solver.py", ["Convergence (CSV)", "Convergence (Parquet)", "NPU cost (CSV)", "NPU cost (Parquet)"]),
 ])
 def test_result_pages_offer_exports(app, page, labels):
     app.run()

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 from akfviz import app_state as S
 from akfviz.errors import InputError
-from akfviz.viz import colors, dse, layout, matrix, npu, patterns
+from akfviz.viz import colors, dse, layout, matrix, npu, patterns, solver
 
 
 # --------------------------------------------------------------------------- URL state
@@ -313,6 +313,21 @@ def test_empty_figures_pass_streamlits_plotly_validation(build):
         out = plotly.tools.return_figure_from_figure_or_data(f, validate_figure=True)
         assert out["data"]
     assert fig.layout.annotations and fig.layout.annotations[0].text
+
+
+def test_solver_cost_table_units_and_reached_text():
+    npu_df = pd.DataFrame({"cycles": [22142, 135150], "cycles_per_iteration": [738.07, 4505.0],
+                           "seconds_per_iteration": [7.4e-7, 4.5e-6], "dram_bytes": [65536, 4376880],
+                           "dram_bytes_per_iteration": [2184.5, 145896.0], "energy_pj": [9.9e7, 1.17e9]},
+                          index=["persistent", "non-persistent"])
+    t = solver.npu_cost_table(npu_df)
+    assert list(t.index) == ["persistent", "non-persistent"]
+    np.testing.assert_allclose(t["µs / iteration"], [0.74, 4.5])
+    np.testing.assert_allclose(t["energy (µJ)"], [99.0, 1170.0])
+    assert t["cycles"].tolist() == [22142, 135150]
+    assert solver.reached_text(None, 30) == "not within the 30 iterations run"
+    assert solver.reached_text(1, 30) == "after 1 iteration"
+    assert solver.reached_text(12, 30) == "after 12 iterations"
 
 
 def test_log_ticks_reach_both_ends_of_a_narrow_range():
