@@ -6,13 +6,31 @@ import plotly.graph_objects as go
 
 GRID = "#e6eaf0"
 ZERO = "#c9d0da"
-FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=12)
+FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=12, color="#444")
+_PLASMA = [[0.0, "#0d0887"], [0.111, "#46039f"], [0.222, "#7201a8"], [0.333, "#9c179e"],
+           [0.444, "#bd3786"], [0.556, "#d8576b"], [0.667, "#ed7953"], [0.778, "#fb9f3a"],
+           [0.889, "#fdca26"], [1.0, "#f0f921"]]
+_AXIS = dict(ticks="", title=dict(standoff=15), automargin=True, zerolinewidth=2)
+_COLORBAR = dict(outlinewidth=0, ticks="")
+#: The few defaults of plotly's own "plotly" template that the figures rely on. Without a
+#: template of their own, every figure carries the full "plotly" template (≈ 7 kB), and
+#: ``st.plotly_chart`` re-validates it on every rerun: 25.6 ms per figure against 1.2 ms
+#: (measured, a 20-bar chart), i.e. most of a cached slider re-render on a page of six charts.
+TEMPLATE = go.layout.Template(
+    layout=dict(colorway=["#636efa", "#EF553B", "#00cc96", "#ab63fa", "#FFA15A", "#19d3f3",
+                          "#FF6692", "#B6E880", "#FF97FF", "#FECB52"],
+                hovermode="closest", hoverlabel=dict(align="left"), autotypenumbers="strict",
+                coloraxis=dict(colorbar=_COLORBAR), colorscale=dict(sequential=_PLASMA),
+                xaxis=_AXIS, yaxis=_AXIS),
+    data=dict(heatmap=[go.Heatmap(colorbar=_COLORBAR, colorscale=_PLASMA)],
+              bar=[go.Bar(marker=dict(line=dict(color="white", width=0.5)))]),
+)
 
 
 def styled(fig: go.Figure, title: str | None = None, height: int = 380, **layout) -> go.Figure:
-    """Apply the common look (white template, compact margins, readable fonts)."""
+    """Apply the common look (a small template, compact margins, readable fonts)."""
     layout.setdefault("margin", dict(l=60, r=20, t=50 if title else 20, b=50))
-    # A light look set directly (no named template: validating one costs ~12 ms per figure).
+    fig.update_layout(template=TEMPLATE)
     fig.update_xaxes(gridcolor=GRID, zerolinecolor=ZERO, linecolor=ZERO)
     fig.update_yaxes(gridcolor=GRID, zerolinecolor=ZERO, linecolor=ZERO)
     fig.update_layout(
