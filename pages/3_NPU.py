@@ -114,13 +114,18 @@ with left:
     else:  # a one-row grid: nothing to choose (a slider needs min < max)
         row = 0
         st.caption("PE row for the timeline: 0 (the grid has one row)")
-    pes = np.arange(row * hw.cols, (row + 1) * hw.cols)
-    busy_pes = pes[res.counters["busy"][pes] > 0][:24]
-    tl = res.timeline(pes=busy_pes) if busy_pes.size else None
-    if tl is not None and len(tl):
-        kind_label = np.where(tl["kind"] == "setup", "setup", np.where(tl["kind"] == "reduce", "reduce", tl["kernel"]))
-        tl = tl.assign(pe=[f"PE {p // hw.cols},{p % hw.cols}" for p in tl["pe"]], kernel=kind_label)
-    S.chart(vn.pe_timeline(tl, makespan=res.cycles), key="timeline")
+
+    def _timeline_figure():
+        pes = np.arange(row * hw.cols, (row + 1) * hw.cols)
+        busy_pes = pes[res.counters["busy"][pes] > 0][:24]
+        tl = res.timeline(pes=busy_pes) if busy_pes.size else None
+        if tl is not None and len(tl):
+            kind_label = np.where(tl["kind"] == "setup", "setup",
+                                  np.where(tl["kind"] == "reduce", "reduce", tl["kernel"]))
+            tl = tl.assign(pe=[f"PE {p // hw.cols},{p % hw.cols}" for p in tl["pe"]], kernel=kind_label)
+        return vn.pe_timeline(tl, makespan=res.cycles)
+
+    S.chart(S.figure_cached(f"timeline|{sim_key}|{row}", _timeline_figure), key="timeline")
     st.caption(f"How to read this: busy intervals of the busy PEs of row {row} (up to 24), coloured by kernel "
                "family; gaps are waits for events or partial sums.")
 with right:
