@@ -62,10 +62,10 @@ with tab_gen:
                     params[spec.name] = st.text_input(label, "" if raw is None else str(raw),
                                                       help=f"Accepted: {spec.describe_range()}.")
                 elif spec.kind == "int":
-                    params[spec.name] = st.number_input(label, value=int(float(raw)), step=1,
+                    params[spec.name] = st.number_input(label, value=S.form_number(spec, raw), step=1,
                                                         help=f"Accepted: {spec.describe_range()}.")
                 else:
-                    params[spec.name] = st.number_input(label, value=float(raw), format="%g",
+                    params[spec.name] = st.number_input(label, value=S.form_number(spec, raw), format="%g",
                                                         help=f"Accepted: {spec.describe_range()}.")
         go = st.form_submit_button("Generate", type="primary")
     if go:

@@ -213,11 +213,26 @@ def coerce_gen_value(spec, raw):
     """Turn a URL string into the type a generator parameter spec expects."""
     if raw is None or raw == "" or raw == "None":
         return None
-    if spec.kind == "int":
-        return int(float(raw))
-    if spec.kind == "float":
-        return float(raw)
+    if spec.kind in ("int", "float"):
+        v = float(raw)   # ValueError for text
+        if not math.isfinite(v):
+            raise ValueError(f"{raw!r} is not a finite number")
+        return int(v) if spec.kind == "int" else v
     return str(raw)
+
+
+def form_number(spec, raw):
+    """The value a generator form's number input starts at: ``raw`` (from the link or the last
+    run) when it is a finite number, else the parameter's default. A bad link value is reported
+    by the workload loader; the form must still open."""
+    for candidate in (raw, spec.default):
+        try:
+            v = float(candidate)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(v) and (spec.kind != "int" or abs(v) < 2**62):
+            return int(v) if spec.kind == "int" else v
+    return 0 if spec.kind == "int" else 0.0
 
 
 # --------------------------------------------------------------------------- run bundles (pure)

@@ -356,6 +356,20 @@ def test_npu_page_on_a_grid_of_one_row_or_column(app, rows, cols):
     assert int(metrics["makespan (cycles)"].replace(",", "")) > 0
 
 
+@pytest.mark.parametrize("value", ["abc", "1e400", "nan", ""])
+def test_bad_generator_value_in_a_link_is_reported_and_the_form_still_opens(app, value):
+    app.query_params["src"] = "gen"
+    app.query_params["gen"] = "uniform"
+    app.query_params["g_n"] = value
+    app.query_params["g_density"] = value
+    app.run()
+    assert not app.exception, [e.value[:300] for e in app.exception]
+    inputs = {n.label.split(" — ")[0]: n.value for n in app.number_input}
+    assert inputs["n"] >= 1 and 0 < inputs["density"] <= 1
+    if value:
+        assert app.error and any("n=" in e.value or "density" in e.value for e in app.error)
+
+
 def test_selected_tile_of_a_larger_matrix_is_moved_into_range(app):
     app.query_params["tsel"] = "5000"
     app.query_params["csel"] = "5000"
