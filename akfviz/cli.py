@@ -57,6 +57,9 @@ def _matrix(args):
         from .workloads.generators import generate
 
         kw = _params(args.param)
+        for own in ("n", "m", "seed"):
+            if own in kw:
+                raise InputError(f"Give {own} with --{own}, not with --param {own}=….")
         if args.m is not None:
             kw["m"] = args.m
         return generate(args.generate, n=args.n, seed=args.seed, **kw), f"generated {args.generate}"

@@ -76,6 +76,8 @@ def test_calibrate_prints_fits(capsys):
     (["analyze", "--input", "/nonexistent/file.mtx"], ""),
     (["analyze", "--generate", "banded", "--tile", "1"], "tile"),
     (["sweep", "--generate", "banded", "--n", "64"], "--vary"),
+    (["analyze", "--generate", "uniform", "--param", "n=abc"], "--n"),
+    (["analyze", "--generate", "uniform", "--param", "seed=3"], "--seed"),
 ])
 def test_input_errors_exit_2_with_message(capsys, argv, words):
     code, _, err = run(capsys, *argv)
