@@ -53,6 +53,20 @@ def _segment_sum(values, ptr) -> np.ndarray:
     return c[ptr[1:]] - c[ptr[:-1]]
 
 
+def check_activation_density(rho_x) -> float:
+    """``rho_x`` (the share of nonzero x_j, akf-spec §7) as a float in [0, 1]; InputError otherwise.
+
+    The NPU model accepts 0 (no events at all); the selector's table needs ``rho_x > 0``
+    (``selection.perftable.check_rho_x``)."""
+    try:
+        rho = float(rho_x)
+    except (TypeError, ValueError):
+        raise InputError(f"rho_x must be a number in [0, 1], got {rho_x!r}.") from None
+    if not 0.0 <= rho <= 1.0:
+        raise InputError(f"rho_x (activation density) must be in [0, 1], got {rho_x!r}.")
+    return rho
+
+
 def unit_costs(work: TileWork, hw=None, rho_x: float = 1.0) -> pd.DataFrame:
     """Cycles, energy, bytes, MACs and events of each tile alone on one PE.
 
@@ -83,12 +97,7 @@ def unit_costs(work: TileWork, hw=None, rho_x: float = 1.0) -> pd.DataFrame:
         hw = HardwareConfig()
     if not isinstance(work, TileWork):
         raise InputError(f"unit_costs needs a TileWork, got {type(work).__name__}.")
-    try:
-        rho = float(rho_x)
-    except (TypeError, ValueError):
-        raise InputError(f"rho_x must be a number in [0, 1], got {rho_x!r}.") from None
-    if not 0.0 <= rho <= 1.0:
-        raise InputError(f"rho_x (activation density) must be in [0, 1], got {rho_x!r}.")
+    rho = check_activation_density(rho_x)
     work.validate()
     e = hw.energy
     ptr = work.col_ptr

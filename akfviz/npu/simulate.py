@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import InputError
 from . import _engine
+from .costmodel import check_activation_density
 from .hardware import HardwareConfig
 from .mapping import MAPPING_METHODS, Mapping, map_tiles
 from .results import COUNTERS, SimResult
@@ -85,13 +86,7 @@ def _resolve_plan(plan, shape, tile, tile_rows=None):
 
 def _resolve_x(x, n_cols, rho_x, seed, batch):
     if x is None:
-        rho = 1.0 if rho_x is None else rho_x
-        try:
-            rho = float(rho)
-        except (TypeError, ValueError):
-            raise InputError(f"rho_x must be a number in [0, 1], got {rho_x!r}.") from None
-        if not 0.0 <= rho <= 1.0:
-            raise InputError(f"rho_x (activation density) must be in [0, 1], got {rho_x!r}.")
+        rho = check_activation_density(1.0 if rho_x is None else rho_x)
         k = 1 if batch is None else batch
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= MAX_BATCH:
             raise InputError(f"batch must be a whole number between 1 and {MAX_BATCH}, got {batch!r}.")
@@ -234,12 +229,7 @@ def plan_mapping(plan, hw: HardwareConfig | None = None, *, rho_x: float = 1.0,
     if method not in MAPPING_METHODS:
         raise InputError(f"Unknown mapping method {method!r}; use one of {', '.join(MAPPING_METHODS)}.")
     seed = _check_int("seed", seed, 0, 2**63 - 1)
-    try:
-        rho = float(rho_x)
-    except (TypeError, ValueError):
-        raise InputError(f"rho_x must be a number in [0, 1], got {rho_x!r}.") from None
-    if not 0.0 <= rho <= 1.0:
-        raise InputError(f"rho_x (activation density) must be in [0, 1], got {rho_x!r}.")
+    rho = check_activation_density(rho_x)
     work, shape, tile, tr, _ = _resolve_plan(plan, None, None, tile_rows)
     return cached_map_tiles(work, hw, rho_x=max(rho, 1e-9), method=method, seed=seed,
                             n_brows=-(-shape[0] // tr), n_bcols=-(-shape[1] // tile))
