@@ -47,7 +47,13 @@ st.caption("How to read this: bars = measured here; red diamonds = the paper's t
 
 st.subheader("Measured vs claimed")
 pc = cmp_mod.paper_comparison(df)
-st.dataframe(pc, width="stretch", column_config={"note": st.column_config.TextColumn(width="large")})
+# a claim the paper does not make shows as "—", not as "None" (Streamlit's rendering of NaN)
+shown = pc.copy()
+gaps = [c for c in shown.columns if c != "note" and shown[c].isna().any()]
+for col in gaps:
+    shown[col] = [("—" if v != v else f"{v:.4g}") for v in shown[col]]
+st.dataframe(shown, width="stretch", column_config={"note": st.column_config.TextColumn(width="large"),
+                                                   **{c: st.column_config.TextColumn(alignment="right") for c in gaps}})
 st.caption("The paper's energy row (1.0 / 1.3 / 1.6 / 1.2 \"Watts\") contradicts its own text (\"20 % lower "
            "energy\" for AKF, energy_claimed_text); both are shown, neither is tuned to.")
 with st.expander("All measured columns"):

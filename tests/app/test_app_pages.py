@@ -370,6 +370,17 @@ def test_bad_generator_value_in_a_link_is_reported_and_the_form_still_opens(app,
         assert app.error and any("n=" in e.value or "density" in e.value for e in app.error)
 
 
+def test_compare_shows_a_dash_where_the_paper_makes_no_claim(app):
+    app.run()
+    app.switch_page("pages/4_Compare.py").run()
+    _ok(app)
+    table = app.dataframe[0].value
+    assert "energy_claimed_text" in table.columns
+    assert table.loc["BlockSparse", "energy_claimed_text"] == "—"
+    assert table.loc["AKF", "energy_claimed_text"] == "0.8"
+    assert not table.drop(columns="note").isna().any().any()
+
+
 def test_selected_tile_of_a_larger_matrix_is_moved_into_range(app):
     app.query_params["tsel"] = "5000"
     app.query_params["csel"] = "5000"
