@@ -127,7 +127,7 @@ with tab_up:
             with c1:
                 S.widget(st.selectbox, "Pruning", "up_prune", options=["none", "magnitude", "nm", "block"])
             with c2:
-                S.widget(st.slider, "Sparsity (magnitude / block)", "up_sparsity", 0.0, 0.99, step=0.01)
+                S.widget(st.slider, "Sparsity (magnitude / block)", "up_sparsity", *S.bounds("up_sparsity"), step=0.01)
             with c3:
                 S.widget(st.selectbox, "N:M pattern", "up_pattern", options=["2:4", "1:4", "4:8", "2:8"])
             try:

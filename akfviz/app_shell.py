@@ -95,7 +95,7 @@ def _workload_controls() -> None:
             S.put("src", "sample")
             S.put("sample", S.default_sample())
             st.rerun()
-        S.widget(st.slider, "Tile size T", "tile", 8, 128, step=4,
+        S.widget(st.slider, "Tile size T", "tile", *S.bounds("tile"), step=4,
                  help="Square tiles of side T (akf-spec §2); every later stage depends on it.")
         presets = S.preset_names()
         if presets:

@@ -649,6 +649,12 @@ def _commit(key: str):
     st.session_state[key] = st.session_state["w:" + key]
 
 
+def bounds(key: str) -> tuple:
+    """``(min, max)`` of a numeric setting: the range its link field accepts, which is also its
+    widget's range (one source for both; pages pass it as ``*S.bounds(key)``)."""
+    return FIELDS[key].parse.bounds
+
+
 def _clamp_to_range(fn, wkey: str, key: str, args, kwargs) -> None:
     """Bring a numeric value into a slider's or number input's ``[min, max]``.
 

@@ -21,7 +21,7 @@ with st.expander("LSH parameters", expanded=False):
         divisors = [b for b in range(1, k + 1) if k % b == 0]
         S.widget(st.select_slider, "Bands b (r = K / b rows each)", "lsh_b", options=divisors)
     with c3:
-        S.widget(st.slider, "Coarse grid g (g×g cells)", "lsh_g", 1, 8)
+        S.widget(st.slider, "Coarse grid g (g×g cells)", "lsh_g", *S.bounds("lsh_g"))
     with c4:
         S.widget(st.number_input, "Seed", "lsh_seed", min_value=0, step=1)
     st.caption("Two tiles collide when all r hashes of any band agree; the chance grows with their Jaccard "

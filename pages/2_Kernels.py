@@ -42,10 +42,10 @@ with c1:
         snap("alpha")
         S.widget(st.select_slider, "α (error weight)", "alpha", options=WEIGHTS)
     elif mode == "error":
-        S.widget(st.slider, "Error budget ε (relative error ‖A−Â‖_F/‖A‖_F)", "budget", 0.0, 0.30, step=0.005,
+        S.widget(st.slider, "Error budget ε (relative error ‖A−Â‖_F/‖A‖_F)", "budget", *S.bounds("budget"), step=0.005,
                  format="%.3f")
     else:
-        S.widget(st.slider, "Resource budget (share of Dense)", "rbudget", 0.0, 1.5, step=0.01)
+        S.widget(st.slider, "Resource budget (share of Dense)", "rbudget", *S.bounds("rbudget"), step=0.01)
 with c2:
     if mode == "weights":
         snap("beta")

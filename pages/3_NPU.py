@@ -72,7 +72,7 @@ with st.expander("Energy table (editable, with provenance)", expanded=False):
 
 c1, c2 = st.columns([1, 3])
 with c1:
-    S.widget(st.slider, "Activation density ρ_x of x", "xdens", 0.05, 1.0, step=0.05,
+    S.widget(st.slider, "Activation density ρ_x of x", "xdens", *S.bounds("xdens"), step=0.05,
              help="Fraction of nonzero inputs; only nonzero x_j produce events.")
 pa = S.analysis(wl)
 if pa is not None:

@@ -21,8 +21,8 @@ c = st.columns([2, 1, 1, 1])
 op = S.widget(c[0].selectbox, "Operator", "sop", options=list(OPERATORS), format_func=OPERATORS.get)
 method = S.widget(c[1].selectbox, "Method", "solver", options=["jacobi", "cg", "power"],
                   format_func={"jacobi": "Jacobi", "cg": "conjugate gradients", "power": "power iteration"}.get)
-iters = S.widget(c[2].slider, "Iterations", "iters", 5, 200, step=5)
-eps = S.widget(c[3].slider, "Lossy plan: error budget ε", "seps", 0.0, 0.2, step=0.005, format="%.3f",
+iters = S.widget(c[2].slider, "Iterations", "iters", *S.bounds("iters"), step=5)
+eps = S.widget(c[3].slider, "Lossy plan: error budget ε", "seps", *S.bounds("seps"), step=0.005, format="%.3f",
                help="The plan is chosen with this relative-error budget (least resource within ε).")
 
 try:
