@@ -226,8 +226,6 @@ def plan_mapping(plan, hw: HardwareConfig | None = None, *, rho_x: float = 1.0,
         hw = HardwareConfig()
     if not isinstance(hw, HardwareConfig):
         raise InputError(f"hw must be a HardwareConfig, got {type(hw).__name__}.")
-    if method not in MAPPING_METHODS:
-        raise InputError(f"Unknown mapping method {method!r}; use one of {', '.join(MAPPING_METHODS)}.")
     seed = _check_int("seed", seed, 0, 2**63 - 1)
     rho = check_activation_density(rho_x)
     work, shape, tile, tr, _ = _resolve_plan(plan, None, None, tile_rows)

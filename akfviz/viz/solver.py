@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -45,11 +46,9 @@ def persistence_bars(rows: dict, height: int = 320) -> go.Figure:
     return styled(fig, "Persistent vs non-persistent iterations", height + 40, margin=dict(l=50, r=10, t=70, b=40))
 
 
-def npu_cost_table(npu) -> "pd.DataFrame":
+def npu_cost_table(npu) -> pd.DataFrame:
     """The solver's NPU cost table (``SolverResult.npu``) in display units: seconds per
     iteration as µs, energy as µJ, readable column names; the index is kept."""
-    import pandas as pd
-
     return pd.DataFrame({
         "cycles": npu["cycles"].astype(np.int64),
         "cycles / iteration": npu["cycles_per_iteration"].to_numpy(np.float64),
