@@ -49,20 +49,18 @@ from __future__ import annotations
 
 import os
 import time
-import types
 from dataclasses import dataclass
 
 import numba
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from .._jit import JIT_OPTIONS, njit_cached, njit_parallel
+from .._jit import njit_cached, njit_inline, njit_parallel, serial_twin
 from ..kernels.base import gather_entries
 from ..kernels.quant import quant_value, tile_scale
 
-#: Per-format tile kernels are inlined into the drivers (a call per tile costs more than
-#: a small tile's work).
-njit_inline = numba.njit(**JIT_OPTIONS, inline="always")
+# Per-format tile kernels are ``njit_inline``: inlined into the drivers (a call per tile
+# costs more than a small tile's work).
 
 FORMATS = ("dense", "dense_i8", "csc", "csc_i8", "bitmap", "dia", "block", "nm", "lowrank")
 BLOCK_B = 4
@@ -969,18 +967,9 @@ def _fused_matmat(X, Y, T, n_rows, n_brows,
 
 
 # serial twins (``prange`` runs as ``range``): small plans skip the thread launch
-def _serial_twin(dispatcher, name):
-    """The same Python function compiled without ``parallel`` (own name → own cache entry)."""
-    f = dispatcher.py_func
-    g = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
-    g.__qualname__ = name
-    g.__doc__ = f.__doc__
-    return njit_cached(g)
-
-
-_residual_matvec_serial = _serial_twin(_residual_matvec, "_residual_matvec_serial")
-_tiles_matvec_serial = _serial_twin(_tiles_matvec, "_tiles_matvec_serial")
-_fused_matmat_serial = _serial_twin(_fused_matmat, "_fused_matmat_serial")
+_residual_matvec_serial = serial_twin(_residual_matvec, "_residual_matvec_serial")
+_tiles_matvec_serial = serial_twin(_tiles_matvec, "_tiles_matvec_serial")
+_fused_matmat_serial = serial_twin(_fused_matmat, "_fused_matmat_serial")
 
 #: Plans that stream fewer bytes than this run serially: waking the worker threads costs
 #: more than the work, and a parallel region stalls for a whole time slice when a worker is
@@ -1135,8 +1124,8 @@ class PackedPlan:
 
 
 # =========================================================================== plan packing
-_residual_counts_serial = _serial_twin(_residual_counts, "_residual_counts_serial")
-_residual_fill_serial = _serial_twin(_residual_fill, "_residual_fill_serial")
+_residual_counts_serial = serial_twin(_residual_counts, "_residual_counts_serial")
+_residual_fill_serial = serial_twin(_residual_fill, "_residual_fill_serial")
 
 #: The residual builder uses the worker threads from this many tiles + entries on (and when
 #: the cores are not busy, :func:`cores_have_room`): below, or on a loaded machine, waking

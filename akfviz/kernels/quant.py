@@ -8,21 +8,17 @@ multiple of ``s``).
 """
 from __future__ import annotations
 
-import types
 from dataclasses import dataclass
 
 import numba
 import numpy as np
 
-from .._jit import JIT_OPTIONS, njit_parallel
+from .._jit import njit_inline, njit_parallel, serial_twin
 from .base import ROUTE_BYTES, SCALE_BYTES, VALUE_BYTES, Kernel, TileApprox, as_index, as_tile
 from .dense import dense_layout_work
 from .csc import CSCPayload, csc_bytes, csc_decode, csc_encode, csc_work
 
 QMAX = 127
-
-#: Small helpers inlined into the passes below.
-njit_inline = numba.njit(**JIT_OPTIONS, inline="always")
 
 
 def quant_scale(maxabs):
@@ -111,17 +107,8 @@ def _quant_fill(tptr, tr, tc, tv, idx, bounds, kptr, scale, r_out, c_out, v_out,
                     m += 1
 
 
-def _serial(dispatcher):
-    """The same function compiled without ``parallel`` (``prange`` runs as ``range``)."""
-    f = dispatcher.py_func
-    name = f.__name__ + "_serial"
-    g = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
-    g.__qualname__ = name
-    return numba.njit(**JIT_OPTIONS)(g)
-
-
-_quant_count_serial = _serial(_quant_count)
-_quant_fill_serial = _serial(_quant_fill)
+_quant_count_serial = serial_twin(_quant_count)
+_quant_fill_serial = serial_twin(_quant_fill)
 
 
 def _pass_bounds(n):

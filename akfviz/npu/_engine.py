@@ -26,8 +26,8 @@ Performance layout. The kernels read the TileWork arrays in place (no per-tile c
 phase is a list of tile ids sorted by PE (a stable counting sort, :func:`prepare_phase`), and
 each PE's deliveries live only in small per-worker scratch buffers. Step 3 is independent
 from PE to PE and step 4 from reduction PE to reduction PE, so both run as ``prange`` loops
-over chunks of PEs (:func:`run_phase`); every PE writes only its own counters and every tile
-only its own ``t_done``, and the hop histogram is summed per chunk and then over chunks in a
+over chunks of PEs (:func:`run_phase_parallel`; small phases use its serial twin
+``run_phase``); every PE writes only its own counters and every tile only its own ``t_done``, and the hop histogram is summed per chunk and then over chunks in a
 fixed order (integers), so the result is bit-for-bit the same for any thread count. With
 ``record=True`` (busy-interval timeline) the same per-PE code runs serially and appends
 intervals (:func:`run_phase_recorded`).
@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .._jit import njit_cached, njit_parallel
+from .._jit import njit_cached, njit_parallel, serial_twin
 
 
 #: Interval kinds recorded for the timeline.
@@ -454,12 +454,16 @@ def _reduce_at(q, tr_tile, tr_ptr, out_rows, t_done, reduce_cycles, t, cnt, buf,
 
 
 # --------------------------------------------------------------------------- phases
-@njit_cached
-def run_phase(order, pe_ptr, bounds, tr_tile, tr_ptr, rbounds, bj, col_ptr, col_local,
-              ev_macs, ev_decodes, ev_sram, final_macs, final_sram, out_rows, int8, bi, red,
-              src, inj, k, tile, ready, cols, hop, setup_cycles, event_cycles, mac_lanes,
-              decode_cycles, reduce_cycles, cnt, hist, pe_end, t_done):
-    """Simulate one phase without recording intervals (chunks of PEs one after the other).
+@njit_parallel
+def run_phase_parallel(order, pe_ptr, bounds, tr_tile, tr_ptr, rbounds, bj, col_ptr, col_local,
+                       ev_macs, ev_decodes, ev_sram, final_macs, final_sram, out_rows, int8, bi,
+                       red, src, inj, k, tile, ready, cols, hop, setup_cycles, event_cycles,
+                       mac_lanes, decode_cycles, reduce_cycles, cnt, hist, pe_end, t_done):
+    """Simulate one phase without recording intervals, chunks of PEs in parallel (``prange``).
+
+    Chunks write disjoint PEs / tiles and their own histogram row, so the result is the same
+    bit for bit as its serial twin :data:`run_phase` (the same code without ``parallel``:
+    chunks one after the other).
 
     Parameters
     ----------
@@ -495,48 +499,6 @@ def run_phase(order, pe_ptr, bounds, tr_tile, tr_ptr, rbounds, bj, col_ptr, col_
     nh = hist.shape[0]
     hist_c = np.zeros((nch, nh), dtype=np.int64)
     nd_c = np.zeros(nch, dtype=np.int64)
-    for c in range(nch):
-        iv = np.empty((5, 1), dtype=np.int64)
-        nd, iv, niv = _tiles_of_pes(
-            bounds[c], bounds[c + 1], order, pe_ptr, bj, col_ptr, col_local, ev_macs, ev_decodes,
-            ev_sram, final_macs, final_sram, out_rows, int8, bi, red, src, inj, k, tile, ready,
-            cols, hop, setup_cycles, event_cycles, mac_lanes, decode_cycles, cnt, hist_c[c],
-            t_done, pe_end, False, iv)
-        nd_c[c] = nd
-    nrc = rbounds.shape[0] - 1
-    for c in range(nrc):
-        buf = np.empty((5, 64), dtype=np.int64)
-        iv = np.empty((5, 1), dtype=np.int64)
-        for q in range(rbounds[c], rbounds[c + 1]):
-            if tr_ptr[q + 1] > tr_ptr[q]:
-                t, buf, iv, niv = _reduce_at(q, tr_tile, tr_ptr, out_rows, t_done, reduce_cycles,
-                                             pe_end[q], cnt, buf, False, iv, 0)
-                pe_end[q] = t
-    for c in range(nch):
-        for h in range(nh):
-            hist[h] += hist_c[c, h]
-    makespan = 0
-    for p in range(P):
-        if pe_end[p] > makespan:
-            makespan = pe_end[p]
-    return makespan, nd_c.sum()
-
-
-@njit_parallel
-def run_phase_parallel(order, pe_ptr, bounds, tr_tile, tr_ptr, rbounds, bj, col_ptr, col_local,
-              ev_macs, ev_decodes, ev_sram, final_macs, final_sram, out_rows, int8, bi, red,
-              src, inj, k, tile, ready, cols, hop, setup_cycles, event_cycles, mac_lanes,
-              decode_cycles, reduce_cycles, cnt, hist, pe_end, t_done):
-    """:func:`run_phase` with the chunks of PEs (steps 3 and 4) run in parallel (``prange``).
-
-    Chunks write disjoint PEs / tiles and their own histogram row, so the result is the same
-    bit for bit as :func:`run_phase`.
-    """
-    P = pe_end.shape[0]
-    nch = bounds.shape[0] - 1
-    nh = hist.shape[0]
-    hist_c = np.zeros((nch, nh), dtype=np.int64)
-    nd_c = np.zeros(nch, dtype=np.int64)
     for c in prange(nch):
         iv = np.empty((5, 1), dtype=np.int64)
         nd, iv, niv = _tiles_of_pes(
@@ -564,12 +526,16 @@ def run_phase_parallel(order, pe_ptr, bounds, tr_tile, tr_ptr, rbounds, bj, col_
     return makespan, nd_c.sum()
 
 
+#: :func:`run_phase_parallel` compiled without ``parallel`` (small phases skip the thread launch).
+run_phase = serial_twin(run_phase_parallel, "run_phase")
+
+
 @njit_cached
 def run_phase_recorded(order, pe_ptr, tr_tile, tr_ptr, bj, col_ptr, col_local, ev_macs,
                        ev_decodes, ev_sram, final_macs, final_sram, out_rows, int8, bi, red, src,
                        inj, k, tile, ready, cols, hop, setup_cycles, event_cycles, mac_lanes,
                        decode_cycles, reduce_cycles, cnt, hist, pe_end, t_done):
-    """:func:`run_phase`, serially, also returning the busy intervals.
+    """:data:`run_phase` (serial), also returning the busy intervals.
 
     Returns
     -------
