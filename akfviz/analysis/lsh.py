@@ -17,6 +17,13 @@ cluster's *distinct* signatures weighted by their multiplicity, which is exact; 
 a cluster has too many distinct signatures are seeded samples used (see
 :func:`cluster_tiles`). Random numbers inside numba come from a splitmix64 stream seeded
 per cluster from ``LSHConfig.seed``, so results do not depend on thread scheduling.
+
+From :data:`PARALLEL_MIN_TILES` tiles the per-tile passes (pair ids, cluster gather,
+counting sort by cluster) run on one chunk of tiles per thread; the chunks' pair ids are
+renumbered so that every output is the same bit for bit as one serial pass
+(:func:`_merge_chunk_pairs`; tested for many chunkings). Per-chunk counters are padded so
+that two threads never write the same cache line (unpadded, the shared line made the gather
+slower on two threads than on one).
 """
 from __future__ import annotations
 
@@ -25,11 +32,15 @@ from dataclasses import asdict, dataclass, fields
 import numba
 import numpy as np
 
-from .._jit import njit_cached, njit_parallel
+from .._jit import njit_cached, njit_parallel, serial_twin
 from ..errors import InputError
 from .minhash import minhash_signatures
 from .arena import Arena
 from .tiling import _popcount64
+
+#: From this many tiles the per-tile clustering passes run on the worker threads.
+PARALLEL_MIN_TILES = 100_000
+
 
 @dataclass(frozen=True)
 class LSHConfig:
@@ -256,15 +267,20 @@ def _rand_below(state, n):
 
 @njit_cached
 def _cluster_range(c0, c1, order, cptr, uid, usig, seed, jpairs, rep, jmean, mark, firstt,
-                   dlist):
+                   dlist, density, dsum):
+    has_density = density.shape[0] > 0
     for cl in range(c0, c1):
         s = cptr[cl]
         e = cptr[cl + 1]
         m = e - s
-        # distinct signatures of the cluster, in first-appearance order, with multiplicities
+        # distinct signatures of the cluster, in first-appearance order, with multiplicities;
+        # the density sum adds the members in tile order (as np.bincount does: same bits)
         d = 0
+        ds = 0.0
         for p in range(s, e):
             t = order[p]
+            if has_density:
+                ds += density[t]
             u = uid[t]
             if mark[u] == 0:
                 dlist[d] = u
@@ -308,6 +324,7 @@ def _cluster_range(c0, c1, order, cptr, uid, usig, seed, jpairs, rep, jmean, mar
                     best_cost = cost
                     best = cand
         rep[cl] = firstt[best]
+        dsum[cl] = ds
         # within-cluster Jaccard
         if m == 1:
             jmean[cl] = 1.0
@@ -336,7 +353,7 @@ def _cluster_range(c0, c1, order, cptr, uid, usig, seed, jpairs, rep, jmean, mar
 
 
 @njit_parallel
-def _cluster_stats(order, cptr, uid, usig, seed, jpairs, n_chunks, rep, jmean):
+def _cluster_stats(order, cptr, uid, usig, seed, jpairs, n_chunks, rep, jmean, density, dsum):
     n_clusters = cptr.shape[0] - 1
     U = usig.shape[0]
     for ch in numba.prange(n_chunks):
@@ -344,7 +361,8 @@ def _cluster_stats(order, cptr, uid, usig, seed, jpairs, n_chunks, rep, jmean):
         firstt = np.empty(U, dtype=np.int64)
         dlist = np.empty(U, dtype=np.int64)
         _cluster_range(ch * n_clusters // n_chunks, (ch + 1) * n_clusters // n_chunks,
-                       order, cptr, uid, usig, seed, jpairs, rep, jmean, mark, firstt, dlist)
+                       order, cptr, uid, usig, seed, jpairs, rep, jmean, mark, firstt, dlist,
+                       density, dsum)
 
 
 @njit_cached
@@ -357,24 +375,23 @@ def _cluster_keys(root, uid, dbin, bmin, nbins):
 
 
 @njit_cached
-def _pair_ids(sig, dbin, bmin, nbins, pid):
-    """First-appearance ids of the distinct (signature, density bin) pairs of the tiles.
+def _pair_ids_range(sig, dbin, bmin, nbins, a, b, pid, first):
+    """First-appearance ids of the distinct (signature, density bin) pairs of tiles ``a:b``.
 
-    Writes each tile's pair id into ``pid``; returns the first tile of each pair. Pairs whose
-    signature has one bit (every tile with one nonzero) are looked up in a direct
+    Writes each tile's id (counted from 0 within the range) into ``pid[a:b]`` and the first
+    tile of each of the range's ``m`` pairs into ``first[a:a + m]``; returns ``m``. Pairs
+    whose signature has one bit (every tile with one nonzero) are looked up in a direct
     64 × nbins table; the others in an open-addressing hash table. Ids follow first
     appearance in tile order either way.
     """
-    n = sig.shape[0]
     one = np.uint64(1)
     direct = np.full(64 * nbins, -1, dtype=np.int64)
     size = 1024
     mask = np.uint64(size - 1)
     slot = np.full(size, -1, dtype=np.int64)
     n_hashed = 0
-    first = np.empty(n, dtype=np.int64)  # only its first m entries are ever touched
     m = 0
-    for t in range(n):
+    for t in range(a, b):
         x = sig[t]
         bb = dbin[t] - bmin
         if x != 0 and (x & (x - one)) == 0:
@@ -383,7 +400,7 @@ def _pair_ids(sig, dbin, bmin, nbins, pid):
             if p < 0:
                 p = m
                 direct[key] = m
-                first[m] = t
+                first[a + m] = t
                 m += 1
         else:
             p = -1
@@ -393,11 +410,11 @@ def _pair_ids(sig, dbin, bmin, nbins, pid):
                 if q < 0:
                     p = m
                     slot[pos] = m
-                    first[m] = t
+                    first[a + m] = t
                     m += 1
                     n_hashed += 1
                     break
-                f = first[q]
+                f = first[a + q]
                 if sig[f] == x and dbin[f] == dbin[t]:
                     p = q
                     break
@@ -407,7 +424,7 @@ def _pair_ids(sig, dbin, bmin, nbins, pid):
                 mask = np.uint64(size - 1)
                 slot = np.full(size, -1, dtype=np.int64)
                 for q in range(m):
-                    f = first[q]
+                    f = first[a + q]
                     y = sig[f]
                     if y != 0 and (y & (y - one)) == 0:
                         continue
@@ -416,48 +433,99 @@ def _pair_ids(sig, dbin, bmin, nbins, pid):
                         p2 = (p2 + one) & mask
                     slot[p2] = q
         pid[t] = p
+    return m
+
+
+def _pair_ids(sig, dbin, bmin, nbins, pid):
+    """:func:`_pair_ids_range` over all tiles; returns the first tile of each pair."""
+    first = np.empty(sig.shape[0], dtype=np.int64)  # only its first m entries are touched
+    m = _pair_ids_range(sig, dbin, bmin, nbins, 0, sig.shape[0], pid, first)
     return first[:m].copy()
 
 
-@njit_cached
-def _gather_tiles(pid, pair_uid, pair_cluster, n_clusters, density, uid, cluster, pcount):
-    """Per tile: unique-signature id and cluster from the per-pair ones, in one pass that
-    also counts each cluster's tiles and sums their densities (in tile order, so the sums
-    equal ``np.bincount(cluster, weights=density)`` bit for bit). ``density`` may be empty
-    (sums then stay 0). Writes ``uid`` and ``cluster`` and counts the tiles of each pair
-    into ``pcount`` (zeros on entry); returns (cptr with the counts at ``cptr[c + 1]``,
-    density sums)."""
-    n = pid.shape[0]
-    cptr = np.zeros(n_clusters + 1, dtype=np.int64)
-    dsum = np.zeros(n_clusters, dtype=np.float64)
-    has_density = density.shape[0] == n
-    for t in range(n):
-        p = pid[t]
-        c = pair_cluster[p]
-        uid[t] = pair_uid[p]
-        cluster[t] = c
-        pcount[p] += 1
-        cptr[c + 1] += 1
-        if has_density:
-            dsum[c] += density[t]
-    return cptr, dsum
+@njit_parallel
+def _pair_ids_chunks(sig, dbin, bmin, nbins, bounds, pid, first, m):
+    """:func:`_pair_ids_range` on each chunk ``bounds[ch]:bounds[ch + 1]`` (``prange``);
+    ``m[ch]`` receives the chunk's number of pairs."""
+    for ch in numba.prange(bounds.shape[0] - 1):
+        m[ch] = _pair_ids_range(sig, dbin, bmin, nbins, bounds[ch], bounds[ch + 1], pid, first)
 
 
-@njit_cached
-def _order_by_cluster(cluster, counts, order):
-    """Stable counting sort of tile indices by cluster into ``order``, the counts known
-    (``counts[c + 1]`` = tiles of cluster ``c``): returns cptr."""
-    n = cluster.shape[0]
-    n_clusters = counts.shape[0] - 1
-    cptr = counts.copy()
-    for cl in range(n_clusters):
-        cptr[cl + 1] += cptr[cl]
-    pos = cptr[:-1].copy()
-    for t in range(n):
-        cl = cluster[t]
-        order[pos[cl]] = t
-        pos[cl] += 1
-    return cptr
+@njit_parallel
+def _gather_chunks(bounds, pid, goff, gid, pair_uid, pair_cluster, pair_bin, uid, cluster,
+                   ccount, bcount):
+    """Per tile of each chunk (``prange``): its global pair ``p = gid[goff[ch] + pid[t]]``,
+    unique-signature id ``uid[t]`` and ``cluster[t]``; counts the tiles per cluster into
+    ``ccount`` and per density bin (``pair_bin``, from 0) into ``bcount`` (zeros on entry):
+    row ``ch``, or row 0 for every chunk when the arrays have one row (run serially then)."""
+    for ch in numba.prange(bounds.shape[0] - 1):
+        g0 = goff[ch]
+        row = np.int64(ch) if ccount.shape[0] > 1 else np.int64(0)
+        for t in range(bounds[ch], bounds[ch + 1]):
+            p = gid[g0 + pid[t]]
+            c = pair_cluster[p]
+            uid[t] = pair_uid[p]
+            cluster[t] = c
+            ccount[row, c] += 1
+            bcount[row, pair_bin[p]] += 1
+
+
+@njit_parallel
+def _scatter_chunks(bounds, cluster, pos, order):
+    """Stable counting sort of the tiles by cluster (``prange`` over chunks): ``pos[ch, c]``
+    is where chunk ``ch``'s first tile of cluster ``c`` goes (one row: shared, serial)."""
+    for ch in numba.prange(bounds.shape[0] - 1):
+        row = np.int64(ch) if pos.shape[0] > 1 else np.int64(0)
+        for t in range(bounds[ch], bounds[ch + 1]):
+            c = cluster[t]
+            order[pos[row, c]] = t
+            pos[row, c] += 1
+
+
+_pair_ids_chunks_serial = serial_twin(_pair_ids_chunks)
+_gather_chunks_serial = serial_twin(_gather_chunks)
+_scatter_chunks_serial = serial_twin(_scatter_chunks)
+
+
+
+
+def _tile_chunks(n: int):
+    """``(parallel, number of chunks)`` for the per-tile passes of :func:`cluster_tiles` over
+    ``n`` tiles (the results do not depend on it)."""
+    par = n >= PARALLEL_MIN_TILES and numba.get_num_threads() > 1
+    return par, (numba.get_num_threads() if par else 1)
+
+
+def _merge_chunk_pairs(sig, dbin, bmin, nbins, bounds, pid, par):
+    """Pair ids of every chunk of tiles, and their numbering over all tiles.
+
+    Each chunk numbers its distinct (signature, density bin) pairs by first appearance
+    (``pid[t]``, local to the chunk). Listing the chunks' pairs chunk after chunk, each in
+    its local order, and numbering that short list by first appearance gives every pair the
+    id it would get from one pass over all tiles: a pair is listed first by the earliest
+    chunk holding it, at its first tile there, and the list is in the order of those first
+    tiles. So the ids do not depend on the chunking.
+
+    Returns
+    -------
+    pfirst : int64 (n_pairs,)
+        First tile of each pair, in id order.
+    goff, gid : int64
+        Chunk ``ch``'s local pair ``j`` has the global id ``gid[goff[ch] + j]``.
+    """
+    n_chunks = bounds.shape[0] - 1
+    first = np.empty(sig.shape[0], dtype=np.int64)  # each chunk touches its first m entries
+    m = np.zeros(n_chunks, dtype=np.int64)
+    (_pair_ids_chunks if par else _pair_ids_chunks_serial)(sig, dbin, bmin, nbins, bounds, pid,
+                                                           first, m)
+    goff = np.zeros(n_chunks + 1, dtype=np.int64)
+    np.cumsum(m, out=goff[1:])
+    if n_chunks == 1:
+        return first[:m[0]].copy(), goff, np.arange(m[0], dtype=np.int64)
+    listed = np.concatenate([first[bounds[c]:bounds[c] + m[c]] for c in range(n_chunks)])
+    gid = np.empty(listed.shape[0], dtype=np.int64)
+    gfirst = _pair_ids(sig[listed], dbin[listed], bmin, nbins, gid)
+    return listed[gfirst], goff, gid
 
 
 # --------------------------------------------------------------------------- public
@@ -503,16 +571,19 @@ def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig
     timings = {}
     n = signature.shape[0]
     t0 = time.perf_counter()
-    signature = signature.astype(np.uint64, copy=False)
-    density_bin = density_bin.astype(np.int64, copy=False)
-    # work on the distinct (signature, density bin) pairs, then broadcast to tiles
+    signature = np.ascontiguousarray(signature, dtype=np.uint64)
+    density_bin = np.ascontiguousarray(density_bin, dtype=np.int64)
     # the four per-tile arrays in one allocation (see arena.Arena: huge pages)
     arena = Arena([n] * 4)
     pid, uid, cluster, order = (arena.take(n, np.int64) for _ in range(4))
+    # the per-tile passes run on chunks of tiles, in parallel for large inputs; every result
+    # is the same bit for bit for any number of chunks (see _merge_chunk_pairs)
+    par, n_chunks = _tile_chunks(n)
+    bounds = np.arange(n_chunks + 1, dtype=np.int64) * n // n_chunks
     if n:
         bmin = int(density_bin.min())
         nbins = int(density_bin.max()) - bmin + 1
-        pfirst = _pair_ids(signature, density_bin, bmin, nbins, pid)
+        pfirst, goff, gid = _merge_chunk_pairs(signature, density_bin, bmin, nbins, bounds, pid, par)
     else:
         bmin, nbins = 0, 1
         pfirst = np.empty(0, np.int64)
@@ -529,31 +600,44 @@ def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig
         keys = _cluster_keys(root, puid, pbin, bmin, nbins)
         pcluster, _ = _first_appearance(keys)
         n_clusters = int(pcluster.max()) + 1
-        dens = np.empty(0, np.float64) if density is None else \
-            np.ascontiguousarray(density, dtype=np.float64)
-        pcount = np.zeros(pfirst.shape[0], np.int64)
-        counts, dsum = _gather_tiles(pid, puid, pcluster, n_clusters, dens, uid, cluster, pcount)
-        bin_counts = np.bincount(pbin - bmin, weights=pcount, minlength=nbins).astype(np.int64)
+        # per-chunk count rows while they are small beside the tiles; else one shared row
+        # (the passes then go through the chunks one after the other, in order)
+        rows = n_chunks if par and n_clusters * n_chunks <= n else 1
+        # rows padded by 64 bytes: two threads never write one cache line
+        ccount = np.zeros((rows, n_clusters + 8), np.int64)
+        bcount = np.zeros((rows, nbins + 8), np.int64)
+        gather = _gather_chunks if rows > 1 else _gather_chunks_serial
+        gather(bounds, pid, goff, gid, puid, pcluster, pbin - bmin, uid, cluster, ccount, bcount)
+        ccount = ccount[:, :n_clusters]
+        counts = ccount.sum(axis=0)
+        cptr = np.zeros(n_clusters + 1, np.int64)
+        np.cumsum(counts, out=cptr[1:])
+        pos = np.zeros((rows, n_clusters + 8), np.int64)  # padded as above
+        pos[:, :n_clusters] = cptr[:-1] + (np.cumsum(ccount, axis=0) - ccount)  # chunks' first slots
+        (_scatter_chunks if rows > 1 else _scatter_chunks_serial)(bounds, cluster, pos, order)
+        bin_counts = bcount[:, :nbins].sum(axis=0)
     else:
         n_clusters = 0
-        counts = np.zeros(1, np.int64)
-        dsum = np.empty(0, np.float64)
+        cptr = np.zeros(1, np.int64)
         bin_counts = np.empty(0, np.int64)
-    cptr = _order_by_cluster(cluster, counts, order)
     t3 = time.perf_counter()
     rep = np.empty(n_clusters, dtype=np.int64)
     jmean = np.empty(n_clusters, dtype=np.float64)
+    dsum = np.zeros(n_clusters, dtype=np.float64)
+    dens = np.empty(0, np.float64) if density is None else \
+        np.ascontiguousarray(density, dtype=np.float64)
     if n_clusters:
         seed = np.uint64(np.random.default_rng(cfg.seed).integers(0, 2**63, dtype=np.int64))
         # one O(U) scratch per chunk: keep the chunk count at the thread count
-        if n > 100_000 and n_clusters > 1:
-            n_chunks = min(n_clusters, numba.get_num_threads())
-            _cluster_stats(order, cptr, uid, usig, seed, cfg.jaccard_pairs, n_chunks, rep, jmean)
+        if par and n_clusters > 1:
+            n_ch = min(n_clusters, numba.get_num_threads())
+            _cluster_stats(order, cptr, uid, usig, seed, cfg.jaccard_pairs, n_ch, rep, jmean,
+                           dens, dsum)
         else:
             U = usig.shape[0]
             _cluster_range(0, n_clusters, order, cptr, uid, usig, seed, cfg.jaccard_pairs,
                            rep, jmean, np.zeros(U, np.int64), np.empty(U, np.int64),
-                           np.empty(U, np.int64))
+                           np.empty(U, np.int64), dens, dsum)
     t4 = time.perf_counter()
     timings.update(unique=t1 - t0, minhash=t2 - t1, lsh=t3 - t2, medoid_jaccard=t4 - t3)
     return dict(cluster=cluster, n_clusters=n_clusters, order=order, cptr=cptr,

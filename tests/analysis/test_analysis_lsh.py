@@ -202,7 +202,38 @@ def test_parallel_kernels_match_serial():
     nc = cl["n_clusters"]
     rep = np.empty(nc, np.int64)
     jm = np.empty(nc)
+    dsum = np.empty(nc)
     seed = np.uint64(np.random.default_rng(0).integers(0, 2**63, dtype=np.int64))
-    L._cluster_stats(cl["order"], cl["cptr"], uid, s[first], seed, 256, 2, rep, jm)
+    L._cluster_stats(cl["order"], cl["cptr"], uid, s[first], seed, 256, 2, rep, jm,
+                     np.empty(0), dsum)
     np.testing.assert_array_equal(rep, cl["representative"])
     np.testing.assert_array_equal(jm, cl["jaccard_mean"])
+    np.testing.assert_array_equal(dsum, 0.0)  # no densities given: the sums stay 0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_cluster_tiles_same_for_any_chunking(monkeypatch, seed):
+    # the per-tile passes (pair ids, gather, counting sort) run on chunks of tiles, in
+    # parallel for large inputs; every output must be the same bit for bit for any chunking,
+    # parallel or serial, with per-chunk count rows or one shared row
+    from akfviz.analysis import lsh as L
+    rng = np.random.default_rng(seed)
+    n = 5000
+    few = _random_sigs(30, 3, p=0.3)[rng.integers(0, 30, n)]    # few clusters: per-chunk rows
+    many = rng.integers(1, 2**63, n, dtype=np.int64).astype(np.uint64)  # ~n clusters: one row
+    for sig in (few, many, np.uint64(1) << rng.integers(0, 64, n).astype(np.uint64)):
+        dbin = rng.integers(-4, 1, n)
+        dens = rng.random(n)
+        ref = cluster_tiles(sig, dbin, LSHConfig(), density=dens)
+        for par in (False, True):
+            for k in (2, 3, 7, n + 3):  # more chunks than tiles: empty chunks
+                monkeypatch.setattr(L, "_tile_chunks", lambda m, par=par, k=k: (par, k))
+                got = cluster_tiles(sig, dbin, LSHConfig(), density=dens)
+                for key, val in ref.items():
+                    if key != "timings":
+                        np.testing.assert_array_equal(got[key], val, err_msg=f"{key} {par} {k}")
+        monkeypatch.undo()
+    bins = dbin - dbin.min()
+    np.testing.assert_array_equal(ref["bin_counts"], np.bincount(bins))
+    np.testing.assert_array_equal(
+        ref["density_sum"], np.bincount(ref["cluster"], weights=dens, minlength=ref["n_clusters"]))
