@@ -48,6 +48,7 @@ result is deterministic (independent of the thread count and of the chunking).
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass
 
@@ -971,13 +972,25 @@ _residual_matvec_serial = serial_twin(_residual_matvec, "_residual_matvec_serial
 _tiles_matvec_serial = serial_twin(_tiles_matvec, "_tiles_matvec_serial")
 _fused_matmat_serial = serial_twin(_fused_matmat, "_fused_matmat_serial")
 
-#: Plans that stream fewer bytes than this run serially: waking the worker threads costs
-#: more than the work, and a parallel region stalls for a whole time slice when a worker is
-#: descheduled. Measured: the 90 %-pruned MiniLM FFN (620 kB) takes 29 µs on one thread and
-#: 24 µs on two from the main thread of an idle process, but in the app (a Streamlit script
-#: thread, the browser competing for the 2 cores) two threads took 8.4 ms per call against
-#: 0.034 ms on one — so the threshold stays at 1 MB.
+#: Plans that stream fewer bytes than this run serially when called from a thread other
+#: than the main one: waking the worker threads costs more than the work, and OpenMP gives
+#: every calling thread a thread team of its own, so a thread that lives for one call (a
+#: Streamlit script run) starts a new team. Measured: the 90 %-pruned MiniLM FFN (620 kB)
+#: called from a fresh thread per batch took 76 µs on two threads against 44 µs on one; in
+#: the app (chromium busy on the same 2 cores) one call took 8.4 ms against 0.034 ms.
 PARALLEL_MIN_BYTES = 1 << 20
+#: The same threshold for calls from the main thread, whose team persists between calls:
+#: plans of 265 kB / 516 kB / 1 MB (random 1536², 25k / 50k / 100k nonzeros) took 0.92 /
+#: 0.89 / 0.62 of their one-thread time on two threads, MiniLM FFN 90 % (606 kB) 0.64.
+PARALLEL_MIN_BYTES_MAIN = 1 << 18
+_MAIN_THREAD = threading.main_thread().ident
+
+
+def _min_parallel_bytes() -> int:
+    """:data:`PARALLEL_MIN_BYTES_MAIN` on the main thread, else :data:`PARALLEL_MIN_BYTES`."""
+    return PARALLEL_MIN_BYTES_MAIN if threading.get_ident() == _MAIN_THREAD else PARALLEL_MIN_BYTES
+
+
 #: Largest share of the work one thread may get for the parallel path to be used (with two
 #: threads: at least a 1.4× split; below that the launch and the wait cost more than they gain).
 PARALLEL_MAX_SHARE = 0.7
@@ -1073,10 +1086,12 @@ class PackedPlan:
             bounds = np.maximum.accumulate(np.minimum(bounds, self.n_brows))
         return bounds.view(np.uint64)
 
-    def _parallel(self, k=1) -> bool:
-        return (k * self.bytes_moved() >= PARALLEL_MIN_BYTES and self.n_brows > 1
-                and numba.get_num_threads() > 1 and self._splits_well(numba.get_num_threads())
-                and cores_have_room())
+    def _parallel(self, k=1, n_threads=None) -> bool:
+        """Whether ``k`` right-hand sides run on the worker threads (``n_threads``: numba's
+        thread count, when the caller has it already — asking costs ≈ 1.5 µs)."""
+        nt = numba.get_num_threads() if n_threads is None else n_threads
+        return (k * self.bytes_moved() >= _min_parallel_bytes() and self.n_brows > 1
+                and nt > 1 and self._splits_well(nt) and cores_have_room())
 
     def _splits_well(self, n_chunks) -> bool:
         """True when ``n_chunks`` row-block ranges share the work well enough for threads to
@@ -1094,10 +1109,11 @@ class PackedPlan:
     def matvec(self, x: np.ndarray) -> np.ndarray:
         """``y = Â x`` (x: float64, contiguous, length n_cols)."""
         y = np.empty(self.shape[0], dtype=np.float64)
-        if self.bytes_moved() < PARALLEL_MIN_BYTES:  # small plan: serial, no thread/load checks
+        if self.bytes_moved() < _min_parallel_bytes():  # small plan: serial, no thread/load checks
             return self.run_matvec(x, y, 1, False)
-        par = self._parallel()
-        return self.run_matvec(x, y, numba.get_num_threads() if par else 1, par)
+        nt = numba.get_num_threads()
+        par = self._parallel(1, nt)
+        return self.run_matvec(x, y, nt if par else 1, par)
 
     def matmat(self, X: np.ndarray) -> np.ndarray:
         """``Y = Â X`` (X: float64, C-contiguous, shape (n_cols, k))."""

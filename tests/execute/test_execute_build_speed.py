@@ -311,3 +311,35 @@ def test_small_plan_fast_path_equals_general_path():
     np.testing.assert_allclose(plan.matvec(x), plan.approx_matrix() @ x, rtol=1e-12, atol=1e-12)
     with pytest.raises(InputError):
         plan.matvec(np.ones(299))
+
+
+def test_parallel_threshold_depends_on_calling_thread(monkeypatch):
+    # OpenMP keeps one thread team per calling thread: from the main thread (its team persists)
+    # plans from PARALLEL_MIN_BYTES_MAIN run on the workers; from another thread only from
+    # PARALLEL_MIN_BYTES. Same vector either way.
+    import threading
+
+    import numba
+    import akfviz
+    from akfviz.execute import fused
+
+    if numba.get_num_threads() < 2:
+        pytest.skip("needs two numba threads")
+    A = akfviz.generate("uniform", n=1536, density=0.02, seed=5)  # ≈ 47k nonzeros
+    plan = akfviz.select(akfviz.analyze(A), error_budget=0)
+    P = plan._packed
+    assert fused.PARALLEL_MIN_BYTES_MAIN <= P.bytes_moved() < fused.PARALLEL_MIN_BYTES
+    monkeypatch.setattr(fused, "cores_have_room", lambda: True)
+    calls = []
+    run = fused.PackedPlan.run_matvec
+    monkeypatch.setattr(fused.PackedPlan, "run_matvec",
+                        lambda self, x, y, n, par: calls.append(par) or run(self, x, y, n, par))
+    x = np.random.default_rng(0).standard_normal(A.shape[1])
+    y_main = plan.matvec(x)
+    out = {}
+    th = threading.Thread(target=lambda: out.update(y=plan.matvec(x)))
+    th.start()
+    th.join()
+    assert calls == [True, False]
+    assert np.array_equal(y_main, out["y"])  # the arithmetic does not depend on the chunking
+    np.testing.assert_allclose(y_main, A @ x, rtol=1e-12, atol=1e-12)
