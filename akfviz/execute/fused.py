@@ -968,14 +968,14 @@ def _fused_matmat(X, Y, T, n_rows, n_brows,
 
 
 # serial twins (``prange`` runs as ``range``): small plans skip the thread launch
-_residual_matvec_serial = serial_twin(_residual_matvec, "_residual_matvec_serial")
-_tiles_matvec_serial = serial_twin(_tiles_matvec, "_tiles_matvec_serial")
-_fused_matmat_serial = serial_twin(_fused_matmat, "_fused_matmat_serial")
+_residual_matvec_serial = serial_twin(_residual_matvec)
+_tiles_matvec_serial = serial_twin(_tiles_matvec)
+_fused_matmat_serial = serial_twin(_fused_matmat)
 
 #: Plans that stream fewer bytes than this run serially when called from a thread other
 #: than the main one: waking the worker threads costs more than the work, and OpenMP gives
 #: every calling thread a thread team of its own, so a thread that lives for one call (a
-#: Streamlit script run) starts a new team. Measured: the 90 %-pruned MiniLM FFN (620 kB)
+#: Streamlit script run) starts a new team. Measured: the 90 %-pruned MiniLM FFN (606 kB)
 #: called from a fresh thread per batch took 76 µs on two threads against 44 µs on one; in
 #: the app (chromium busy on the same 2 cores) one call took 8.4 ms against 0.034 ms.
 PARALLEL_MIN_BYTES = 1 << 20
@@ -1140,8 +1140,8 @@ class PackedPlan:
 
 
 # =========================================================================== plan packing
-_residual_counts_serial = serial_twin(_residual_counts, "_residual_counts_serial")
-_residual_fill_serial = serial_twin(_residual_fill, "_residual_fill_serial")
+_residual_counts_serial = serial_twin(_residual_counts)
+_residual_fill_serial = serial_twin(_residual_fill)
 
 #: The residual builder uses the worker threads from this many tiles + entries on (and when
 #: the cores are not busy, :func:`cores_have_room`): below, or on a loaded machine, waking
