@@ -487,8 +487,6 @@ _gather_chunks_serial = serial_twin(_gather_chunks)
 _scatter_chunks_serial = serial_twin(_scatter_chunks)
 
 
-
-
 def _tile_chunks(n: int):
     """``(parallel, number of chunks)`` for the per-tile passes of :func:`cluster_tiles` over
     ``n`` tiles (the results do not depend on it)."""

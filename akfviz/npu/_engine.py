@@ -27,8 +27,9 @@ phase is a list of tile ids sorted by PE (a stable counting sort, :func:`prepare
 each PE's deliveries live only in small per-worker scratch buffers. Step 3 is independent
 from PE to PE and step 4 from reduction PE to reduction PE, so both run as ``prange`` loops
 over chunks of PEs (:func:`run_phase_parallel`; small phases use its serial twin
-``run_phase``); every PE writes only its own counters and every tile only its own ``t_done``, and the hop histogram is summed per chunk and then over chunks in a
-fixed order (integers), so the result is bit-for-bit the same for any thread count. With
+``run_phase``); every PE writes only its own counters and every tile only its own
+``t_done``, and the hop histogram is summed per chunk and then over chunks in a fixed order
+(integers), so the result is bit-for-bit the same for any thread count. With
 ``record=True`` (busy-interval timeline) the same per-PE code runs serially and appends
 intervals (:func:`run_phase_recorded`).
 """
