@@ -176,6 +176,68 @@ def _fix_banner(data: bytes) -> bytes:
     return data
 
 
+#: Bytes that may appear after the size line of a Matrix Market file: decimal numbers
+#: (digits, sign, point, exponent), white space, and the letters of ``nan`` / ``inf`` /
+#: ``infinity`` (rejected later with the usual non-finite message).
+_MM_BODY_BYTES = b"0123456789+-.eE \t\r\n" + b"nNaAiIfFtTyY"
+
+
+def _mm_body_offset(text: bytes) -> int | None:
+    """Offset just after the size line of Matrix Market ``text`` (banner, then comment or
+    blank lines, then the size line), or ``None`` when the size line is not in ``text``."""
+    pos = text.find(b"\n")
+    while pos >= 0:
+        end = text.find(b"\n", pos + 1)
+        if end < 0:
+            return None
+        line = text[pos + 1:end].strip()
+        if line and not line.startswith(b"%"):
+            return end + 1
+        pos = end
+    return None
+
+
+def _first_bad_mm_byte(body: bytes) -> int:
+    """Index of the first byte of ``body`` that cannot be part of a Matrix Market entry, or −1.
+
+    ``bytes.translate`` deletes the allowed bytes at C speed and keeps the rest in order, so
+    the first byte left is the earliest offender, and its first occurrence is its position."""
+    rest = body.translate(None, _MM_BODY_BYTES)
+    return body.find(rest[:1]) if rest else -1
+
+
+def _mm_bad_entry(src: Source, pos: int) -> InputError:
+    """The error for a byte at ``pos`` (of the whole text) that is not part of a number."""
+    lo = max(pos - 4096, 0)
+    text = src.read_range(lo, pos + 4096)
+    at = pos - lo
+    start = text.rfind(b"\n", 0, at) + 1
+    end = text.find(b"\n", at)
+    line = text[start:end if end >= 0 else len(text)].strip()
+    n = text.count(b"\n", 0, at) + 1
+    if lo:  # the lines before the window, counted without holding the file in memory
+        with src.open() as f:
+            left = lo
+            while left:
+                chunk = f.read(min(left, 1 << 22))
+                if not chunk:
+                    break
+                n += chunk.count(b"\n")
+                left -= len(chunk)
+    shown = line[:60].decode("utf-8", "replace") + ("…" if len(line) > 60 else "")
+    if line.startswith(b"%"):
+        return InputError(
+            f"{_cap(src.label)}, line {n}, is a comment ({shown!r}) among the entries; Matrix "
+            f"Market allows comment lines only before the size line. Delete it or move it up.")
+    tokens = line.split()
+    bad = next((t for t in tokens if t.translate(None, _MM_BODY_BYTES)), line)
+    return InputError(
+        f"{_cap(src.label)}, line {n} ({shown!r}): "
+        f"{bad[:30].decode('utf-8', 'replace')!r} is not a number. Matrix Market entries are "
+        f"1-based indices followed by decimal numbers such as 3, -1.5 or 2.5e-3 (no hexadecimal, "
+        f"units, words or thousands separators); a reader that skipped it would load a wrong value.")
+
+
 def _mm_prepare(src: Source):
     """Make Matrix Market text safe for scipy's reader; returns a zero-argument target factory.
 
@@ -190,9 +252,16 @@ def _mm_prepare(src: Source):
 
     A UTF-8 byte-order mark is dropped and the banner's spelling normalised
     (:func:`_fix_banner`); such files are read from memory.
+
+    The reader also stops at the first byte of a token that is not a number and keeps what
+    it parsed so far (``0x10`` reads as 0, ``1.5kg`` as 1.5), so every byte after the size
+    line is checked first (:func:`_first_bad_mm_byte`; about 1 GB/s).
     """
     if src.path is not None and not _banner_needs_fix(src.head(64)):
         last = b""
+        body = None  # offset of the entries, once the size line has been seen
+        done = 0  # bytes read before this chunk
+        head = b""
         with src.open() as f:
             while True:
                 chunk = f.read(1 << 22)
@@ -200,6 +269,18 @@ def _mm_prepare(src: Source):
                     break
                 if b"\x00" in chunk:
                     raise InputError(f"{_cap(src.label)} contains NUL bytes; it is not a valid Matrix Market text file.")
+                if body is None and len(head) < (1 << 26):
+                    head += chunk
+                    off = _mm_body_offset(head)
+                    if off is not None:
+                        body = off
+                        head = b""
+                if body is not None and body < done + len(chunk):
+                    lo = max(body - done, 0)
+                    bad = _first_bad_mm_byte(chunk[lo:])
+                    if bad >= 0:
+                        raise _mm_bad_entry(src, done + lo + bad)
+                done += len(chunk)
                 last = chunk[-1:]
         if last == b"\n":
             path = str(src.path)
@@ -211,6 +292,12 @@ def _mm_prepare(src: Source):
             raise InputError(f"{_cap(src.label)} contains NUL bytes; it is not a valid Matrix Market text file.")
         data = _fix_banner(data)
         data = data if data.endswith(b"\n") else data + b"\n"
+        off = _mm_body_offset(data)
+        if off is not None:
+            bad = _first_bad_mm_byte(data[off:])
+            if bad >= 0:
+                raise _mm_bad_entry(Source(label=src.label, filename=src.filename, data=data),
+                                    off + bad)
     return lambda: io.BytesIO(data)
 
 
@@ -386,7 +473,7 @@ def _npz_sparse(zf, headers, label, limits: LoadLimits):
     if missing:
         raise InputError(f"{_cap(label)} is a {fmt} .npz without the array(s) {', '.join(missing)}; the file is corrupt.")
     data_shape, data_dtype, _, _ = headers["data"]
-    _check_numeric_dtype(data_dtype, f"The values of {label}")
+    _check_numeric_dtype(data_dtype, f"The sparse matrix in {label}")
     stored = int(np.prod(data_shape, dtype=object))
     limits.check_nnz(stored, what=f"matrix in {label}")
     for k in _SPARSE_KEYS[fmt][1:]:
@@ -537,6 +624,13 @@ def _pick_tensor(entries, tensor, label) -> _STEntry:
     if tensor is None:
         if len(two_d) == 1:
             tensor = two_d[0]
+        elif not two_d:
+            shapes = ", ".join(f"{e.name} {list(e.shape)}" for e in entries[:8])
+            more = f" and {len(entries) - 8} more" if len(entries) > 8 else ""
+            raise InputError(
+                f"{_cap(label)} holds no 2-D tensor, so there is no matrix to load "
+                f"(its tensors: {shapes or 'none'}{more})."
+            )
         else:
             raise InputError(
                 f"{_cap(label)} holds {len(two_d)} 2-D tensors; choose one with tensor=... "
