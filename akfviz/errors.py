@@ -16,3 +16,33 @@ class InputError(ValueError):
 
 class ResourceLimitError(InputError):
     """An input would need more memory or time than the configured limits allow."""
+
+
+def checked_init(cls):
+    """Class decorator for the public configuration dataclasses: an unknown keyword or too
+    many positional arguments raise :class:`InputError` listing the fields, instead of the
+    ``TypeError`` of the generated ``__init__`` (e.g. ``HardwareConfig(pe_rows=128)``)."""
+    import functools
+    from dataclasses import fields
+
+    init = cls.__init__
+    names = [f.name for f in fields(cls) if f.init]
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        unknown = sorted(set(kwargs) - set(names))
+        if unknown:
+            raise InputError(
+                f"{cls.__name__} has no setting {', '.join(map(repr, unknown))}; "
+                f"its settings are: {', '.join(names)}.")
+        if len(args) > len(names):
+            raise InputError(
+                f"{cls.__name__} takes at most {len(names)} settings, got {len(args)} "
+                f"positional values; pass them by name ({', '.join(names[:3])}, …).")
+        twice = sorted(set(names[:len(args)]) & set(kwargs))
+        if twice:
+            raise InputError(f"{cls.__name__}: {', '.join(twice)} given both by position and by name.")
+        init(self, *args, **kwargs)
+
+    cls.__init__ = __init__
+    return cls

@@ -33,7 +33,7 @@ import numba
 import numpy as np
 
 from .._jit import njit_cached, njit_parallel, serial_twin
-from ..errors import InputError
+from ..errors import InputError, checked_init
 from .minhash import minhash_signatures
 from .arena import Arena
 from .tiling import _popcount64
@@ -42,6 +42,7 @@ from .tiling import _popcount64
 PARALLEL_MIN_TILES = 100_000
 
 
+@checked_init
 @dataclass(frozen=True)
 class LSHConfig:
     """Parameters of the MinHash LSH clustering (validated on construction).

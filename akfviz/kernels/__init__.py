@@ -5,7 +5,8 @@
 True
 """
 from .base import Kernel, TileApprox
-from .registry import DEFAULT_CANDIDATES, KERNELS, LOSSLESS, get_kernel, kernel_names
+from .registry import (DEFAULT_CANDIDATES, FAMILIES, KERNELS, LOSSLESS, expand_kernel_names,
+                       get_kernel, kernel_names)
 
-__all__ = ["Kernel", "TileApprox", "KERNELS", "LOSSLESS", "DEFAULT_CANDIDATES", "get_kernel",
-           "kernel_names"]
+__all__ = ["Kernel", "TileApprox", "KERNELS", "FAMILIES", "LOSSLESS", "DEFAULT_CANDIDATES",
+           "get_kernel", "expand_kernel_names", "kernel_names"]

@@ -31,24 +31,67 @@ LOSSLESS: tuple = tuple(n for n, k in KERNELS.items() if k.lossless)
 DEFAULT_CANDIDATES: tuple = tuple(KERNELS)
 
 
+#: Family names of akf-spec §3's catalogue, each standing for all of its registered variants
+#: (``kernels=["NM"]`` means every N:M pattern).
+FAMILIES: dict[str, tuple] = {
+    "NM": ("NM2:4", "NM1:4", "NM4:8"),
+    "PRUNE": ("PRUNE50", "PRUNE25"),
+    "QUANT": ("QUANT8", "QUANT8D"),
+    "LOWRANK": ("LOWRANK1", "LOWRANK2", "LOWRANK4", "LOWRANK8"),
+}
+
+
+def _key(name: str) -> str:
+    """Spelling-insensitive key: upper case, without spaces, ``_`` and ``-``
+    (``"nm 2:4"``, ``"Low-Rank4"`` and ``"NM2:4"`` / ``"LOWRANK4"`` are the same)."""
+    return "".join(ch for ch in name.upper() if ch not in " _-")
+
+
+_BY_KEY = {_key(n): n for n in KERNELS}
+_FAMILY_BY_KEY = {_key(f): f for f in FAMILIES}
+
+
+def expand_kernel_names(name) -> tuple:
+    """Registered names meant by ``name``: one kernel (any spelling of its name), or every
+    variant of a family of akf-spec §3 (``"NM"``, ``"PRUNE"``, ``"QUANT"``, ``"LOWRANK"``).
+
+    Raises
+    ------
+    InputError
+        Neither a kernel nor a family; the message lists both.
+    """
+    if not isinstance(name, str):
+        raise InputError(f"Kernel names must be strings, got {name!r}.")
+    k = _key(name)
+    if k in _BY_KEY:
+        return (_BY_KEY[k],)
+    if k in _FAMILY_BY_KEY:
+        return FAMILIES[_FAMILY_BY_KEY[k]]
+    raise InputError(
+        f"Unknown kernel {name!r}. Valid kernels: {', '.join(KERNELS)}; or a family: "
+        f"{', '.join(f'{f} ({len(v)} variants)' for f, v in FAMILIES.items())}."
+    )
+
+
 def kernel_names() -> list:
     """Registered kernel names, in registry order."""
     return list(KERNELS)
 
 
 def get_kernel(name) -> Kernel:
-    """The kernel called ``name`` (exact string, e.g. ``"NM2:4"``).
+    """The kernel called ``name`` (e.g. ``"NM2:4"``; case, spaces, ``_`` and ``-`` ignored).
 
     Raises
     ------
     InputError
-        Unknown name; the message lists the valid names.
+        Unknown name, or a family name (``"NM"``) where one kernel is needed; the message
+        lists the valid names.
     """
     if isinstance(name, Kernel):
         return name
-    try:
+    if isinstance(name, str) and name in KERNELS:
         return KERNELS[name]
-    except (KeyError, TypeError):
-        raise InputError(
-            f"Unknown kernel {name!r}. Valid kernels: {', '.join(KERNELS)}."
-        ) from None
+    names = expand_kernel_names(name)
+    if len(names) > 1:
+        raise InputError(f"{name!r} is a family of kernels ({', '.join(names)}); name one of them.")
+    return KERNELS[names[0]]

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields, replace as _dc_replace
 
-from ..errors import InputError
+from ..errors import InputError, checked_init
 
 GRADES = ("measured", "simulated", "assumed")
 
@@ -87,6 +87,7 @@ class EnergyEntry:
                 raise InputError(f"The energy entry's {name!r} must be a non-empty text.")
 
 
+@checked_init
 @dataclass(frozen=True)
 class EnergyTable:
     """Picojoules per counted action, with provenance (akf-spec §7).

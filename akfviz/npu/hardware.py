@@ -11,7 +11,7 @@ import hashlib
 import math
 from dataclasses import dataclass, field, fields, replace as _dc_replace
 
-from ..errors import InputError
+from ..errors import InputError, checked_init
 from .energy import EnergyTable
 
 #: Integer fields: name -> (min, max, unit / meaning).
@@ -37,6 +37,7 @@ _FLOAT_LIMITS = {
 }
 
 
+@checked_init
 @dataclass(frozen=True)
 class HardwareConfig:
     """The simulated event-driven NPU (akf-spec §7).

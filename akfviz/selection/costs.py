@@ -41,8 +41,12 @@ def check_granularity(g) -> str:
 
 
 def resolve_candidates(kernels) -> tuple:
-    """Candidate kernel names (default ``DEFAULT_CANDIDATES``), validated, duplicates removed."""
-    from ..kernels.registry import DEFAULT_CANDIDATES, get_kernel
+    """Candidate kernel names (default ``DEFAULT_CANDIDATES``), validated, duplicates removed.
+
+    Names are matched ignoring case, spaces, ``_`` and ``-``; a family name of akf-spec §3
+    (``"NM"``, ``"PRUNE"``, ``"QUANT"``, ``"LOWRANK"``) stands for all its variants
+    (:func:`akfviz.kernels.registry.expand_kernel_names`)."""
+    from ..kernels.registry import DEFAULT_CANDIDATES, expand_kernel_names
 
     if kernels is None:
         names = list(DEFAULT_CANDIDATES)
@@ -55,11 +59,9 @@ def resolve_candidates(kernels) -> tuple:
             raise InputError(f"kernels must be a list of kernel names, got {kernels!r}.") from None
     out = []
     for n in names:
-        if not isinstance(n, str):
-            raise InputError(f"Kernel names must be strings, got {n!r}.")
-        get_kernel(n)  # raises InputError listing the valid names
-        if n not in out:
-            out.append(n)
+        for name in expand_kernel_names(n):  # raises InputError listing the valid names
+            if name not in out:
+                out.append(name)
     if not out:
         raise InputError("The list of candidate kernels is empty; give at least one kernel name.")
     return tuple(out)

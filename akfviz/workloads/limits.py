@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import InputError, ResourceLimitError
+from ..errors import InputError, ResourceLimitError, checked_init
 
 
+@checked_init
 @dataclass(frozen=True)
 class LoadLimits:
     """Upper bounds on what a loader or generator may allocate.

@@ -9,6 +9,8 @@ import akfviz
 from akfviz.errors import InputError
 from akfviz.npu.energy import ACTIONS, EnergyEntry, EnergyTable
 from akfviz.npu.hardware import HardwareConfig
+from akfviz.analysis.lsh import LSHConfig
+from akfviz.workloads import LoadLimits
 
 
 def test_defaults_and_public_entry():
@@ -110,3 +112,17 @@ def test_toml_file_round_trip(tmp_path):
     assert HardwareConfig.from_toml(str(target)) == hw
     with pytest.raises(InputError, match="No hardware TOML file"):
         HardwareConfig.from_toml(Path(tmp_path / "missing.toml"))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: akfviz.HardwareConfig(pe_rows=128),
+    lambda: akfviz.HardwareConfig(*range(1, 30)),
+    lambda: akfviz.HardwareConfig(8, rows=8),
+    lambda: EnergyTable(bogus=1.0),
+    lambda: LoadLimits(max_rowz=10),
+    lambda: LSHConfig(hashes=64),
+])
+def test_config_classes_refuse_unknown_settings_with_input_error(make):
+    """A misspelt setting is an InputError naming the valid ones, not a TypeError."""
+    with pytest.raises(InputError, match="settings|both by position"):
+        make()

@@ -312,3 +312,24 @@ def test_exact_budget_without_lossless_candidates_uses_kernels_exact_on_every_ti
     with pytest.raises(akfviz.InputError, match="not exact on every tile"):
         akfviz.select(akfviz.analyze(B, tile=32), kernels=["NM2:4"], error_budget=0,
                       granularity=granularity)
+
+
+def test_kernel_names_ignore_spelling_and_families_expand(pa):
+    """akf-spec §3 names families (NM, PRUNE, LOWRANK): each stands for all its variants,
+    and any spelling of a registered name is that kernel."""
+    from akfviz.selection.costs import resolve_candidates
+
+    assert resolve_candidates(["NM"]) == ("NM2:4", "NM1:4", "NM4:8")
+    assert resolve_candidates(["lowrank", "csc", "NM 2:4", "nm2:4"]) == (
+        "LOWRANK1", "LOWRANK2", "LOWRANK4", "LOWRANK8", "CSC", "NM2:4")
+    assert resolve_candidates("prune") == ("PRUNE50", "PRUNE25")
+    a = select(pa, kernels=["dense", "Csc", "skip"], granularity="tile")
+    b = select(pa, kernels=["DENSE", "CSC", "SKIP"], granularity="tile")
+    assert list(a.tile_kernels) == list(b.tile_kernels)
+    fam = select(pa, kernels=["CSC", "LOWRANK"], granularity="tile")
+    assert set(fam.tile_kernels) <= {"CSC", "LOWRANK1", "LOWRANK2", "LOWRANK4", "LOWRANK8"}
+    assert get_kernel("low-rank4").name == "LOWRANK4"
+    with pytest.raises(InputError, match="family"):
+        get_kernel("NM")
+    with pytest.raises(InputError, match="or a family: NM"):
+        select(pa, kernels=["NMX"])
