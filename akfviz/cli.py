@@ -85,6 +85,26 @@ def _hw(args):
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
 
 
+OUT_SUFFIXES = (".json",) + TABLE_SUFFIXES
+
+
+def _check_out(args) -> None:
+    """Refuse an ``--out`` path that cannot be written, before any work is done."""
+    out = getattr(args, "out", None)
+    if not out:
+        return
+    path = Path(out)
+    suffixes = TABLE_SUFFIXES if args.func is cmd_sweep else OUT_SUFFIXES
+    if not path.name.lower().endswith(suffixes):
+        raise InputError(f"--out {path.name!r}: give a file name ending in "
+                         f"{', '.join(suffixes)} (the format is chosen by the ending).")
+    if path.is_dir():
+        raise InputError(f"--out {out!r} is a folder; give a file name inside it.")
+    if not path.parent.is_dir():
+        raise InputError(f"--out {out!r}: the folder {str(path.parent)!r} does not exist; "
+                         f"create it first or write somewhere else.")
+
+
 def _emit(obj, args, table=None, table_what: str = ""):
     """Print ``obj`` (a DataFrame as text, anything else as JSON) or write it to ``--out``.
 
@@ -132,6 +152,8 @@ def _selector_kwargs(args):
         kw["error_budget"] = args.error_budget
     if args.resource:
         kw["resource"] = args.resource
+    if args.kernels is not None:
+        kw["kernels"] = [k for k in args.kernels.split(",") if k.strip()]
     return kw
 
 
@@ -174,7 +196,8 @@ def cmd_compare(args):
 
     A, _ = _matrix(args)
     df = compare(A, hw=_hw(args), alpha=args.alpha, beta=args.beta, tile=args.tile,
-                 static_kernel=args.static_kernel, rho_x=args.rho_x, seed=args.seed)
+                 static_kernel=args.static_kernel, rho_x=args.rho_x, seed=args.seed,
+                 granularity=args.granularity)
     _emit(df, args)
 
 
@@ -246,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="command")
 
-    def common(sp, selector=True, hardware=True):
+    def common(sp, selector="full", hardware=True):
         g = sp.add_argument_group("workload (one of)")
         g.add_argument("file", nargs="?", metavar="FILE",
                        help="matrix file (same as --input); default: the MiniLM sample")
@@ -268,10 +291,14 @@ def build_parser() -> argparse.ArgumentParser:
             s = sp.add_argument_group("selector")
             s.add_argument("--alpha", type=float, default=1.0)
             s.add_argument("--beta", type=float, default=1.0)
+            s.add_argument("--granularity", choices=["cluster", "tile"], default="cluster")
+        if selector == "full":
             s.add_argument("--error-budget", type=float, default=None,
                            help="maximum relative error; the selector finds alpha/beta")
-            s.add_argument("--granularity", choices=["cluster", "tile"], default="cluster")
             s.add_argument("--resource", choices=["energy", "cycles", "bytes", "mix"], default=None)
+            s.add_argument("--kernels", metavar="K1,K2,…", default=None,
+                           help="candidate kernels, comma-separated (default: all); a family "
+                                "name stands for its variants, e.g. CSC,DIA,NM,LOWRANK")
         if hardware:
             h = sp.add_argument_group("hardware")
             h.add_argument("--hw", help="HardwareConfig TOML file")
@@ -294,7 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_simulate)
 
     sp = sub.add_parser("compare", help="Dense / BlockSparse / StaticSparse / AKF")
-    common(sp)
+    common(sp, selector="weights")
     sp.add_argument("--static-kernel", default="CSC")
     sp.add_argument("--rho-x", type=float, default=1.0)
     sp.set_defaults(func=cmd_compare)
@@ -323,8 +350,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        _check_out(args)
         args.func(args)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # writing --out: permissions, full disk, …
+        if not getattr(args, "out", None):
+            raise
+        print(f"error: could not write {args.out!r}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     return 0

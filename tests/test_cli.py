@@ -138,3 +138,36 @@ def test_out_table_suffix_for_a_json_only_result_is_refused(capsys, tmp_path):
     assert not (tmp_path / "b.csv").exists()
     code, _, err = run(capsys, "bench", *GEN, "--repeats", "2", "--out", str(tmp_path / "b.json"))
     assert code == 0 and json.loads((tmp_path / "b.json").read_text())["repeats"] == 2
+
+
+@pytest.mark.parametrize("out, words", [
+    ("missing_dir/plan.csv", "does not exist"),
+    ("plan.xyz", "ending in .json"),
+    (".", "ending in"),
+])
+def test_out_paths_that_cannot_be_written_are_refused_before_work(capsys, tmp_path, out, words):
+    target = tmp_path / out
+    code, outp, err = run(capsys, "select", *GEN, "--out", str(target))
+    assert code == 2 and err.startswith("error: --out") and words in err and outp == ""
+    assert not (tmp_path / "plan.xyz").exists()
+
+
+def test_out_sweep_accepts_tables_only(capsys, tmp_path):
+    code, _, err = run(capsys, "sweep", *GEN, "--vary", "alpha=1", "--out", str(tmp_path / "s.json"))
+    assert code == 2 and ".csv" in err and not (tmp_path / "s.json").exists()
+
+
+def test_select_kernels_option_restricts_candidates_and_expands_families(capsys):
+    code, out, err = run(capsys, "select", *GEN, "--granularity", "tile", "--kernels", "csc,NM")
+    assert code == 0, err
+    counts = json.loads(out)["kernel_counts"]
+    assert counts and set(counts) <= {"CSC", "NM2:4", "NM1:4", "NM4:8"}
+    code, _, err = run(capsys, "select", *GEN, "--kernels", "CSC,NOPE")
+    assert code == 2 and "Unknown kernel 'NOPE'" in err
+
+
+def test_compare_takes_the_granularity(capsys, tmp_path):
+    for g in ("cluster", "tile"):
+        code, _, err = run(capsys, "compare", *GEN, "--granularity", g, "--out", str(tmp_path / f"{g}.json"))
+        assert code == 0, err
+        assert json.loads((tmp_path / f"{g}.json").read_text())["AKF"]["cycles"] > 0
