@@ -194,7 +194,7 @@ def _stencil_offsets(points: int):
 
 
 def _stencil(points):
-    def build(rng, n, m, limits, *, nx):
+    def build(rng, n, m, limits, *, nx, density=1.0):
         nx_ = int(round(math.sqrt(n))) if nx is None else nx
         nx_ = max(1, min(nx_, n))
         if nx is not None and nx > n:
@@ -214,13 +214,26 @@ def _stencil(points):
             rows.append(i[ok])
             cols.append(j[ok])
             vals.append(np.full(int(ok.sum()), -1.0))
+        if density < 1.0:
+            # thin the couplings in symmetric pairs: each edge i < j is kept with probability
+            # ``density`` together with its mirror, so the operator stays symmetric and
+            # diagonally dominant (still SPD); the diagonal is always kept
+            ri = np.concatenate(rows[1:])
+            ci = np.concatenate(cols[1:])
+            up = ri < ci
+            ri, ci = ri[up], ci[up]
+            keep = rng.random(ri.size) < density
+            ri, ci = ri[keep], ci[keep]
+            rows, cols = [i, ri, ci], [i, ci, ri]
+            vals = [np.full(n, diag), np.full(2 * ri.size, -1.0)]
         return sp.coo_array(
             (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)
         )
 
     build.__doc__ = (
         f"{points}-point 2-D Poisson/Jacobi operator: unknown i at grid (i // nx, i % nx), "
-        f"diagonal {4 if points == 5 else 8}, neighbours -1."
+        f"diagonal {4 if points == 5 else 8}, neighbours -1. With ``density`` < 1 each "
+        f"neighbour coupling is kept with that probability, in symmetric pairs (still SPD)."
     )
     return build
 
@@ -379,6 +392,9 @@ _SPARSITY = ParamSpec("sparsity", 0.9, "float", "fraction of weights removed (0.
                       low=0.0, high=0.999)
 _BLOCK_SPARSITY = ParamSpec("sparsity", 0.9, "float", "fraction of blocks removed",
                             low=0.0, high=0.999)
+_STENCIL_DENSITY = ParamSpec("density", 1.0, "float",
+                             "fill probability of the neighbour couplings (kept in symmetric "
+                             "pairs; the diagonal is always there)", low=0.0, high=1.0)
 _DENSITY_ALIAS = ParamSpec("density", None, "float",
                            "fraction kept, 1 - sparsity (alternative to sparsity)",
                            low=0.001, high=1.0, optional=True)
@@ -407,13 +423,15 @@ GENERATORS: dict[str, Generator] = {
             "stencil5", "2-D 5-point Poisson/Jacobi operator (diag 4, neighbours -1), SPD",
             _stencil(5),
             (ParamSpec("nx", None, "int", "grid row length (default round(sqrt(n)))", low=1,
-                       optional=True),),
+                       optional=True),
+             _STENCIL_DENSITY),
             rectangular=False,
         ),
         Generator(
             "stencil9", "2-D 9-point operator (diag 8, 8 neighbours -1), SPD", _stencil(9),
             (ParamSpec("nx", None, "int", "grid row length (default round(sqrt(n)))", low=1,
-                       optional=True),),
+                       optional=True),
+             _STENCIL_DENSITY),
             rectangular=False,
         ),
         Generator(
