@@ -198,8 +198,10 @@ def cached_map_tiles(work: TileWork, hw: HardwareConfig, *, rho_x: float, method
     The placement depends only on the plan, the hardware, ``rho_x``, the method and the seed,
     so repeated simulations of one plan (fused vs unfused, persistent or not, other x of the
     same density, iterations…) reuse it. The cached Mapping object is returned as is: do not
-    modify its arrays.
+    modify its arrays. ``rho_x = 0`` (no events) is placed as a tiny positive density, so the
+    placement still weighs the tiles' work.
     """
+    rho_x = max(rho_x, 1e-9)
     key = mapping_key(work, hw, rho_x, method, seed, n_brows, n_bcols)
     mp = _MAPPING_CACHE.get(key)
     if mp is not None:
@@ -229,7 +231,7 @@ def plan_mapping(plan, hw: HardwareConfig | None = None, *, rho_x: float = 1.0,
     seed = _check_int("seed", seed, 0, 2**63 - 1)
     rho = check_activation_density(rho_x)
     work, shape, tile, tr, _ = _resolve_plan(plan, None, None, tile_rows)
-    return cached_map_tiles(work, hw, rho_x=max(rho, 1e-9), method=method, seed=seed,
+    return cached_map_tiles(work, hw, rho_x=rho, method=method, seed=seed,
                             n_brows=-(-shape[0] // tr), n_bcols=-(-shape[1] // tile))
 
 
@@ -386,7 +388,7 @@ def simulate(plan, hw: HardwareConfig | None = None, x=None, iterations: int = 1
     elif isinstance(mapping, str):
         if mapping not in MAPPING_METHODS:
             raise InputError(f"Unknown mapping method {mapping!r}; use one of {', '.join(MAPPING_METHODS)}.")
-        mp = cached_map_tiles(work, hw, rho_x=max(rho, 1e-9), method=mapping, seed=seed,
+        mp = cached_map_tiles(work, hw, rho_x=rho, method=mapping, seed=seed,
                               n_brows=n_brows, n_bcols=n_bcols)
     else:
         raise InputError(f"mapping must be 'anneal', 'greedy' or a Mapping, got {mapping!r}.")
