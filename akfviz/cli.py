@@ -195,9 +195,14 @@ def cmd_compare(args):
     from .compare import compare
 
     A, _ = _matrix(args)
+
+    def progress(done, total, step):
+        if done < total:
+            print(f"[{done + 1}/{total}] {step}", file=sys.stderr)
+
     df = compare(A, hw=_hw(args), alpha=args.alpha, beta=args.beta, tile=args.tile,
                  static_kernel=args.static_kernel, rho_x=args.rho_x, seed=args.seed,
-                 granularity=args.granularity)
+                 granularity=args.granularity, progress=progress)
     _emit(df, args)
 
 

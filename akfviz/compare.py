@@ -22,6 +22,9 @@ import pandas as pd
 from .errors import InputError
 
 PLANS = ("Dense", "BlockSparse", "StaticSparse", "AKF")
+#: The labelled steps :func:`compare` reports to its ``progress`` callback, in order.
+STEPS = ("Simulating Dense (every tile slot)", "Simulating BlockSparse (nonempty tiles, DENSE)",
+         "Simulating StaticSparse (one kernel)", "Selecting the AKF plan", "Simulating AKF")
 COLUMNS = ["cycles", "speedup", "energy_pj", "energy_rel", "error_pct", "output_error_pct", "dram_bytes",
            "macs", "events", "payload_bytes", "seconds", "kernel_mix"]
 
@@ -79,7 +82,7 @@ def _row(res, plan=None, payload=None, mix=""):
 
 
 def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=None, rho_x=1.0, seed=0,
-            granularity="cluster", analysis=None, mapping="anneal") -> pd.DataFrame:
+            granularity="cluster", analysis=None, mapping="anneal", progress=None) -> pd.DataFrame:
     """Simulate the four plans of akf-spec §8 on the same matrix, vector and hardware.
 
     Parameters
@@ -104,6 +107,10 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
         Reuse an existing analysis of ``A`` (same tile side).
     mapping : str
         Passed to :func:`akfviz.simulate`.
+    progress : callable(done, total, step), optional
+        Called before each of the :data:`STEPS` steps (``done`` steps finished, ``step`` its
+        label) and once at the end with ``done == total`` — the app's progress bar. On a
+        1M-nonzero matrix the four simulations take seconds each.
 
     Returns
     -------
@@ -139,22 +146,39 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
     xv = _check_x(x, shape[1], rho_x, seed)
     n = int(pa.tiles.shape[0])
 
+    if progress is not None and not callable(progress):
+        raise InputError(f"progress must be a function (done, total, step), got {type(progress).__name__}.")
+    step = iter(range(len(STEPS)))
+
+    def report():
+        if progress is not None:
+            k = next(step)
+            progress(k, len(STEPS), STEPS[k])
+
     rows = {}
+    report()
     dres = simulate_dense(shape, pa.tile, hw, x=xv, record=False)
     dense_bytes = dense_resource(shape, pa.tile, hw, rho_x=rho_x)["bytes"]
     rows["Dense"] = _row(dres, payload=dense_bytes, mix="DENSE 100 % (every tile slot, empty ones too)")
     rows["Dense"]["output_error_pct"] = 0.0
-    plans = {
-        "BlockSparse": FusionPlan(pa, np.full(n, "DENSE", dtype=object)),
-        "StaticSparse": FusionPlan(pa, np.full(n, static, dtype=object)),
-        "AKF": select(pa, alpha, beta, granularity=granularity, hw=hw, rho_x=rho_x, seed=seed),
+    makers = {
+        "BlockSparse": lambda: FusionPlan(pa, np.full(n, "DENSE", dtype=object)),
+        "StaticSparse": lambda: FusionPlan(pa, np.full(n, static, dtype=object)),
+        "AKF": lambda: select(pa, alpha, beta, granularity=granularity, hw=hw, rho_x=rho_x, seed=seed),
     }
-    for name, plan in plans.items():
+    plans = {}
+    for name, make in makers.items():
+        report()
+        plan = plans[name] = make()
+        if name == "AKF":
+            report()   # selecting and simulating AKF are two steps
         # record=False: only the counters are needed (no timeline), and the engine may use the
         # worker threads (same counters, bit for bit)
         res = simulate(plan, hw, x=xv, seed=seed, mapping=mapping, record=False)
         rows[name] = _row(res, plan=plan, mix=_kernel_mix_of(plan))
         rows[name]["output_error_pct"] = 100.0 * float(plan.output_error(xv)) if n else 0.0
+    if progress is not None:
+        progress(len(STEPS), len(STEPS), "Done")
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "plan"
     dc, de = df.loc["Dense", "cycles"], df.loc["Dense", "energy_pj"]

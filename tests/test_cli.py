@@ -42,8 +42,12 @@ def test_select_and_simulate(capsys):
 
 def test_compare_table(capsys, tmp_path):
     target = tmp_path / "cmp.csv"
-    code, _, _ = run(capsys, "compare", *GEN, "--out", str(target))
+    code, _, err = run(capsys, "compare", *GEN, "--out", str(target))
     assert code == 0
+    # one progress line per step on stderr, in order
+    steps = [line for line in err.splitlines() if line.startswith("[")]
+    assert steps[0].startswith("[1/5] Simulating Dense") and steps[-1].startswith("[5/5] Simulating AKF")
+    assert len(steps) == 5
     text = target.read_text()
     for name in ("Dense", "BlockSparse", "StaticSparse", "AKF"):
         assert name in text

@@ -78,6 +78,19 @@ def test_bad_inputs(llm):
         compare(A, hw="fast", analysis=pa)
 
 
+def test_progress_reports_every_step_in_order_and_changes_nothing(llm, df):
+    from akfviz.compare import STEPS
+
+    A, pa = llm
+    calls = []
+    again = compare(A, analysis=pa, mapping="greedy", progress=lambda *a: calls.append(a))
+    total = len(STEPS)
+    assert calls == [(k, total, STEPS[k]) for k in range(total)] + [(total, total, "Done")]
+    pd.testing.assert_frame_equal(df, again)
+    with pytest.raises(InputError, match="progress"):
+        compare(A, analysis=pa, progress="yes")
+
+
 def test_activation_sparsity_reduces_events(llm, df):
     A, pa = llm
     sparse_x = compare(A, analysis=pa, rho_x=0.3, mapping="greedy")

@@ -379,6 +379,11 @@ def test_compare_shows_a_dash_where_the_paper_makes_no_claim(app):
     assert table.loc["BlockSparse", "energy_claimed_text"] == "—"
     assert table.loc["AKF", "energy_claimed_text"] == "0.8"
     assert not table.drop(columns="note").isna().any().any()
+    # the comparison's progress bar is gone once it is done, and a rerun (cache hit) replays none
+    assert not app.get("progress")
+    app.run()
+    _ok(app)
+    assert not app.get("progress")
 
 
 def test_selected_tile_of_a_larger_matrix_is_moved_into_range(app):
