@@ -47,8 +47,10 @@ def _check_x(x, n_cols, rho_x, seed):
         if rho_x < 1.0:
             x[rng.random(n_cols) >= rho_x] = 0.0
         return x
-    arr = np.asarray(x)
-    if arr.dtype.kind not in "fiu" or arr.ndim != 1 or arr.shape[0] != n_cols:
+    from .workloads.validate import dense_operand
+
+    arr = dense_operand(x, "x")
+    if arr.ndim != 1 or arr.shape[0] != n_cols:
         raise InputError(f"x must be a 1-D numeric vector of length {n_cols} (the matrix's columns); "
                          f"got shape {getattr(arr, 'shape', None)} and type {arr.dtype}.")
     arr = arr.astype(np.float64)

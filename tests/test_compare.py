@@ -76,6 +76,9 @@ def test_bad_inputs(llm):
         compare(None)
     with pytest.raises(InputError):
         compare(A, hw="fast", analysis=pa)
+    import scipy.sparse as sp
+    with pytest.raises(InputError, match="toarray"):
+        compare(A, x=sp.csr_array(np.ones((1, A.shape[1]))), analysis=pa)
 
 
 def test_progress_reports_every_step_in_order_and_changes_nothing(llm, df):

@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from .._jit import njit_cached
 from ..errors import InputError
 from ..kernels.base import gather_entries
+from ..workloads.validate import dense_operand
 from ..kernels.registry import KERNELS, get_kernel
 from ..npu.work import TileWork
 from .fused import INLINE_RESIDUAL, pack_plan
@@ -228,10 +229,7 @@ class FusionPlan:
 
     # ------------------------------------------------------------------ execution
     def _check_vector(self, x, what="x"):
-        arr = np.asarray(x)
-        if arr.dtype.kind not in "fiu" or arr.dtype == np.float16:
-            raise InputError(f"{what} must hold float32/float64 (or integer) numbers, got dtype {arr.dtype}.")
-        return arr
+        return dense_operand(x, what)
 
     def matvec(self, x) -> np.ndarray:
         """``y = Â x`` with the fused executor (float64).
@@ -239,7 +237,8 @@ class FusionPlan:
         Parameters
         ----------
         x : array_like, shape (n_cols,)
-            float64 or float32 (computed in float64); integers are accepted too.
+            float64 or float32 (computed in float64); integers and booleans (0/1) are accepted
+            too, as by scipy's ``A @ x``.
         """
         if (type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1
                 and x.shape[0] == self.shape[1] and x.flags.c_contiguous):

@@ -37,6 +37,7 @@ from .mapping import MAPPING_METHODS, Mapping, map_tiles
 from .results import COUNTERS, SimResult
 from .tilework_builders import dense_tilework
 from .work import TileWork
+from ..workloads.validate import dense_operand
 
 MAX_ITERATIONS = 100_000
 MAX_BATCH = 1024
@@ -98,9 +99,7 @@ def _resolve_x(x, n_cols, rho_x, seed, batch):
         return active, rho
     if rho_x is not None:
         raise InputError("Give either x or rho_x, not both (rho_x only shapes the random x).")
-    X = np.asarray(x)
-    if X.dtype == object or not np.issubdtype(X.dtype, np.number):
-        raise InputError("x must be a numeric vector or matrix.")
+    X = dense_operand(x, "x")
     if X.ndim == 1:
         X = X[:, None]
     if X.ndim != 2 or X.shape[0] != n_cols:

@@ -69,3 +69,26 @@ def as_csr(A, *, name: str = "matrix", copy: bool = True) -> sp.csr_array:
     M.eliminate_zeros()
     M.sort_indices()
     return M
+
+
+def dense_operand(x, what: str = "x") -> np.ndarray:
+    """``x`` as a numpy array of real numbers, for the vector / matrix a plan multiplies.
+
+    Accepts anything ``np.asarray`` turns into float, integer or boolean numbers (booleans
+    count as 0 / 1, as in scipy's ``A @ x``); the caller checks shape and finiteness.
+
+    Raises
+    ------
+    InputError
+        ``x`` is a scipy sparse matrix (named as such, with the ``.toarray()`` hint; numpy
+        would make it a 0-d object array), or holds complex, float16, text or object values.
+    """
+    if sp.issparse(x):
+        kind = "array" if isinstance(x, sp.sparray) else "matrix"
+        raise InputError(f"{what} must be a dense numpy array, got a scipy sparse {x.format} {kind}; "
+                         f"pass {what}.toarray() (the product is dense anyway).")
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "fiub" or arr.dtype == np.float16:
+        raise InputError(f"{what} must hold float32/float64, integer or boolean numbers, "
+                         f"got dtype {arr.dtype}.")
+    return arr

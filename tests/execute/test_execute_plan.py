@@ -147,6 +147,9 @@ def test_float32_and_integer_inputs():
     np.testing.assert_allclose(plan.matvec(np.arange(30)), A @ np.arange(30.0), rtol=1e-12)
     X = np.asfortranarray(np.ones((30, 2), dtype=np.float32))
     np.testing.assert_allclose(plan.matmat(X), A @ np.ones((30, 2)), rtol=1e-12)
+    mask = np.arange(30) % 3 == 0                 # booleans count as 0/1, as in scipy's A @ mask
+    np.testing.assert_allclose(plan.matvec(mask), A @ mask, rtol=1e-12)
+    np.testing.assert_allclose(plan.matmat(np.c_[mask, ~mask]), A @ np.c_[mask, ~mask], rtol=1e-12)
 
 
 def test_input_errors():
@@ -166,6 +169,11 @@ def test_input_errors():
     for bad in (np.ones(30), np.ones((29, 2))):
         with pytest.raises(InputError):
             plan.matmat(bad)
+    # a sparse x/X is named as such (np.asarray would make it a 0-d object array)
+    with pytest.raises(InputError, match=r"dense numpy array.*toarray"):
+        plan.matmat(sp.csr_array(np.ones((30, 2))))
+    with pytest.raises(InputError, match=r"sparse coo"):
+        plan.matvec(sp.coo_array(np.ones((1, 30))))
 
 
 def test_determinism_and_thread_independence():

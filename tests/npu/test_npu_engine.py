@@ -279,6 +279,15 @@ def test_input_errors_are_readable():
         simulate(tw, x=np.full(96, np.nan), shape=A.shape, tile=16)
     with pytest.raises(InputError, match="mapping"):
         simulate(tw, mapping="magic", shape=A.shape, tile=16)
+    import scipy.sparse as sp
+    with pytest.raises(InputError, match=r"sparse csr array; pass x.toarray\(\)"):
+        simulate(tw, x=sp.csr_array(np.ones((96, 1))), shape=A.shape, tile=16)
+    with pytest.raises(InputError, match="complex"):
+        simulate(tw, x=np.ones(96, complex), shape=A.shape, tile=16)
+    # a boolean x is an activity mask: the same events as its 0/1 float twin
+    mask = np.arange(96) % 2 == 0
+    assert (simulate(tw, x=mask, shape=A.shape, tile=16).events
+            == simulate(tw, x=mask.astype(float), shape=A.shape, tile=16).events)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 5])
