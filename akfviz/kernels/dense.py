@@ -58,7 +58,7 @@ def dense_layout_work(name, ts, idx, precision, extra_bytes=0):
     vb = VALUE_BYTES[precision]
     return make_tilework(
         name, ts, idx, col_ptr, col_local,
-        ev_macs=hc, ev_decodes=np.zeros_like(hc), ev_sram_bytes=hc * vb,
+        ev_macs=hc, ev_decodes=np.zeros(hc.shape[0], dtype=np.int64), ev_sram_bytes=hc * vb,
         payload_bytes=h * w * vb + extra_bytes + w * ROUTE_BYTES, out_rows=h,
         int8=precision == "int8",
     )

@@ -100,7 +100,7 @@ def dense_tilework(shape, tile_rows: int, tile_cols: int | None = None) -> TileW
     return TileWork(
         kernel_names=("DENSE",), kernel_id=z.copy(), tile_index=np.full(n, -1, np.int64),
         bi=bi, bj=bj, h=h, w=w, col_ptr=col_ptr, col_local=col_local,
-        ev_macs=hc, ev_decodes=np.zeros_like(hc), ev_sram_bytes=hc * VALUE_BYTES,
+        ev_macs=hc, ev_decodes=np.zeros(hc.shape[0], dtype=np.int64), ev_sram_bytes=hc * VALUE_BYTES,
         payload_bytes=h * w * VALUE_BYTES + w * ROUTE_BYTES, out_rows=h.copy(),
         final_macs=z.copy(), final_sram_bytes=z.copy(), int8=np.zeros(n, bool),
     ).validate()
