@@ -353,8 +353,22 @@ def all_columns(w):
                  f"The NPU work of {w.shape[0]:,} dense-layout tiles (DENSE, QUANT8D, LOWRANK: "
                  f"every column of a tile receives events, {int(col_ptr[-1]):,} in all)",
                  "Use sparse kernels for these tiles, or a smaller matrix.")
-    col_local = np.arange(col_ptr[-1], dtype=np.int64) - np.repeat(col_ptr[:-1], w)
+    col_local = np.empty(int(col_ptr[-1]), dtype=np.int64)
+    _count_up(col_ptr, col_local)
     return col_ptr, col_local
+
+
+@njit_cached
+def _count_up(ptr, out):
+    """``out[ptr[t] + j] = j`` for ``j < ptr[t+1] − ptr[t]``: the local column of every route.
+
+    One pass, no temporaries; numpy's ``arange(total) − repeat(ptr[:-1], w)`` held three
+    route-sized arrays at once (≈ 730 MB for the 30M routes of a hyper-sparse 1M-nonzero
+    matrix)."""
+    for t in range(ptr.shape[0] - 1):
+        s = ptr[t]
+        for j in range(ptr[t + 1] - s):
+            out[s + j] = j
 
 
 # --------------------------------------------------------------------------- Kernel

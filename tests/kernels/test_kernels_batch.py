@@ -186,3 +186,16 @@ def test_dense_layout_work_that_would_exhaust_memory_is_refused(monkeypatch):
         with pytest.raises(ResourceLimitError, match="dense-layout"):
             get_kernel(name).npu_work(ts)
     assert get_kernel("CSC").npu_work(ts).n_tiles == ts.n_tiles  # sparse routing: not affected
+
+
+def test_all_columns_matches_numpy_reference():
+    from akfviz.kernels.base import all_columns
+
+    rng = np.random.default_rng(4)
+    for w in (np.zeros(0, np.int64), np.array([5]), np.array([0, 3, 0, 1]), rng.integers(0, 40, 200)):
+        col_ptr, col_local = all_columns(w)
+        ref_ptr = np.concatenate([[0], np.cumsum(w)]).astype(np.int64)
+        ref = np.concatenate([np.arange(k) for k in w]).astype(np.int64) if len(w) else np.zeros(0, np.int64)
+        np.testing.assert_array_equal(col_ptr, ref_ptr)
+        assert col_local.dtype == np.int64
+        np.testing.assert_array_equal(col_local, ref)
