@@ -19,9 +19,9 @@ import scipy.sparse as sp
 from .._jit import njit_cached
 from ..errors import InputError
 from ..kernels.base import gather_entries
-from ..workloads.validate import dense_operand
 from ..kernels.registry import KERNELS, get_kernel
 from ..npu.work import TileWork
+from ..workloads.validate import dense_operand
 from .fused import INLINE_RESIDUAL, pack_plan
 
 

@@ -116,7 +116,8 @@ class DiaKernel(Kernel):
         d = np.diff(d_ptr)
         return make_tilework(
             self.name, ts, idx, col_ptr, col_local,
-            ev_macs=macs, ev_decodes=np.zeros(macs.shape[0], dtype=np.int64), ev_sram_bytes=macs * VALUE_BYTES["fp32"],
+            ev_macs=macs, ev_decodes=np.zeros(macs.shape[0], dtype=np.int64),
+            ev_sram_bytes=macs * VALUE_BYTES["fp32"],
             payload_bytes=d * h * VALUE_BYTES["fp32"] + d * DIAG_OFFSET_BYTES
             + np.diff(col_ptr) * ROUTE_BYTES,
             out_rows=rows,

@@ -234,7 +234,8 @@ class LowRankKernel(Kernel):
         ev = np.repeat(k, w)
         return make_tilework(
             self.name, ts, idx, col_ptr, col_local,
-            ev_macs=ev, ev_decodes=np.zeros(ev.shape[0], dtype=np.int64), ev_sram_bytes=ev * VALUE_BYTES["fp32"],
+            ev_macs=ev, ev_decodes=np.zeros(ev.shape[0], dtype=np.int64),
+            ev_sram_bytes=ev * VALUE_BYTES["fp32"],
             payload_bytes=(h + w) * k * VALUE_BYTES["fp32"] + w * ROUTE_BYTES,
             out_rows=h, final_macs=k * h, final_sram_bytes=k * h * VALUE_BYTES["fp32"],
         )
