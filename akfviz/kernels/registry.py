@@ -31,14 +31,20 @@ LOSSLESS: tuple = tuple(n for n, k in KERNELS.items() if k.lossless)
 DEFAULT_CANDIDATES: tuple = tuple(KERNELS)
 
 
+def _families() -> dict:
+    """Every ``Kernel.family`` with several registered variants → its kernel names (registry
+    order). A family named like one of its members (QUANT8: QUANT8 and QUANT8D) is called by
+    its name without the trailing digits (QUANT), so the name keeps meaning that one kernel."""
+    groups: dict = {}
+    for name, kernel in KERNELS.items():
+        groups.setdefault(kernel.family, []).append(name)
+    return {(fam.rstrip("0123456789") if fam in KERNELS else fam): tuple(names)
+            for fam, names in groups.items() if len(names) > 1}
+
+
 #: Family names of akf-spec §3's catalogue, each standing for all of its registered variants
-#: (``kernels=["NM"]`` means every N:M pattern).
-FAMILIES: dict[str, tuple] = {
-    "NM": ("NM2:4", "NM1:4", "NM4:8"),
-    "PRUNE": ("PRUNE50", "PRUNE25"),
-    "QUANT": ("QUANT8", "QUANT8D"),
-    "LOWRANK": ("LOWRANK1", "LOWRANK2", "LOWRANK4", "LOWRANK8"),
-}
+#: (``kernels=["NM"]`` means every N:M pattern): NM, PRUNE, QUANT, LOWRANK.
+FAMILIES: dict[str, tuple] = _families()
 
 
 def _key(name: str) -> str:

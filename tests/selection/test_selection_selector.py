@@ -323,6 +323,9 @@ def test_kernel_names_ignore_spelling_and_families_expand(pa):
     assert resolve_candidates(["lowrank", "csc", "NM 2:4", "nm2:4"]) == (
         "LOWRANK1", "LOWRANK2", "LOWRANK4", "LOWRANK8", "CSC", "NM2:4")
     assert resolve_candidates("prune") == ("PRUNE50", "PRUNE25")
+    # QUANT8 names one kernel; its family (QUANT8 and QUANT8D) is QUANT
+    assert resolve_candidates(["quant8"]) == ("QUANT8",)
+    assert resolve_candidates(["QUANT"]) == ("QUANT8", "QUANT8D")
     a = select(pa, kernels=["dense", "Csc", "skip"], granularity="tile")
     b = select(pa, kernels=["DENSE", "CSC", "SKIP"], granularity="tile")
     assert list(a.tile_kernels) == list(b.tile_kernels)
