@@ -150,37 +150,34 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
 
     if progress is not None and not callable(progress):
         raise InputError(f"progress must be a function (done, total, step), got {type(progress).__name__}.")
-    step = iter(range(len(STEPS)))
 
-    def report():
+    def report(k):
         if progress is not None:
-            k = next(step)
-            progress(k, len(STEPS), STEPS[k])
+            progress(k, len(STEPS), STEPS[k] if k < len(STEPS) else "Done")
 
     rows = {}
-    report()
-    dres = simulate_dense(shape, pa.tile, hw, x=xv, record=False)
-    dense_bytes = dense_resource(shape, pa.tile, hw, rho_x=rho_x)["bytes"]
-    rows["Dense"] = _row(dres, payload=dense_bytes, mix="DENSE 100 % (every tile slot, empty ones too)")
-    rows["Dense"]["output_error_pct"] = 0.0
-    makers = {
-        "BlockSparse": lambda: FusionPlan(pa, np.full(n, "DENSE", dtype=object)),
-        "StaticSparse": lambda: FusionPlan(pa, np.full(n, static, dtype=object)),
-        "AKF": lambda: select(pa, alpha, beta, granularity=granularity, hw=hw, rho_x=rho_x, seed=seed),
-    }
-    plans = {}
-    for name, make in makers.items():
-        report()
-        plan = plans[name] = make()
-        if name == "AKF":
-            report()   # selecting and simulating AKF are two steps
+
+    def run(name, plan):
         # record=False: only the counters are needed (no timeline), and the engine may use the
         # worker threads (same counters, bit for bit)
         res = simulate(plan, hw, x=xv, seed=seed, mapping=mapping, record=False)
         rows[name] = _row(res, plan=plan, mix=_kernel_mix_of(plan))
         rows[name]["output_error_pct"] = 100.0 * float(plan.output_error(xv)) if n else 0.0
-    if progress is not None:
-        progress(len(STEPS), len(STEPS), "Done")
+
+    report(0)
+    dres = simulate_dense(shape, pa.tile, hw, x=xv, record=False)
+    dense_bytes = dense_resource(shape, pa.tile, hw, rho_x=rho_x)["bytes"]
+    rows["Dense"] = _row(dres, payload=dense_bytes, mix="DENSE 100 % (every tile slot, empty ones too)")
+    rows["Dense"]["output_error_pct"] = 0.0
+    report(1)
+    run("BlockSparse", FusionPlan(pa, np.full(n, "DENSE", dtype=object)))
+    report(2)
+    run("StaticSparse", FusionPlan(pa, np.full(n, static, dtype=object)))
+    report(3)
+    akf = select(pa, alpha, beta, granularity=granularity, hw=hw, rho_x=rho_x, seed=seed)
+    report(4)
+    run("AKF", akf)
+    report(len(STEPS))
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "plan"
     dc, de = df.loc["Dense", "cycles"], df.loc["Dense", "energy_pj"]
@@ -188,7 +185,7 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
     df["energy_rel"] = df["energy_pj"] / de if de > 0 else np.nan
     df = df[COLUMNS]
     df.attrs["static_kernel"] = static
-    df.attrs["akf_selection"] = plans["AKF"].selection.to_dict()
+    df.attrs["akf_selection"] = akf.selection.to_dict()
     df.attrs["hw_hash"] = hw.config_hash()
     return df
 
