@@ -146,7 +146,7 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
             raise InputError(f"A has shape {A.shape}, but the analysis is of a {pa.shape} matrix.")
     shape = tuple(pa.shape)
     xv = _check_x(x, shape[1], rho_x, seed)
-    n = int(pa.tiles.shape[0])
+    n = int(pa.n_tiles)
 
     if progress is not None and not callable(progress):
         raise InputError(f"progress must be a function (done, total, step), got {type(progress).__name__}.")

@@ -51,11 +51,15 @@ class PatternAnalysis:
     tiles : pandas.DataFrame
         One row per nonempty tile in TileSet order, columns :data:`TILE_COLUMNS`
         (int64, except ``density``, ``fro2``, ``top_mass`` float64 and ``signature``
-        uint64). Built on first access from the feature arrays computed by
-        :func:`analyze` (then cached; the table owns copies of its columns).
+        uint64). Built on first access from the arrays computed by :func:`analyze`, then
+        cached. It is a copy-on-write view (pandas): editing it copies the edited column,
+        so the analysis's own arrays, and what :func:`akfviz.select` reads
+        (:meth:`tiles_as_analysed`), never change.
     clusters : pandas.DataFrame
         Indexed by cluster id ``0 … n_clusters − 1``: ``size``, ``representative`` (row of
-        ``tiles``), ``density_bin``, ``mean_density``, ``jaccard_mean``.
+        ``tiles``), ``density_bin``, ``mean_density``, ``jaccard_mean``. A copy-on-write
+        view, like ``tiles``: edits stay in it (:meth:`clusters_as_analysed` is what
+        :func:`akfviz.select` reads).
     n_clusters : int
     signatures : ndarray of uint64
         Per-tile coarse occupancy signature (same as ``tiles.signature``).
@@ -75,7 +79,7 @@ class PatternAnalysis:
     A: object
     tile: int
     tileset: TileSet
-    clusters: pd.DataFrame
+    _clusters: pd.DataFrame = field(repr=False)
     n_clusters: int
     signatures: np.ndarray
     lsh: LSHConfig
@@ -89,18 +93,41 @@ class PatternAnalysis:
     _features: tuple = field(repr=False, default=())
 
     @cached_property
-    def tiles(self) -> pd.DataFrame:
-        """The per-tile table (see the class docstring), built once on first access."""
+    def _table(self) -> pd.DataFrame:
+        """The tiles table over the analysis's own arrays (no copies). Never handed out
+        itself: :attr:`tiles` and :meth:`tiles_as_analysed` are copy-on-write views of it."""
         ts = self.tileset
         ints, floats, dbin, cluster = self._features
-        cols = {"bi": ts.bi.copy(), "bj": ts.bj.copy(), "h": ts.h.copy(), "w": ts.w.copy()}
-        # the feature arrays exist only for this table: use them without copying
+        cols = {"bi": ts.bi, "bj": ts.bj, "h": ts.h, "w": ts.w}
         for k, name in enumerate(INT_FEATURES):
             cols[name] = ints[:, k]
         for k, name in enumerate(FLOAT_FEATURES):
             cols[name] = floats[:, k]
-        cols.update(signature=self.signatures.copy(), density_bin=dbin, cluster=cluster)
+        cols.update(signature=self.signatures, density_bin=dbin, cluster=cluster)
         return pd.DataFrame({name: cols[name] for name in TILE_COLUMNS}, copy=False)
+
+    @cached_property
+    def tiles(self) -> pd.DataFrame:
+        """The per-tile table (see the class docstring): the user's copy-on-write view,
+        built once on first access; edits to it stay in it."""
+        return self._table.copy(deep=False)
+
+    @cached_property
+    def clusters(self) -> pd.DataFrame:
+        """The clusters table (see the class docstring): the user's copy-on-write view."""
+        return self._clusters.copy(deep=False)
+
+    def clusters_as_analysed(self) -> pd.DataFrame:
+        """The clusters table exactly as :func:`analyze` computed it (a fresh copy-on-write
+        view), whatever was edited in :attr:`clusters`."""
+        return self._clusters.copy(deep=False)
+
+    def tiles_as_analysed(self) -> pd.DataFrame:
+        """The per-tile table exactly as :func:`analyze` computed it, whatever was edited in
+        :attr:`tiles` (a fresh copy-on-write view, no data copied). The selector, the plan
+        and the explanations read this one, so an edited ``pa.tiles`` cannot change (or
+        break) a selection."""
+        return self._table.copy(deep=False)
 
     @property
     def shape(self) -> tuple:
@@ -135,10 +162,11 @@ class PatternAnalysis:
         ``jaccard_mean`` is the tile-weighted mean of the clusters' within-cluster Jaccard
         over clusters with at least two tiles (``None`` when there is none).
         """
-        sizes = self.clusters["size"].to_numpy() if self.n_clusters else np.empty(0, np.int64)
+        cl = self.clusters_as_analysed()
+        sizes = cl["size"].to_numpy() if self.n_clusters else np.empty(0, np.int64)
         multi = sizes >= 2
         if multi.any():
-            jm = self.clusters["jaccard_mean"].to_numpy()[multi]
+            jm = cl["jaccard_mean"].to_numpy()[multi]
             jaccard = float(np.average(jm, weights=sizes[multi]))
         else:
             jaccard = None
@@ -268,7 +296,7 @@ def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
     timings = {"validate": t0 - t_start, "tiling_features": t1 - t0}
     timings.update(cl["timings"])
     timings.update(clustering=t3 - t2, tables=t4 - t3, total=t4 - t_start)
-    return PatternAnalysis(A=M, tile=T, tileset=ts, clusters=clusters,
+    return PatternAnalysis(A=M, tile=T, tileset=ts, _clusters=clusters,
                            n_clusters=int(nc), signatures=sig, lsh=cfg, fro_norm=fro_norm,
                            density_hist=density_hist, timings=timings,
                            cluster_order=cl["order"], cluster_ptr=cptr,

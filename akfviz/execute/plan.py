@@ -188,7 +188,7 @@ class FusionPlan:
         """One row per tile (aligned with ``pa.tiles``): ``tile, bi, bj, nnz, density, cluster``,
         the chosen ``kernel`` and its error ``E = ||t − Â_t||_F²`` (akf-spec §3) — the plan as a
         table, e.g. to export."""
-        t = self.pa.tiles
+        t = self.pa.tiles_as_analysed()
         return pd.DataFrame({
             "tile": np.arange(len(t), dtype=np.int64), "bi": t["bi"].to_numpy(), "bj": t["bj"].to_numpy(),
             "nnz": t["nnz"].to_numpy(), "density": t["density"].to_numpy(),

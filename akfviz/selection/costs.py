@@ -116,16 +116,18 @@ class SelectionProblem:
         self.timings["table"] = time.perf_counter() - t0
 
         t1 = time.perf_counter()
-        tiles = pa.tiles
+        # the table as analysed, not the user's pa.tiles (which they may have edited)
+        tiles = self.tiles = pa.tiles_as_analysed()
         n = int(tiles.shape[0])
         self.n_tiles = n
         self.grid = int(getattr(getattr(pa, "lsh", None), "grid", 8))
         self._tile_arrays = None
         if self.granularity == "cluster":
-            self.units = pa.clusters["representative"].to_numpy(np.int64)
+            clusters = pa.clusters_as_analysed()
+            self.units = clusters["representative"].to_numpy(np.int64)
             self.unit_of_tile = tiles["cluster"].to_numpy(np.int64)
-            self.unit_cluster = np.asarray(pa.clusters.index, dtype=np.int64)
-            self.unit_size = pa.clusters["size"].to_numpy(np.int64)
+            self.unit_cluster = np.asarray(clusters.index, dtype=np.int64)
+            self.unit_size = clusters["size"].to_numpy(np.int64)
         else:
             self.units = np.arange(n, dtype=np.int64)
             self.unit_of_tile = self.units
@@ -174,7 +176,7 @@ class SelectionProblem:
     def tile_arrays(self):
         """(class, density, scale) of every tile (computed once, on demand)."""
         if self._tile_arrays is None:
-            tiles = self.pa.tiles
+            tiles = self.tiles
             cls = classify_tiles(tiles, grid=self.grid) if self.n_tiles else np.zeros(0, np.int64)
             self._tile_arrays = (cls, tiles["density"].to_numpy(np.float64), tile_scale(tiles, self.T))
         return self._tile_arrays
@@ -292,7 +294,7 @@ class SelectionProblem:
         if self.n_tiles == 0:
             return 0.0
         kid = self.table.kernel_ids(self.names)[np.asarray(choice, dtype=np.int64)]
-        return self.table.chosen_total(self.pa.tiles, self.unit_of_tile, kid, self.measure_weights(),
+        return self.table.chosen_total(self.tiles, self.unit_of_tile, kid, self.measure_weights(),
                                        grid=self.grid)
 
     def expand(self, choice):
@@ -308,7 +310,7 @@ class SelectionProblem:
             return 0.0, np.zeros(0, dtype=object)
         kids = self.table.kernel_ids(self.names)
         kid = kids[np.asarray(choice, dtype=np.int64)]
-        total, codes, order = self.table.chosen_pass(self.pa.tiles, self.unit_of_tile, kid,
+        total, codes, order = self.table.chosen_pass(self.tiles, self.unit_of_tile, kid,
                                                      self.measure_weights(), grid=self.grid, codes=True)
         name_of_kid = {int(k): n for k, n in zip(kids, self.names)}
         cats = [name_of_kid[int(k)] for k in order]

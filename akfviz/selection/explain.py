@@ -56,7 +56,8 @@ def explain(plan, tile=None, cluster=None) -> pd.DataFrame:
     if tile is not None and cluster is not None:
         raise InputError("Give either tile= or cluster=, not both.")
     pa = plan.pa
-    n_tiles = int(pa.tiles.shape[0])
+    tiles = pa.tiles_as_analysed()
+    n_tiles = int(tiles.shape[0])
     if n_tiles == 0:
         raise InputError("The matrix has no nonzero tiles, so no kernel was chosen for anything.")
     names = list(rep.candidates)
@@ -77,7 +78,7 @@ def explain(plan, tile=None, cluster=None) -> pd.DataFrame:
             context = (f"cluster {cluster} ({int(rep.unit_size[u])} tiles), decided on its representative "
                        f"tile {int(rep.units[u])}")
         else:
-            tile = int(pa.clusters.loc[cluster, "representative"])
+            tile = int(pa.clusters_as_analysed().loc[cluster, "representative"])
             context = f"cluster {cluster}'s representative tile {tile} (tile mode: every tile decided itself)"
     if cluster is None or rep.granularity == "tile":
         tile = _index(tile, n_tiles, "tile")
@@ -98,9 +99,9 @@ def explain(plan, tile=None, cluster=None) -> pd.DataFrame:
                 if not rep.lossless[j]:
                     E[j] = max(0.0, float(np.asarray(k.batch_error(pa.tileset, idx))[0]))
             grid = int(getattr(getattr(pa, "lsh", None), "grid", 8))
-            cls = classify_tiles(pa.tiles, grid=grid, idx=idx)
-            dens = pa.tiles["density"].to_numpy(np.float64)[idx]
-            sc = tile_scale(pa.tiles, pa.tile)[idx]
+            cls = classify_tiles(tiles, grid=grid, idx=idx)
+            dens = tiles["density"].to_numpy(np.float64)[idx]
+            sc = tile_scale(tiles, pa.tile)[idx]
             if rep.measure == "mix":
                 R = np.zeros(K)
                 for m in MEASURE_NAMES:
@@ -112,7 +113,7 @@ def explain(plan, tile=None, cluster=None) -> pd.DataFrame:
             En = E / rep.fro2 if rep.fro2 > 0 else np.zeros(K)
             Rn = R / rep.R_dense if rep.R_dense > 0 else np.zeros(K)
             row = (E, R, En, Rn)
-            c = int(pa.tiles["cluster"].iat[tile])
+            c = int(tiles["cluster"].iat[tile])
             u = int(np.nonzero(rep.unit_cluster == c)[0][0])
             chosen = int(rep.chosen[u])
             argmin = int(np.argmin(_cost(rep, En, Rn)))

@@ -357,7 +357,7 @@ def calibrate(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int = 0, ker
     density = nnz / (ts.h * ts.w)
     cls_name = np.array([it[0] for it in items], dtype=object)
     cls_id = np.array([STRUCTURE_CLASSES[c].cid for c in cls_name], dtype=np.int64)
-    classified = classify_tiles(pa.tiles, grid=int(getattr(pa.lsh, "grid", 8)))
+    classified = classify_tiles(pa.tiles_as_analysed(), grid=int(getattr(pa.lsh, "grid", 8)))
 
     priced = {k: _price(get_kernel(k), ts, idx, hw, rho_x) for k in names}
     coef = np.zeros((len(names), len(CLASS_NAMES), len(MEASURES), MAX_DEGREE + 1))
@@ -511,7 +511,8 @@ def prediction_error(pa, hw=None, *, table: PerformanceTable | None = None, kern
     hw = HardwareConfig() if hw is None else hw
     table = performance_table(hw, pa.tile, rho_x=rho_x) if table is None else table
     names = list(kernel_names()) if kernels is None else list(kernels)
-    n = pa.tiles.shape[0]
+    tiles = pa.tiles_as_analysed()
+    n = tiles.shape[0]
     cols = ["kernel", "class", "measure", "n_tiles", "rel_rms", "max_rel", "bias",
             "total_pred", "total_true", "total_rel"]
     if n == 0:
@@ -520,9 +521,9 @@ def prediction_error(pa, hw=None, *, table: PerformanceTable | None = None, kern
     if n > max_tiles:
         idx = np.sort(np.random.default_rng(seed).choice(n, size=max_tiles, replace=False))
     grid = int(getattr(getattr(pa, "lsh", None), "grid", 8))
-    cls = classify_tiles(pa.tiles, grid=grid, idx=idx)
-    dens = pa.tiles["density"].to_numpy(np.float64)[idx]
-    scale = tile_scale(pa.tiles, pa.tile)[idx]
+    cls = classify_tiles(tiles, grid=grid, idx=idx)
+    dens = tiles["density"].to_numpy(np.float64)[idx]
+    scale = tile_scale(tiles, pa.tile)[idx]
     rows = []
     if against not in _PRICERS:
         raise InputError(f"against must be one of {', '.join(_PRICERS)}, got {against!r}.")

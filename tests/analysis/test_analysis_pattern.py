@@ -165,6 +165,36 @@ def test_table_edits_do_not_corrupt_tileset():
     assert pa.tileset.bi[0] == bi0
 
 
+@pytest.mark.parametrize("granularity", ["cluster", "tile"])
+def test_edited_tables_stay_edited_and_never_reach_select(granularity):
+    """pa.tiles / pa.clusters are the user's copy-on-write views: an out-of-range cluster id or
+    representative written into them once crashed the selector's numba pass (segfault)."""
+    A = _matrix(3)
+    pa = akfviz.analyze(A, 16)
+    before = akfviz.select(pa, granularity=granularity)
+    as_analysed = pa.tiles_as_analysed().copy()
+    clusters = pa.clusters_as_analysed().copy()
+    pa.tiles.loc[0, "cluster"] = 10**6
+    pa.tiles.loc[1, "h"] = -5
+    pa.tiles.loc[2, "density"] = np.nan
+    pa.tiles["nnz"] = -pa.tiles["nnz"]
+    pa.clusters.loc[0, "representative"] = 10**9
+    pa.clusters["size"] = 0
+    # the edits stay where the user made them ...
+    assert pa.tiles.loc[0, "cluster"] == 10**6 and (pa.tiles["nnz"] < 0).all()
+    assert pa.clusters.loc[0, "representative"] == 10**9
+    # ... and nothing the analysis computed changed
+    pd.testing.assert_frame_equal(pa.tiles_as_analysed(), as_analysed)
+    pd.testing.assert_frame_equal(pa.clusters_as_analysed(), clusters)
+    assert pa.summary()["n_tiles"] == len(as_analysed)
+    after = akfviz.select(pa, granularity=granularity)
+    np.testing.assert_array_equal(after.tile_kernels, before.tile_kernels)
+    x = np.linspace(-1.0, 1.0, A.shape[1])
+    np.testing.assert_array_equal(after.matvec(x), before.matvec(x))
+    assert after.resource == before.resource
+    pd.testing.assert_frame_equal(after.tile_table(), before.tile_table())
+
+
 def test_jaccard_mean_exact_for_small_clusters():
     pa = akfviz.analyze(_matrix(3, 256, 256), 8, {"jaccard_pairs": 100_000})
     sig = pa.signatures
