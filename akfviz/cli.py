@@ -237,11 +237,18 @@ def cmd_sweep(args):
         _emit(df, args)
 
 
+#: Most timed runs ``bench`` takes (each one a matvec of each kind).
+MAX_REPEATS = 100_000
+
+
 def cmd_bench(args):
     """Time the fused CPU executor against scipy on the chosen matrix (median of repeats)."""
     from .analysis.pattern import analyze
     from .selection.selector import select
 
+    if not 1 <= args.repeats <= MAX_REPEATS:
+        raise InputError(f"--repeats must be between 1 and {MAX_REPEATS} (the median of that many timed "
+                         f"runs), got {args.repeats}.")
     A, src = _matrix(args)
     plan = select(analyze(A, tile=args.tile), hw=_hw(args), **_selector_kwargs(args))
     x = np.random.default_rng(args.seed).standard_normal(A.shape[1])
@@ -347,7 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("bench", help="time the fused CPU executor against scipy")
     common(sp)
-    sp.add_argument("--repeats", type=int, default=20)
+    sp.add_argument("--repeats", type=int, default=20, help="timed runs; the median is reported (default 20)")
     sp.set_defaults(func=cmd_bench)
     return p
 

@@ -136,6 +136,15 @@ def test_out_csv_and_parquet_write_the_commands_table(capsys, tmp_path, cmd, col
             np.testing.assert_array_equal(df[["bi", "bj", "nnz"]].to_numpy(), pa.tiles[["bi", "bj", "nnz"]].to_numpy())
 
 
+@pytest.mark.parametrize("repeats", ["0", "-1", "100001"])
+def test_bench_without_a_sensible_number_of_repeats_is_refused(capsys, tmp_path, repeats):
+    # 0 repeats once "succeeded" with NaN timings in the JSON
+    out = tmp_path / "b.json"
+    code, _, err = run(capsys, "bench", *GEN, "--repeats", repeats, "--out", str(out))
+    assert code == 2 and "--repeats must be between 1 and" in err and repeats in err
+    assert not out.exists()
+
+
 def test_out_table_suffix_for_a_json_only_result_is_refused(capsys, tmp_path):
     code, _, err = run(capsys, "bench", *GEN, "--repeats", "2", "--out", str(tmp_path / "b.csv"))
     assert code == 2 and "not a table" in err and ".json" in err
