@@ -29,6 +29,7 @@ from collections import OrderedDict
 import numba
 import numpy as np
 
+from ..arguments import check_flag
 from ..errors import InputError
 from . import _engine
 from .costmodel import check_activation_density
@@ -370,6 +371,9 @@ def simulate(plan, hw: HardwareConfig | None = None, x=None, iterations: int = 1
         raise InputError(f"hw must be a HardwareConfig, got {type(hw).__name__}.")
     iterations = _check_int("iterations", iterations, 1, MAX_ITERATIONS)
     seed = _check_int("seed", seed, 0, 2**63 - 1)
+    persistent = check_flag(persistent, "persistent")
+    fused = check_flag(fused, "fused")
+    record = check_flag(record, "record")
     work, shape, tile, tr, origin = _resolve_plan(plan, shape, tile, tile_rows)
     n_cols = shape[1]
     active, rho = _resolve_x(x, n_cols, rho_x, seed, batch)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..arguments import check_real
 from ..errors import InputError
 
 LOG_LAM_MIN, LOG_LAM_MAX = -12.0, 12.0
@@ -46,14 +47,8 @@ class BudgetResult:
 
 
 def check_budget(value, name: str, upper=None) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number, got {value!r}.") from None
-    if not np.isfinite(v) or v < 0 or (upper is not None and v > upper):
-        rng = f"[0, {upper}]" if upper is not None else "≥ 0"
-        raise InputError(f"{name} must be a finite number in {rng}, got {value!r}.")
-    return v
+    """A budget (relative error, or share of the Dense resource) as a float in ``[0, upper]``."""
+    return check_real(value, name, 0.0, upper)
 
 
 def _search(problem, feasible, better, mask=None):

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..arguments import check_flag, check_real
 from ..errors import InputError
 from .budgets import check_budget, solve_error_budget, solve_resource_budget
 from .costs import SelectionProblem, check_granularity, check_pa, resolve_candidates
@@ -167,16 +168,6 @@ def _num(v):
     return v if np.isfinite(v) else str(v)
 
 
-def _check_weight(v, name):
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number ≥ 0, got {v!r}.") from None
-    if not np.isfinite(f) or f < 0:
-        raise InputError(f"{name} must be a finite number ≥ 0, got {v!r}.")
-    return f
-
-
 def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", kernels=None, hw=None, *,
            resource="energy", resource_budget=None, rho_x=1.0, fusion=True, sram_penalty=10.0, seed=0,
            cost_gap=None):
@@ -238,8 +229,8 @@ def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", ke
 
     t0 = time.perf_counter()
     check_pa(pa)
-    alpha = _check_weight(alpha, "alpha")
-    beta = _check_weight(beta, "beta")
+    alpha = check_real(alpha, "alpha")
+    beta = check_real(beta, "beta")
     if alpha == 0 and beta == 0 and error_budget is None and resource_budget is None:
         raise InputError("alpha and beta are both 0, so every kernel costs nothing; make at least one > 0.")
     if error_budget is not None and resource_budget is not None:
@@ -251,9 +242,10 @@ def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", ke
     granularity = check_granularity(granularity)
     resource = check_resource(resource)
     rho_x = check_rho_x(rho_x)
-    penalty = _check_weight(sram_penalty, "sram_penalty")
-    if not isinstance(fusion, (bool, np.bool_)):
-        raise InputError(f"fusion must be True or False, got {fusion!r}.")
+    penalty = check_real(sram_penalty, "sram_penalty")
+    fusion = check_flag(fusion, "fusion")
+    if cost_gap is not None:
+        cost_gap = check_flag(cost_gap, "cost_gap")
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
         raise InputError(f"seed must be an integer, got {seed!r}.")
     candidates = resolve_candidates(kernels)

@@ -159,6 +159,17 @@ def test_unit_costs_expected_events_scale_with_rho():
         unit_costs(tw, rho_x=1.5)
 
 
+@pytest.mark.parametrize("kwargs", [dict(persistent="no"), dict(fused=None), dict(record=1),
+                                    dict(persistent=0)])
+def test_switches_must_be_true_or_false(kwargs):
+    # persistent="no" once ran as persistent (a non-empty string is truthy)
+    tw = csc_tilework(sp.random(64, 64, density=0.2, random_state=5, format="csr"), 32)
+    name = next(iter(kwargs))
+    with pytest.raises(InputError, match=f"{name} must be True or False"):
+        simulate(tw, HardwareConfig(), shape=(64, 64), tile=32, **kwargs)
+    assert simulate(tw, HardwareConfig(), shape=(64, 64), tile=32, **{name: np.bool_(False)}).cycles > 0
+
+
 def _plan_case(seed=0, n=96, density=0.08):
     A = sp.random(n, n, density=density, random_state=seed, format="csr")
     return A, csc_tilework(A, 16)

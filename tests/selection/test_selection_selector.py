@@ -197,6 +197,31 @@ def test_bad_inputs_raise_input_error(pa, kwargs):
         select("not an analysis")
 
 
+@pytest.mark.parametrize("kwargs, words", [
+    # a bool is not a number: error_budget=True once meant 1.0 (every tile SKIP)
+    (dict(error_budget=True), "error_budget must be a finite number ≥ 0, got True"),
+    (dict(alpha=True), "alpha must be a finite number ≥ 0, got True"),
+    (dict(beta=np.bool_(False)), "beta must be a finite number ≥ 0"),
+    (dict(alpha="1"), "alpha must be a finite number ≥ 0, got '1'"),
+    (dict(error_budget=-1), "error_budget must be a finite number ≥ 0, got -1"),
+    (dict(resource_budget=-0.5), "resource_budget must be a finite number ≥ 0, got -0.5"),
+    (dict(sram_penalty=float("inf")), "sram_penalty must be a finite number ≥ 0"),
+    (dict(fusion="no"), "fusion must be True or False, got 'no'"),
+    (dict(cost_gap=1), "cost_gap must be True or False, got 1"),
+])
+def test_switches_and_numbers_are_not_taken_for_each_other(pa, kwargs, words):
+    with pytest.raises(InputError) as err:
+        select(pa, **kwargs)
+    assert words in str(err.value)
+
+
+def test_numpy_scalars_and_0d_arrays_are_numbers(pa):
+    ref = select(pa, alpha=2.0, error_budget=None)
+    for a in (np.float32(2.0), np.int64(2), np.array(2.0)):
+        assert list(select(pa, alpha=a).tile_kernels) == list(ref.tile_kernels)
+    assert select(pa, fusion=np.bool_(False)).selection.fusion is None
+
+
 def test_error_budget_zero_without_lossless_candidates(pa):
     with pytest.raises(InputError):
         select(pa, error_budget=0, kernels=["SKIP", "PRUNE50"])

@@ -1,0 +1,38 @@
+"""Checks of the scalar arguments the public functions share (akf-spec §9: every rejected input
+raises :class:`~akfviz.InputError` with a readable message).
+
+Booleans are refused where a number is meant and numbers where a switch is meant: Python would
+take ``alpha=True`` as 1.0 and ``persistent="no"`` as True, silently.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from .errors import InputError
+
+
+def check_flag(value, name: str) -> bool:
+    """``value`` as a bool; only ``True`` / ``False`` (Python or numpy) are accepted."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InputError(f"{name} must be True or False, got {value!r}.")
+    return bool(value)
+
+
+def check_real(value, name: str, lo: float = 0.0, hi: float | None = None) -> float:
+    """``value`` as a finite float in ``[lo, hi]`` (``hi=None``: no upper bound).
+
+    Accepts Python and numpy real numbers (and 0-d arrays of them). A bool, a string, a
+    complex number or None is refused, as are NaN and ±inf.
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    wanted = f"a finite number ≥ {lo:g}" if hi is None else f"a number between {lo:g} and {hi:g}"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise InputError(f"{name} must be {wanted}, got {value!r}.")
+    v = float(value)
+    if not math.isfinite(v) or v < lo or (hi is not None and v > hi):
+        raise InputError(f"{name} must be {wanted}, got {value!r}.")
+    return v
