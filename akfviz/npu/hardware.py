@@ -76,8 +76,13 @@ class HardwareConfig:
         Bytes of one flit; an event (index + value) is one flit, so is one partial sum.
     energy : EnergyTable
         pJ per action with provenance (default: ``"horowitz-45nm"``).
-    preset : str
-        Name of the preset this configuration came from ("custom" once edited).
+    preset : str or None
+        Name of the preset this configuration came from. ``None`` (the default) names it
+        after the registered preset it equals, else "custom": ``HardwareConfig().preset`` is
+        "horowitz-45nm", ``HardwareConfig(rows=8).preset`` is "custom". A registered preset's
+        name (:data:`HARDWARE_PRESETS`) given explicitly is a promise: the other fields must
+        equal that preset's, or InputError names the fields that differ. Any other name is a
+        free label, e.g. for a chip of your own.
 
     Examples
     --------
@@ -105,7 +110,7 @@ class HardwareConfig:
     inject_cycles: int = 1
     flit_bytes: int = 8
     energy: EnergyTable = field(default_factory=lambda: EnergyTable.preset("horowitz-45nm"))
-    preset: str = "horowitz-45nm"
+    preset: str | None = None
 
     def __post_init__(self):
         for name, (lo, hi, what) in _INT_LIMITS.items():
@@ -135,8 +140,12 @@ class HardwareConfig:
             raise InputError(
                 f"HardwareConfig.energy must be an EnergyTable, got {type(self.energy).__name__}."
             )
-        if not isinstance(self.preset, str) or not self.preset:
+        if self.preset is None:
+            object.__setattr__(self, "preset", _preset_label(self))
+        elif not isinstance(self.preset, str) or not self.preset:
             raise InputError("HardwareConfig.preset must be a non-empty name.")
+        else:
+            _check_preset_label(self)
 
     # ------------------------------------------------------------------ derived
     @property
@@ -151,7 +160,8 @@ class HardwareConfig:
 
     # ------------------------------------------------------------------ editing
     def replace(self, **changes) -> "HardwareConfig":
-        """A validated copy with ``changes``; the preset name becomes "custom" unless given."""
+        """A validated copy with ``changes``. Unless ``preset`` is given, a copy that differs is
+        named after the registered preset it equals, else "custom"."""
         known = {f.name for f in fields(self)}
         unknown = set(changes) - known
         if unknown:
@@ -159,7 +169,7 @@ class HardwareConfig:
                 f"Unknown HardwareConfig field(s) {sorted(unknown)}; known: {sorted(known)}."
             )
         if "preset" not in changes and any(getattr(self, k) != v for k, v in changes.items()):
-            changes["preset"] = "custom"
+            changes["preset"] = None
         return _dc_replace(self, **changes)
 
     # ------------------------------------------------------------------ TOML
@@ -250,6 +260,59 @@ def _preset(name: str) -> HardwareConfig:
     return HardwareConfig.from_preset(name)
 
 
+#: Plain form (:meth:`HardwareConfig.to_plain`) of each registered preset, built on first use.
+_PRESET_PLAIN: dict = {}
+#: Presets being built right now (their own construction is what defines them).
+_BUILDING: set = set()
+
+
+def _energy_difference(got: dict, want: dict) -> str:
+    g, w = got.get("name"), want.get("name")
+    return f"energy table ({g!r} instead of {w!r})" if g != w else f"energy table ({g!r} with edited entries)"
+
+
+def _preset_plain(name: str) -> dict | None:
+    """The plain form of registered preset ``name`` (None while that preset is being built)."""
+    if name in _BUILDING:
+        return None
+    if name not in _PRESET_PLAIN:
+        _BUILDING.add(name)
+        try:
+            _PRESET_PLAIN[name] = HARDWARE_PRESETS[name]().to_plain()
+        finally:
+            _BUILDING.discard(name)
+    return _PRESET_PLAIN[name]
+
+
+def _preset_label(cfg: HardwareConfig) -> str:
+    """Name of the registered preset ``cfg`` equals (its label not compared), else "custom"."""
+    object.__setattr__(cfg, "preset", "custom")
+    got = cfg.to_plain()
+    for name in HARDWARE_PRESETS:
+        want = _preset_plain(name)
+        if want is not None and {**got, "preset": name} == want:
+            return name
+    return "custom"
+
+
+def _check_preset_label(cfg: HardwareConfig) -> None:
+    """Refuse a configuration that carries a registered preset's name but not its values
+    (``HardwareConfig(preset="loihi-like")`` once reported Loihi while using Horowitz energies)."""
+    name = cfg.preset
+    want = _preset_plain(name) if name in HARDWARE_PRESETS else None
+    if want is None:
+        return
+    got = cfg.to_plain()
+    if got == want:
+        return
+    diff = [_energy_difference(got["energy"], want["energy"]) if k == "energy"
+            else f"{k} ({got[k]!r} instead of {want[k]!r})" for k in want if got.get(k) != want[k]]
+    raise InputError(
+        f"This hardware configuration is labelled preset {name!r} but differs from that preset in: "
+        f"{'; '.join(diff)}. Start from HardwareConfig.from_preset({name!r}) and change fields with "
+        f".replace(...), or label an edited configuration preset=\"custom\" (or a name of your own).")
+
+
 # ``HardwareConfig.preset`` is a field (the preset's name) on instances; on the class it is
 # this lookup. A descriptor keeps both meanings.
 class _PresetAccessor:
@@ -266,7 +329,7 @@ HardwareConfig.preset = _PresetAccessor()
 
 #: Registry of hardware presets: name -> factory.
 HARDWARE_PRESETS = {
-    "horowitz-45nm": lambda: HardwareConfig(),
+    "horowitz-45nm": lambda: HardwareConfig(preset="horowitz-45nm"),
     "loihi-like": lambda: HardwareConfig(
         sram_bytes_per_pe=128 * 1024, mac_lanes=1, hop_latency_cycles=1,
         energy=EnergyTable.preset("loihi-like"), preset="loihi-like"),

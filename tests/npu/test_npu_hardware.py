@@ -65,6 +65,32 @@ def test_replace_validates_and_presets():
         HardwareConfig.preset("tpu")
 
 
+def test_the_preset_label_names_the_configuration_it_is_on():
+    # labels derived from the values
+    assert HardwareConfig().preset == "horowitz-45nm" and HardwareConfig(rows=8).preset == "custom"
+    edge = HardwareConfig.preset("edge-32x32")
+    assert HardwareConfig(**{k: getattr(edge, k) for k in ("rows", "cols", "sram_bytes_per_pe",
+                                                           "dram_bytes_per_cycle", "barrier_cycles")}
+                          ).preset == "edge-32x32"
+    assert HardwareConfig(rows=8).replace(rows=256).preset == "horowitz-45nm"
+    assert HardwareConfig.preset("loihi-like").replace(rows=8).preset == "custom"
+    # a registered name given explicitly must match: preset="loihi-like" once ran Horowitz energies
+    with pytest.raises(InputError) as err:
+        HardwareConfig(preset="loihi-like")
+    msg = str(err.value)
+    assert "labelled preset 'loihi-like'" in msg and "mac_lanes (4 instead of 1)" in msg
+    assert "energy table ('horowitz-45nm' instead of 'loihi-like')" in msg
+    loihi = HardwareConfig.preset("loihi-like").to_toml()
+    with pytest.raises(InputError, match=r"differs from that preset in: mac_lanes \(2 instead of 1\)"):
+        HardwareConfig.from_toml(loihi.replace("mac_lanes = 1", "mac_lanes = 2"))
+    with pytest.raises(InputError, match="edited entries"):
+        HardwareConfig(preset="horowitz-45nm", energy=HardwareConfig().energy.replace(dram=1.0, name="horowitz-45nm"))
+    # any other name is a free label; round trips keep every label
+    assert HardwareConfig(rows=8, preset="my-chip").preset == "my-chip"
+    for hw in (HardwareConfig.preset("loihi-like"), HardwareConfig(rows=8), HardwareConfig(preset="x")):
+        assert HardwareConfig.from_toml(hw.to_toml()) == hw
+
+
 def test_energy_presets_have_provenance_and_no_zero():
     for name in EnergyTable.presets():
         t = EnergyTable.preset(name)
