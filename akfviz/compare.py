@@ -19,7 +19,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
+from .errors import InputError, checked_call
 
 PLANS = ("Dense", "BlockSparse", "StaticSparse", "AKF")
 #: The labelled steps :func:`compare` reports to its ``progress`` callback, in order.
@@ -83,6 +83,7 @@ def _row(res, plan=None, payload=None, mix=""):
     return out
 
 
+@checked_call
 def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=None, rho_x=1.0, seed=0,
             granularity="cluster", analysis=None, mapping="anneal", progress=None) -> pd.DataFrame:
     """Simulate the four plans of akf-spec §8 on the same matrix, vector and hardware.

@@ -46,3 +46,29 @@ def checked_init(cls):
 
     cls.__init__ = __init__
     return cls
+
+
+def checked_call(func):
+    """Function decorator for the public API (akf-spec §9): arguments that do not fit the
+    signature (an unknown keyword, a missing or extra argument) raise :class:`InputError`
+    listing the parameters, instead of Python's ``TypeError`` (e.g. ``select(pa, alpah=2)``).
+
+    The check binds the arguments to the signature before the call (a few microseconds);
+    a ``TypeError`` raised inside the function is not touched.
+    """
+    import functools
+    import inspect
+
+    sig = inspect.signature(func)
+    params = [p.name for p in sig.parameters.values()
+              if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise InputError(f"{func.__name__}(): {exc}. Its parameters are: {', '.join(params)}.") from None
+        return func(*args, **kwargs)
+
+    return wrapper

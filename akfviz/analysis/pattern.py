@@ -20,7 +20,7 @@ from .features import FLOAT_FEATURES, INT_FEATURES
 from .lsh import LSHConfig, cluster_tiles
 from .tilepass import canonical_csr, tiles_and_features
 from .tiling import TileSet, check_tile
-from ..errors import InputError
+from ..errors import InputError, checked_call
 
 #: Column order of ``PatternAnalysis.tiles`` (the contract in docs/architecture.md).
 TILE_COLUMNS = ("bi", "bj", "h", "w", "nnz", "density", "rows_nonempty", "cols_nonempty",
@@ -210,6 +210,7 @@ def _check_scale(fro_norm: float, M) -> None:
         f"densities and the kernel choice do not change with the scale.")
 
 
+@checked_call
 def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
     """Analyse the sparsity pattern of ``A`` tile by tile (akf-spec §2).
 

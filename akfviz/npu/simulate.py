@@ -30,7 +30,7 @@ import numba
 import numpy as np
 
 from ..arguments import check_flag
-from ..errors import InputError
+from ..errors import InputError, checked_call
 from . import _engine
 from .costmodel import check_activation_density
 from .hardware import HardwareConfig
@@ -319,6 +319,7 @@ def _run_engine(phases, wa, hw, mp, active_flat, k, tile, n_cols, streams, fused
 
 
 # --------------------------------------------------------------------------- public
+@checked_call
 def simulate(plan, hw: HardwareConfig | None = None, x=None, iterations: int = 1,
              persistent: bool = True, fused: bool = True, *, rho_x: float | None = None,
              seed: int = 0, mapping="anneal", batch: int | None = None, shape=None,

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..arguments import check_flag, check_real
-from ..errors import InputError
+from ..errors import InputError, checked_call
 from .budgets import check_budget, solve_error_budget, solve_resource_budget
 from .costs import SelectionProblem, check_granularity, check_pa, resolve_candidates
 from .fusion_weights import FusionResult, optimize_fusion_weights
@@ -168,6 +168,7 @@ def _num(v):
     return v if np.isfinite(v) else str(v)
 
 
+@checked_call
 def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", kernels=None, hw=None, *,
            resource="energy", resource_budget=None, rho_x=1.0, fusion=True, sram_penalty=10.0, seed=0,
            cost_gap=None):

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ..errors import InputError
+from ..errors import InputError, checked_call
 from .limits import LoadLimits, resolve_limits
 from .prune import PRUNERS, parse_pattern, prune, sorted_unique
 from .validate import as_csr
@@ -539,6 +539,7 @@ def _lookup(kind) -> Generator:
     return GENERATORS[kind]
 
 
+@checked_call
 def generate(kind: str, n: int = DEFAULT_N, seed: int = 0, *, limits: LoadLimits | None = None,
              **params) -> sp.csr_array:
     """Generate a seeded synthetic workload matrix (akf-spec §1, §9).

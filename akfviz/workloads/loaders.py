@@ -32,7 +32,7 @@ import pandas as pd
 import scipy.io
 import scipy.sparse as sp
 
-from ..errors import InputError, ResourceLimitError
+from ..errors import InputError, ResourceLimitError, checked_call
 from . import archives
 from .limits import LoadLimits, resolve_limits
 from .validate import as_csr
@@ -759,6 +759,7 @@ def _detect_format(src: Source, fmt) -> str:
     )
 
 
+@checked_call
 def load(path_or_bytes, fmt: str | None = None, tensor: str | None = None, *,
          limits: LoadLimits | None = None, name: str | None = None) -> sp.csr_array:
     """Load a matrix from a file, bytes, or a file-like object (akf-spec §1, §9).
