@@ -122,6 +122,8 @@ with tab_up:
                     S.widget(st.selectbox, "Matrix in the archive", "up_tensor", options=members)
                 elif S.get("up_tensor"):
                     S.put("up_tensor", "")  # a name left from another upload must not pick a member
+        elif S.get("up_tensor"):
+            S.put("up_tensor", "")  # one matrix per file: a tensor name left from another upload is refused
         if ok:
             c1, c2, c3 = st.columns(3)
             with c1:

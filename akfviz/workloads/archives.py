@@ -201,6 +201,13 @@ def _choose_member(members, archive_name: str | None, tensor, label: str):
             return hits[0], True
         shown = ", ".join(names[:12]) + (" …" if len(names) > 12 else "")
         if not hits:
+            # not a member: a tensor (or array) inside the archive's one container file
+            try:
+                default, _ = _choose_member(members, archive_name, None, label)
+            except InputError:
+                default = None
+            if default is not None and default.name.lower().endswith((".safetensors", ".npz")):
+                return default, False
             raise InputError(f"{_cap(label)} has no member named {want!r}; its files are: {shown}.")
         raise InputError(f"{_cap(label)} has several members named {want!r}; give the full path "
                          f"(one of: {', '.join(m.name for m in hits)}).")
@@ -290,7 +297,8 @@ def unwrap(data: bytes, filename: str | None, tensor, max_bytes: int, label: str
     filename : str or None
         Its name (for the SuiteSparse member convention and the inner file's extension).
     tensor : str or None
-        ``load``'s ``tensor=``: for a tar archive, the member to read (when it names one).
+        ``load``'s ``tensor=``: for a tar archive, the member to read when it names one; else,
+        when the archive's default member is a .safetensors or .npz file, the tensor in it.
     max_bytes : int
         Largest decompressed file / member accepted.
     label : str

@@ -33,7 +33,7 @@ import scipy.io
 import scipy.sparse as sp
 
 from ..errors import InputError, ResourceLimitError, checked_call
-from . import archives
+from . import archives, mm_syntax
 from .limits import LoadLimits, resolve_limits
 from .validate import as_csr
 
@@ -98,7 +98,7 @@ def _as_source(obj, name: str | None) -> Source:
         return Source(label=label, filename=fname, data=bytes(data))
     raise InputError(
         f"load() needs a file path (str or pathlib.Path), bytes, or a binary file object; "
-        f"got {type(obj).__name__}."
+        f"got {'None' if obj is None else type(obj).__name__}."
     )
 
 
@@ -145,13 +145,20 @@ def _read_npy_header(fp, label: str):
         if version == (2, 0):
             return fmt.read_array_header_2_0(fp)
         reader = getattr(fmt, "_read_array_header", None)
-        if reader is None:
+        if reader is None:  # numpy ≥ 2 keeps it here; version 3.0 is 2.0 with a UTF-8 header
+            from numpy.lib import _format_impl
+            reader = getattr(_format_impl, "_read_array_header", None)
+        if reader is None or version not in ((3, 0),):
             raise ValueError(f"unsupported .npy version {version}")
         return reader(fp, version)
     except InputError:
         raise
     except Exception as exc:
-        raise InputError(f"{_cap(label)} does not have a valid .npy header ({exc}); the file is corrupt or truncated.") from None
+        detail = str(exc)
+        if "malformed node" in detail or "<ast." in detail:  # not a plain literal (maybe code)
+            detail = "the header is not a plain dictionary of literal values"
+        raise InputError(f"{_cap(label)} does not have a valid .npy header ({detail}); the file is corrupt "
+                         f"or truncated.") from None
 
 
 # --------------------------------------------------------------------------- Matrix Market
@@ -171,173 +178,215 @@ def _fix_banner(data: bytes) -> bytes:
     (the header's other words are case-insensitive for the reader already)."""
     data = data.removeprefix(_BOM)
     lead = len(data) - len(data.lstrip())
-    if data[lead:lead + 14].lower() == _BANNER.lower():
+    word = data[lead:lead + 14]
+    if word != _BANNER and word.lower() == _BANNER.lower():  # copy the text only when needed
         data = data[:lead] + _BANNER + data[lead + 14:]
     return data
 
 
-#: Bytes that may appear after the size line of a Matrix Market file: decimal numbers
-#: (digits, sign, point, exponent), white space, and the letters of ``nan`` / ``inf`` /
-#: ``infinity`` (rejected later with the usual non-finite message).
-_MM_BODY_BYTES = b"0123456789+-.eE \t\r\n" + b"nNaAiIfFtTyY"
+#: Suffixes on which scipy's reader decompresses a path itself; such files reach the reader
+#: as bytes (anything compressed was already unpacked by its magic bytes, so these are plain).
+_READER_DECOMPRESSES = (".gz", ".bz2", ".xz", ".zst", ".lzma")
+#: Comments longer than this are dropped before scipy's reader sees the text: the reader
+#: keeps the header's comment as a string (twice), which made a 1 GiB comment cost ≈ 6 GB.
+_MAX_COMMENT_BYTES = 1 << 20
 
 
-def _mm_body_offset(text: bytes) -> int | None:
-    """Offset just after the size line of Matrix Market ``text`` (banner, then comment or
-    blank lines, then the size line), or ``None`` when the size line is not in ``text``."""
-    pos = text.find(b"\n")
-    while pos >= 0:
-        end = text.find(b"\n", pos + 1)
-        if end < 0:
-            return None
-        line = text[pos + 1:end].strip()
-        if line and not line.startswith(b"%"):
-            return end + 1
-        pos = end
-    return None
+class _MMText:
+    """The whole Matrix Market text as a uint8 array (memory-mapped for a plain file on disk)
+    and what scipy's reader should open (:meth:`target`)."""
 
+    def __init__(self, src: Source):
+        self.src = src
+        self._mm = None
+        self._fh = None
+        self.data = None
+        self.line_shift = 0  # lines dropped before the entries (long comments)
+        path = src.path
+        if (path is not None and not _banner_needs_fix(src.head(64))
+                and not path.name.lower().endswith(_READER_DECOMPRESSES)):
+            import mmap
 
-def _first_bad_mm_byte(body: bytes) -> int:
-    """Index of the first byte of ``body`` that cannot be part of a Matrix Market entry, or −1.
-
-    ``bytes.translate`` deletes the allowed bytes at C speed and keeps the rest in order, so
-    the first byte left is the earliest offender, and its first occurrence is its position."""
-    rest = body.translate(None, _MM_BODY_BYTES)
-    return body.find(rest[:1]) if rest else -1
-
-
-def _mm_bad_entry(src: Source, pos: int) -> InputError:
-    """The error for a byte at ``pos`` (of the whole text) that is not part of a number."""
-    lo = max(pos - 4096, 0)
-    text = src.read_range(lo, pos + 4096)
-    at = pos - lo
-    start = text.rfind(b"\n", 0, at) + 1
-    end = text.find(b"\n", at)
-    line = text[start:end if end >= 0 else len(text)].strip()
-    n = text.count(b"\n", 0, at) + 1
-    if lo:  # the lines before the window, counted without holding the file in memory
-        with src.open() as f:
-            left = lo
-            while left:
-                chunk = f.read(min(left, 1 << 22))
-                if not chunk:
-                    break
-                n += chunk.count(b"\n")
-                left -= len(chunk)
-    shown = line[:60].decode("utf-8", "replace") + ("…" if len(line) > 60 else "")
-    if line.startswith(b"%"):
-        return InputError(
-            f"{_cap(src.label)}, line {n}, is a comment ({shown!r}) among the entries; Matrix "
-            f"Market allows comment lines only before the size line. Delete it or move it up.")
-    tokens = line.split()
-    bad = next((t for t in tokens if t.translate(None, _MM_BODY_BYTES)), line)
-    return InputError(
-        f"{_cap(src.label)}, line {n} ({shown!r}): "
-        f"{bad[:30].decode('utf-8', 'replace')!r} is not a number. Matrix Market entries are "
-        f"1-based indices followed by decimal numbers such as 3, -1.5 or 2.5e-3 (no hexadecimal, "
-        f"units, words or thousands separators); a reader that skipped it would load a wrong value.")
-
-
-def _mm_prepare(src: Source):
-    """Make Matrix Market text safe for scipy's reader; returns a zero-argument target factory.
-
-    scipy 1.17's fast_matrix_market backend has crash bugs that must never reach it:
-
-    * given an open ``BufferedReader`` it aborts the process (``terminate called ... OSError``),
-      so it only ever gets a path string or an in-memory ``BytesIO``;
-    * a file whose last token is cut inside a number (e.g. ``... 9.3E-`` with no final newline)
-      makes it read past its buffer and segfault, so a final newline is added when missing;
-    * NUL bytes inside the text (as written by ``mmwrite(precision>=22)``, scipy issue #19949)
-      also segfault it, so text containing NUL bytes is rejected.
-
-    A UTF-8 byte-order mark is dropped and the banner's spelling normalised
-    (:func:`_fix_banner`); such files are read from memory.
-
-    The reader also stops at the first byte of a token that is not a number and keeps what
-    it parsed so far (``0x10`` reads as 0, ``1.5kg`` as 1.5), so every byte after the size
-    line is checked first (:func:`_first_bad_mm_byte`; about 2 GB/s).
-    """
-    if src.path is not None and not _banner_needs_fix(src.head(64)):
-        last = b""
-        body = None  # offset of the entries, once the size line has been seen
-        done = 0  # bytes read before this chunk
-        head = b""
-        with src.open() as f:
-            while True:
-                chunk = f.read(1 << 22)
-                if not chunk:
-                    break
-                if b"\x00" in chunk:
-                    raise InputError(f"{_cap(src.label)} contains NUL bytes; it is not a valid Matrix Market text file.")
-                if body is None and len(head) < (1 << 26):
-                    head += chunk
-                    off = _mm_body_offset(head)
-                    if off is not None:
-                        body = off
-                        head = b""
-                if body is not None and body < done + len(chunk):
-                    lo = max(body - done, 0)
-                    bad = _first_bad_mm_byte(chunk[lo:])
-                    if bad >= 0:
-                        raise _mm_bad_entry(src, done + lo + bad)
-                done += len(chunk)
-                last = chunk[-1:]
-        if last == b"\n":
-            path = str(src.path)
-            return lambda: path
-        data = src.path.read_bytes() + b"\n"
-    else:
-        data = src.data if src.data is not None else src.path.read_bytes()
-        if b"\x00" in data:
-            raise InputError(f"{_cap(src.label)} contains NUL bytes; it is not a valid Matrix Market text file.")
+            self._fh = open(path, "rb")
+            self._mm = mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ)
+            if self._mm[-1:] == b"\n":
+                self.buf = np.frombuffer(self._mm, dtype=np.uint8)
+                self.path = str(path)
+                self._check_nul(self._mm.find(b"\x00") >= 0)
+                return
+            self.close()
+        data = src.data if src.data is not None else path.read_bytes()
+        self._check_nul(b"\x00" in data)
         data = _fix_banner(data)
-        data = data if data.endswith(b"\n") else data + b"\n"
-        off = _mm_body_offset(data)
-        if off is not None:
-            bad = _first_bad_mm_byte(data[off:])
-            if bad >= 0:
-                raise _mm_bad_entry(Source(label=src.label, filename=src.filename, data=data),
-                                    off + bad)
-    return lambda: io.BytesIO(data)
+        self.use_bytes(data if data.endswith(b"\n") else data + b"\n")
+
+    def _check_nul(self, found: bool) -> None:
+        # NUL bytes make scipy 1.17's reader segfault (scipy issue #19949)
+        if found:
+            self.close()
+            raise InputError(f"{_cap(self.src.label)} contains NUL bytes; it is not a valid Matrix Market text file.")
+
+    def use_bytes(self, data: bytes) -> None:
+        """Read ``data`` (the text, changed) from memory from now on."""
+        self.buf = None
+        self.close()
+        self.data, self.path = data, None
+        self.buf = np.frombuffer(data, dtype=np.uint8)
+
+    def target(self):
+        """A fresh argument for ``scipy.io.mminfo`` / ``mmread``: a path or a ``BytesIO``
+        (never an open file: scipy 1.17's reader aborts the process on a ``BufferedReader``)."""
+        return self.path if self.path is not None else io.BytesIO(self.data)
+
+    def line_at(self, pos: int) -> tuple:
+        """``(line number, line text, offset of the line)`` of byte ``pos`` (the text shown is
+        at most 4096 bytes either side)."""
+        buf = self.buf
+        pos = min(max(int(pos), 0), buf.shape[0])
+        n = 1
+        for lo in range(0, pos, 1 << 24):  # in chunks: no temporary as large as the file
+            n += int(np.count_nonzero(buf[lo:min(lo + (1 << 24), pos)] == 10))
+        lo = max(pos - 4096, 0)
+        back = np.flatnonzero(buf[lo:pos] == 10)
+        start = lo + int(back[-1]) + 1 if back.size else lo
+        ahead = np.flatnonzero(buf[pos:pos + 4096] == 10)
+        end = pos + int(ahead[0]) if ahead.size else min(pos + 4096, buf.shape[0])
+        return n + self.line_shift, bytes(buf[start:end]).strip(), start
+
+    def close(self) -> None:
+        self.buf = None
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+_KIND_WORDS = {
+    mm_syntax.INDEX: "is not a row or column index (a whole number from 1)",
+    mm_syntax.INTEGER: "is not an integer, and the header declares integer values (no decimal point or exponent)",
+    mm_syntax.REAL: ("is not a number: Matrix Market values are decimal numbers such as 3, -1.5 or "
+                     "2.5e-3 (no hexadecimal, units, words or thousands separators)"),
+}
+
+
+def _mm_syntax_error(text: _MMText, code: int, pos: int, count: int, expect: int, info) -> InputError:
+    """The readable error for a result of :func:`akfviz.workloads.mm_syntax.scan_entries`."""
+    rows, cols, layout, field, symmetry = info
+    label = _cap(text.src.label)
+    if code == mm_syntax.TOO_FEW:
+        return InputError(
+            f"{label} is truncated: its size line declares {expect:,} entries but it has {count:,}.")
+    n, line, start = text.line_at(pos)
+    shown = line[:60].decode("utf-8", "replace") + ("…" if len(line) > 60 else "")
+    where = f"{label}, line {n} ({shown!r})"
+    entry = {"coordinate": "row, column" + ("" if field == "pattern" else f", {field} value"),
+             "array": f"one {field} value"}[layout]
+    if code == mm_syntax.COMMENT:
+        return InputError(
+            f"{label}, line {n}, is a comment ({shown!r}) among the entries; Matrix Market allows "
+            f"comment lines only before the size line. Delete it or move it up.")
+    if code == mm_syntax.TOO_MANY:
+        return InputError(f"{where}: the file has more entries than the {expect:,} its size line declares.")
+    if code == mm_syntax.EXTRA_TOKEN:
+        tok = (text.buf[pos:pos + 64].tobytes().split() or [b""])[0]
+        return InputError(f"{where}: {tok[:30].decode('utf-8', 'replace')!r} is one item too many; each "
+                          f"entry line holds {entry}.")
+    if code == mm_syntax.MISSING_TOKEN:
+        return InputError(f"{where}: too few numbers on one line; each entry line holds {entry}.")
+    if code == mm_syntax.SKEW_DIAGONAL:
+        return InputError(f"{where}: a skew-symmetric matrix has zeros on its diagonal, so its file "
+                          f"may not list a diagonal entry.")
+    k = len(text.buf[start:pos].tobytes().split())
+    tok = (text.buf[pos:pos + 64].tobytes().split() or [b""])[0]
+    kinds = mm_syntax.layout_tokens(layout, field)
+    kind = kinds[min(k, len(kinds) - 1)]
+    if code == mm_syntax.OUT_OF_RANGE:
+        axis, size = ("row", rows) if k == 0 else ("column", cols)
+        return InputError(f"{where}: {axis} index {tok.decode('utf-8', 'replace')} is outside 1..{size:,} "
+                          f"(Matrix Market indices start at 1 and may not exceed the size line's "
+                          f"{rows:,} × {cols:,}).")
+    return InputError(f"{where}: {tok[:30].decode('utf-8', 'replace')!r} {_KIND_WORDS[kind]}; a reader "
+                      f"that skipped it would load a wrong value.")
+
+
+def _mm_check_header(label: str, rows: int, cols: int, field: str, symmetry: str) -> None:
+    if field == "complex" or symmetry == "hermitian":
+        raise InputError(
+            f"{_cap(label)} is a {field} {symmetry} Matrix Market matrix; akfviz accepts real, integer "
+            f"and pattern matrices only.")
+    if symmetry != "general" and rows != cols:
+        raise InputError(
+            f"{_cap(label)} declares a {symmetry} matrix of {rows:,} × {cols:,}; a {symmetry} matrix "
+            f"must be square.")
+    if field == "pattern" and symmetry == "skew-symmetric":
+        raise InputError(
+            f"{_cap(label)} declares a pattern skew-symmetric matrix; Matrix Market does not allow "
+            f"that combination (a pattern has no values whose signs could be mirrored).")
 
 
 def _read_mtx(src: Source, limits: LoadLimits, tensor):
+    """Matrix Market through scipy's reader, after the checks scipy 1.17's reader needs:
+    header sanity (a non-square symmetric array made it write past its buffer), the entries'
+    syntax (:mod:`.mm_syntax`: it reads ``1e3`` in an integer file as 1), NUL bytes and a cut
+    final token (both segfault it)."""
     label = src.label
-    target = _mm_prepare(src)
+    _no_tensor(tensor, label, "a Matrix Market file holds one matrix")
+    text = _MMText(src)
     try:
-        rows, cols, entries, layout, field, symmetry = scipy.io.mminfo(target())
-    except Exception as exc:
-        raise InputError(f"{_cap(label)} is not a valid Matrix Market file: {exc}") from None
-    if field in ("complex",) or symmetry == "hermitian":
-        raise InputError(
-            f"{_cap(label)} is a {field} {symmetry} Matrix Market matrix; akfviz accepts real, integer "
-            f"and pattern matrices only."
-        )
-    rows, cols = _check_dims((rows, cols), limits, label)
-    if layout == "array":
-        limits.check_dense(int(rows) * int(cols), what=f"dense Matrix Market array in {label}")
-    else:
-        factor = 1 if symmetry == "general" else 2
-        limits.check_nnz(int(entries) * factor, what=f"matrix in {label}")
-    try:
-        M = scipy.io.mmread(target())
-    except MemoryError:
-        raise ResourceLimitError(f"{_cap(label)} needs more memory than is available.") from None
-    except Exception as exc:
-        hint = (" (Matrix Market row and column indices start at 1 and may not exceed the size "
-                "declared on the first line after the comments)"
-                if "out of bounds" in str(exc).lower() else "")
-        raise InputError(f"{_cap(label)} could not be read as Matrix Market: {exc}{hint}") from None
-    if sp.issparse(M):
-        M = sp.coo_array(M)
-        if M.nnz and (M.row.min() < 0 or M.col.min() < 0 or M.row.max() >= rows or M.col.max() >= cols):
-            raise InputError(f"{_cap(label)} has entries whose row or column index is outside the declared size.")
+        start = int(mm_syntax.body_start(text.buf))
+        if start < 0:
+            raise InputError(f"{_cap(label)} has no size line after its header; it is not a valid "
+                             f"Matrix Market file.")
+        first = np.flatnonzero(text.buf[:1 << 16] == 10)
+        banner_end = int(first[0]) + 1 if first.size else start
+        if start - banner_end > _MAX_COMMENT_BYTES:  # drop long comments before scipy sees them
+            size_no, size_line, _ = text.line_at(start - 1)
+            text.use_bytes(text.buf[:banner_end].tobytes() + size_line + b"\n" + text.buf[start:].tobytes())
+            text.line_shift = size_no - 2  # messages still count the lines of the file
+            start = int(mm_syntax.body_start(text.buf))
+        try:
+            rows, cols, entries, layout, field, symmetry = scipy.io.mminfo(text.target())
+        except Exception as exc:
+            raise InputError(f"{_cap(label)} is not a valid Matrix Market file: {exc}") from None
+        _mm_check_header(label, rows, cols, field, symmetry)
+        rows, cols = _check_dims((rows, cols), limits, label)
+        if layout == "array":
+            limits.check_dense(int(rows) * int(cols), what=f"dense Matrix Market array in {label}")
+        else:
+            factor = 1 if symmetry == "general" else 2
+            limits.check_nnz(int(entries) * factor, what=f"matrix in {label}")
+        expect = mm_syntax.expected_entries(layout, symmetry, rows, cols, entries)
+        code, pos, count, plus = mm_syntax.scan_entries(text.buf, start, layout, field, rows, cols,
+                                                        symmetry == "skew-symmetric", expect)
+        if code != mm_syntax.OK:
+            raise _mm_syntax_error(text, code, pos, count, expect, (rows, cols, layout, field, symmetry))
+        if plus:
+            text.use_bytes(mm_syntax.without_leading_plus(text.buf, start))
+        try:
+            M = scipy.io.mmread(text.target())
+        except MemoryError:
+            raise ResourceLimitError(f"{_cap(label)} needs more memory than is available.") from None
+        except Exception as exc:
+            raise InputError(f"{_cap(label)} could not be read as Matrix Market: {exc}") from None
+    finally:
+        text.close()
     return M
+
+
+def _no_tensor(tensor, label: str, why: str) -> None:
+    """Refuse ``tensor=`` where there is nothing to choose (it used to be ignored silently)."""
+    if tensor is not None:
+        raise InputError(
+            f"tensor={tensor!r} was given, but {label} is not a .safetensors file, a .npz of several "
+            f"arrays or a tar archive: {why}. Leave tensor= out.")
 
 
 # --------------------------------------------------------------------------- .npy
 def _read_npy(src: Source, limits: LoadLimits, tensor):
     label = src.label
+    _no_tensor(tensor, label, "a .npy file holds one array")
     with src.open() as f:
         shape, fortran, dtype = _read_npy_header(f, label)
         offset = f.tell()
@@ -402,16 +451,19 @@ def _npz_load_member(zf, key, headers, label, limits: LoadLimits, *, max_element
 def _index_array(arr, name, label, length=None):
     arr = np.asarray(arr)
     if arr.ndim != 1 or arr.dtype.kind not in "iu":
-        raise InputError(f"{label}: the sparse '{name}' array must be a 1-D integer array, got {arr.dtype} {arr.shape}.")
+        raise InputError(f"{_cap(label)}: the sparse '{name}' array must be a 1-D integer array, got {arr.dtype} {arr.shape}.")
     if length is not None and arr.size != length:
-        raise InputError(f"{label}: the sparse '{name}' array has {arr.size} entries, expected {length}; the file is corrupt.")
+        raise InputError(f"{_cap(label)}: the sparse '{name}' array has {arr.size} entries, expected {length}; the file is corrupt.")
+    if arr.dtype == np.uint64 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+        raise InputError(f"{_cap(label)}: the sparse '{name}' array holds the index {int(arr.max())}, far beyond "
+                         f"any matrix; the file is corrupt.")
     return arr.astype(np.int64, copy=False)
 
 
 def _in_range(arr, upper, name, label):
     if arr.size and (arr.min() < 0 or arr.max() >= upper):
         raise InputError(
-            f"{label}: the sparse '{name}' array has indices outside [0, {upper}) "
+            f"{_cap(label)}: the sparse '{name}' array has indices outside [0, {upper}) "
             f"(min {int(arr.min())}, max {int(arr.max())}); the file is corrupt."
         )
 
@@ -424,7 +476,14 @@ def _read_npz(src: Source, limits: LoadLimits, tensor):
             if not headers:
                 raise InputError(f"{_cap(label)} is a zip archive with no .npy arrays inside; it is not a .npz file.")
             if "format" in headers and "shape" in headers:
+                _no_tensor(tensor, label, "a scipy sparse .npz holds one matrix")
                 return _npz_sparse(zf, headers, label, limits)
+            sparse_keys = {"format", "shape", "indices", "indptr", "row", "col", "offsets"} & set(headers)
+            if sparse_keys and "data" in headers:
+                lacks = " and ".join(repr(k) for k in ("format", "shape") if k not in headers)
+                raise InputError(f"{_cap(label)} looks like a scipy sparse .npz (it has "
+                                 f"{', '.join(sorted(sparse_keys | {'data'}))}) but lacks its {lacks} entry; "
+                                 f"the file is corrupt. Save it again with scipy.sparse.save_npz.")
             return _npz_dense(zf, headers, label, limits, tensor)
     except InputError:
         raise
@@ -460,14 +519,18 @@ def _npz_sparse(zf, headers, label, limits: LoadLimits):
     # small members first: format and shape (bounded sizes, never pickled)
     fmt_arr = _npz_load_member(zf, "format", headers, label, limits, max_elements=16)
     shape_arr = _npz_load_member(zf, "shape", headers, label, limits, max_elements=16)
-    fmt = fmt_arr.item() if fmt_arr.size == 1 else None
+    fmt = fmt_arr.item() if fmt_arr.size == 1 and fmt_arr.dtype.kind in "SU" else None
     fmt = fmt.decode("ascii", "replace") if isinstance(fmt, bytes) else fmt
+    if fmt is None:
+        raise InputError(f"{_cap(label)}: its 'format' entry should be one sparse format name such as "
+                         f"'csr', but it holds {fmt_arr.size} value(s) of type {fmt_arr.dtype}; the file "
+                         f"is corrupt.")
     if fmt not in _SPARSE_KEYS:
         raise InputError(
             f"{_cap(label)} declares sparse format {fmt!r}; accepted: {', '.join(sorted(_SPARSE_KEYS))}."
         )
     if shape_arr.dtype.kind not in "iu":
-        raise InputError(f"{label}: the 'shape' entry must hold integers, got {shape_arr.dtype}.")
+        raise InputError(f"{_cap(label)}: the 'shape' entry must hold integers, got {shape_arr.dtype}.")
     rows, cols = _check_dims(tuple(int(v) for v in shape_arr.ravel()), limits, label)
     missing = [k for k in _SPARSE_KEYS[fmt] if k not in headers]
     if missing:
@@ -483,17 +546,17 @@ def _npz_sparse(zf, headers, label, limits: LoadLimits):
     if fmt in ("csr", "csc"):
         major, minor = (rows, cols) if fmt == "csr" else (cols, rows)
         if data.ndim != 1:
-            raise InputError(f"{label}: the 'data' array must be 1-D for {fmt}, got shape {data.shape}.")
+            raise InputError(f"{_cap(label)}: the 'data' array must be 1-D for {fmt}, got shape {data.shape}.")
         indptr = _index_array(arrays["indptr"], "indptr", label, major + 1)
         indices = _index_array(arrays["indices"], "indices", label, data.size)
         if indptr[0] != 0 or indptr[-1] != data.size or np.any(np.diff(indptr) < 0):
-            raise InputError(f"{label}: the 'indptr' array is not a valid row pointer (must rise from 0 to nnz); the file is corrupt.")
+            raise InputError(f"{_cap(label)}: the 'indptr' array is not a valid row pointer (must rise from 0 to nnz); the file is corrupt.")
         _in_range(indices, minor, "indices", label)
         cls = sp.csr_array if fmt == "csr" else sp.csc_array
         return cls((data, indices, indptr), shape=(rows, cols))
     if fmt == "coo":
         if data.ndim != 1:
-            raise InputError(f"{label}: the 'data' array must be 1-D for coo, got shape {data.shape}.")
+            raise InputError(f"{_cap(label)}: the 'data' array must be 1-D for coo, got shape {data.shape}.")
         r = _index_array(arrays["row"], "row", label, data.size)
         c = _index_array(arrays["col"], "col", label, data.size)
         _in_range(r, rows, "row", label)
@@ -501,22 +564,24 @@ def _npz_sparse(zf, headers, label, limits: LoadLimits):
         return sp.coo_array((data, (r, c)), shape=(rows, cols))
     if fmt == "bsr":
         if data.ndim != 3:
-            raise InputError(f"{label}: the 'data' array of a bsr matrix must be 3-D, got shape {data.shape}.")
+            raise InputError(f"{_cap(label)}: the 'data' array of a bsr matrix must be 3-D, got shape {data.shape}.")
         R, C = data.shape[1], data.shape[2]
         if R < 1 or C < 1 or rows % R or cols % C:
-            raise InputError(f"{label}: block size {R}×{C} does not divide the shape {rows}×{cols}.")
+            raise InputError(f"{_cap(label)}: block size {R}×{C} does not divide the shape {rows}×{cols}.")
         indptr = _index_array(arrays["indptr"], "indptr", label, rows // R + 1)
         indices = _index_array(arrays["indices"], "indices", label, data.shape[0])
         if indptr[0] != 0 or indptr[-1] != data.shape[0] or np.any(np.diff(indptr) < 0):
-            raise InputError(f"{label}: the 'indptr' array is not a valid block-row pointer; the file is corrupt.")
+            raise InputError(f"{_cap(label)}: the 'indptr' array is not a valid block-row pointer; the file is corrupt.")
         _in_range(indices, cols // C, "indices", label)
         return sp.bsr_array((data, indices, indptr), shape=(rows, cols))
     # dia
     offsets = _index_array(arrays["offsets"], "offsets", label)
     if data.ndim != 2 or data.shape[0] != offsets.size:
-        raise InputError(f"{label}: a dia matrix needs one data row per offset; the file is corrupt.")
+        raise InputError(f"{_cap(label)}: a dia matrix needs one data row per offset; the file is corrupt.")
     if offsets.size and (offsets.min() <= -rows or offsets.max() >= cols):
-        raise InputError(f"{label}: a diagonal offset lies outside the {rows}×{cols} matrix.")
+        raise InputError(f"{_cap(label)}: a diagonal offset lies outside the {rows}×{cols} matrix.")
+    if np.unique(offsets).size != offsets.size:
+        raise InputError(f"{_cap(label)}: a dia matrix lists the same diagonal offset twice; the file is corrupt.")
     if data.shape[1] > cols:
         data = data[:, :cols]
     return sp.dia_array((data, offsets), shape=(rows, cols))
@@ -570,19 +635,19 @@ def _parse_safetensors(src: Source, *, check_data: bool = True):
         if name == "__metadata__":
             continue
         if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= set(info):
-            raise InputError(f"{label}: tensor {name!r} has an incomplete header entry; the file is corrupt.")
+            raise InputError(f"{_cap(label)}: tensor {name!r} has an incomplete header entry; the file is corrupt.")
         dtype, shape, offs = info["dtype"], info["shape"], info["data_offsets"]
         if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
-            raise InputError(f"{label}: tensor {name!r} has an invalid shape {shape!r}.")
+            raise InputError(f"{_cap(label)}: tensor {name!r} has an invalid shape {shape!r}.")
         if (not isinstance(offs, list) or len(offs) != 2
                 or not all(isinstance(o, int) and not isinstance(o, bool) for o in offs)
                 or offs[0] < 0 or offs[1] < offs[0]):
-            raise InputError(f"{label}: tensor {name!r} has invalid data offsets {offs!r}; the file is corrupt.")
+            raise InputError(f"{_cap(label)}: tensor {name!r} has invalid data offsets {offs!r}; the file is corrupt.")
         if isinstance(dtype, str) and dtype in _ST_DTYPES:
             expected = math.prod(shape) * _ST_DTYPES[dtype].itemsize
             if offs[1] - offs[0] != expected:
                 raise InputError(
-                    f"{label}: tensor {name!r} ({dtype} {shape}) should take {expected} bytes but its "
+                    f"{_cap(label)}: tensor {name!r} ({dtype} {shape}) should take {expected} bytes but its "
                     f"offsets span {offs[1] - offs[0]}; the file is corrupt."
                 )
         entries.append(_STEntry(name, str(dtype), tuple(shape), offs[0], offs[1]))
@@ -732,6 +797,9 @@ READERS: dict[str, Reader] = {
 }
 
 
+_FORMAT_NAMES = {"mtx": "Matrix Market", "npz": ".npz (zip)", "npy": ".npy", "safetensors": ".safetensors"}
+
+
 def formats() -> list[str]:
     """Names of the accepted file formats."""
     return sorted(READERS)
@@ -742,6 +810,12 @@ def _detect_format(src: Source, fmt) -> str:
         key = fmt.lower().lstrip(".") if isinstance(fmt, str) else fmt
         if key not in READERS:
             raise InputError(f"Unknown format {fmt!r}; accepted formats: {', '.join(formats())}.")
+        head = src.head(64)
+        if not READERS[key].sniff(head, src.size):
+            other = next((k for k, r in READERS.items() if r.sniff(head, src.size)), None)
+            if other is not None:
+                raise InputError(f"fmt={fmt!r} was given, but {src.label} is a {_FORMAT_NAMES[other]} "
+                                 f"file (by its first bytes); pass fmt={other!r} or leave fmt out.")
         return key
     head = src.head(64)
     for key, reader in READERS.items():
@@ -777,7 +851,9 @@ def load(path_or_bytes, fmt: str | None = None, tensor: str | None = None, *,
         For ``.safetensors``: the 2-D tensor to load (optional when the file has exactly one);
         for a ``.npz`` of several dense arrays: the array's name; for a ``.tar`` /
         ``.tar.gz`` archive: the member to read (by default its only matrix file, or
-        ``name/name.mtx`` as in the SuiteSparse Matrix Collection).
+        ``name/name.mtx`` as in the SuiteSparse Matrix Collection), or, when that default
+        member is a .safetensors / .npz file, the tensor inside it. Any other file holds one
+        matrix, and ``tensor`` given for it is refused rather than ignored.
     limits : LoadLimits, optional
         Size limits checked against the declared header before allocating
         (:class:`~akfviz.errors.ResourceLimitError` when over). Defaults fit a 24 GB laptop.
@@ -802,6 +878,9 @@ def load(path_or_bytes, fmt: str | None = None, tensor: str | None = None, *,
     ResourceLimitError
         The declared size is over ``limits``.
     """
+    for arg, value in (("fmt", fmt), ("tensor", tensor), ("name", name)):
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"load(): {arg} must be a string (or None), got {value!r}.")
     lim = resolve_limits(limits)
     src = _as_source(path_or_bytes, name)
     if src.size == 0:

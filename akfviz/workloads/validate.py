@@ -39,6 +39,10 @@ def as_csr(A, *, name: str = "matrix", copy: bool = True) -> sp.csr_array:
     if sp.issparse(A):
         if A.ndim != 2:
             raise InputError(f"The {name} must be 2-D, but it has {A.ndim} dimensions.")
+        if A.dtype.kind in "fiub" and A.dtype != np.float64:
+            # before the CSR conversion sums duplicates: int8 100 + 100 wrapped to -56
+            A = A.astype(np.float64)
+            copy = False
         M = sp.csr_array(A, copy=copy)
     else:
         arr = np.asarray(A)

@@ -271,6 +271,20 @@ def test_safetensors_upload_with_tensor_picker_and_pruning(app):
     assert {m.label: m.value for m in app.metric}["nnz"] == f"{64 * 48 // 4:,}"
 
 
+def test_a_tensor_name_from_a_safetensors_upload_does_not_reach_the_next_file(app):
+    from safetensors.numpy import save
+
+    rng = np.random.default_rng(1)
+    app.run()
+    data = save({"w": rng.standard_normal((32, 24)).astype(np.float32)})
+    app.file_uploader(key="matrix_upload").set_value(("w.safetensors", data, "application/octet-stream")).run()
+    _ok(app)
+    mtx = b"%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 2.5\n3 2 -1\n"
+    app.file_uploader(key="matrix_upload").set_value(("m.mtx", mtx, "text/plain")).run()
+    _ok(app)  # the .mtx holds one matrix: the old name "w" would be refused as tensor=
+    assert {m.label: m.value for m in app.metric}["nnz"] == "2"
+
+
 def test_other_hardware_preset_runs_the_npu_page(app):
     app.run()
     app.selectbox(key="w:preset").set_value("edge-32x32").run()

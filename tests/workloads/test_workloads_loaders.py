@@ -98,25 +98,35 @@ def test_mtx_complex_rejected(header, body):
 
 
 @pytest.mark.parametrize("body,what", [
-    ("3 3 2\n1 1 1\n4 1 2\n", "out of"),       # row index too large
+    ("3 3 2\n1 1 1\n4 1 2\n", "row index 4 is outside 1..3"),       # row index too large
     ("3 3 2\n1 1 1\n0 1 2\n", "start at 1"),   # 0 is out of range (1-based): say so
-    ("3 3 3\n1 1 1\n2 2 2\n", "runcated"),     # fewer entries than declared
-    ("3 3 1\n1 x 1\n", "Matrix Market"),      # garbage
-    ("3 3 1\n1 1 1\n2 2 2\n", "Matrix Market"),  # more entries than declared
+    ("3 3 2\n1 1 1\n1 7 2\n", "column index 7 is outside 1..3"),
+    ("3 3 3\n1 1 1\n2 2 2\n", "truncated: its size line declares 3 entries but it has 2"),
+    ("3 3 1\n1 x 1\n", "'x' is not a row or column index"),      # garbage
+    ("3 3 1\n1 1 1\n2 2 2\n", "more entries than the 1 its size line declares"),
+    ("3 3 2\n1 1 1 2 2 2\n", "'2' is one item too many"),   # two entries on one line
+    ("3 3 1\n1 1\n", "too few numbers on one line"),
 ])
 def test_mtx_bad_bodies(body, what):
     with pytest.raises(InputError, match=what):
         load(_mtx("coordinate", "real", "general", body))
 
 
-@pytest.mark.parametrize("entry,token", [
-    ("1 1 0x10", "0x10"),       # scipy's reader alone reads this as 0 and drops the entry
-    ("1 1 1.5kg", "1.5kg"),     # ... and this as 1.5
-    ("1 1 1.0 extra", "extra"),
-    ("1 1 1,5", "1,5"),
-    ("1 1 \u22122.0", "\u22122.0"),  # a Unicode minus sign
+@pytest.mark.parametrize("entry,token,words", [
+    ("1 1 0x10", "0x10", "not a number"),       # scipy's reader alone reads this as 0 and drops the entry
+    ("1 1 1.5kg", "1.5kg", "not a number"),     # ... and this as 1.5
+    ("1 1 1.0 extra", "extra", "one item too many"),
+    ("1 1 2.0 5.0", "5.0", "one item too many"),  # ... scipy ignores the second value
+    ("1 1 1,5", "1,5", "not a number"),
+    ("1 1 \u22122.0", "\u22122.0", "not a number"),  # a Unicode minus sign
+    ("1 1 1.5.3", "1.5.3", "not a number"),     # scipy: 1.5
+    ("1 1 2-3", "2-3", "not a number"),         # scipy: 2
+    ("1 1 1e5e5", "1e5e5", "not a number"),     # scipy: 1e5
+    ("1 1 1.5e", "1.5e", "not a number"),       # scipy: 1.5
+    ("2 1.9 3.0", "1.9", "not a row or column index"),  # scipy: (2, 1) = 0.9
+    ("1 1 .", ".", "not a number"),
 ])
-def test_mtx_entries_that_are_not_numbers_are_refused_with_their_line(entry, token, tmp_path):
+def test_mtx_entries_that_are_not_numbers_are_refused_with_their_line(entry, token, words, tmp_path):
     text = ("%%MatrixMarket matrix coordinate real general\n% made by hand\n\n3 3 2\n"
             f"2 2 4\n{entry}\n").encode()
     p = tmp_path / "m.mtx"
@@ -124,7 +134,7 @@ def test_mtx_entries_that_are_not_numbers_are_refused_with_their_line(entry, tok
     for src in (text, p):
         with pytest.raises(InputError, match="line 6") as err:
             load(src)
-        assert repr(token) in str(err.value) and "not a number" in str(err.value)
+        assert repr(token) in str(err.value) and words in str(err.value)
 
 
 def test_mtx_comment_among_entries_is_named(tmp_path):
