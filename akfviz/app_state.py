@@ -476,7 +476,7 @@ def simulate_cached(key: str, _plan, hw_key: str, _hw, x_key: str, _x, fused: bo
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def compare_cached(key: str, _A, hw_key: str, _hw, alpha: float, beta: float, tile: int, extra: tuple = (),
-                   _pa=None):
+                   _pa=None, _plan=None):
     """:func:`akfviz.compare.compare` once per input, with a progress bar while it runs (five steps;
     seconds each on a 1M-nonzero matrix). The bar is not part of the cached result."""
     from .compare import compare   # not akfviz.compare: importing the module shadows the lazy function
@@ -488,7 +488,7 @@ def compare_cached(key: str, _A, hw_key: str, _hw, alpha: float, beta: float, ti
 
     try:
         return compare(_A, hw=_hw, alpha=alpha, beta=beta, tile=tile, analysis=_pa, progress=progress,
-                       **dict(extra))
+                       plan=_plan, **dict(extra))
     finally:
         bar.empty()
 
@@ -536,17 +536,9 @@ def solver_cached(key: str, _plan, hw_key: str, _hw, method: str, iterations: in
 
 
 def input_vector(m: int, rho_x: float, seed: int = 0) -> np.ndarray:
-    """Seeded input ``x``: standard normal values, a fraction ``rho_x`` of them nonzero (ReLU-like).
-
-    Exactly ``round(rho_x · m)`` (at least 1) entries are nonzero, chosen by a seeded permutation.
-    """
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(m)
-    k = max(1, int(round(rho_x * m)))
-    keep = rng.permutation(m)[:k]
-    out = np.zeros(m)
-    out[keep] = x[keep]
-    return out
+    """Seeded input ``x`` of density ``rho_x``: the library's
+    :func:`akfviz.npu.simulate.random_input`, the same vector ``compare`` draws."""
+    return stage("npu.simulate", "random_input")(m, rho_x, seed)
 
 
 def simulation(wl: Workload, plan, hw, hwk: str, fused: bool = True, iterations: int = 1,
@@ -895,7 +887,9 @@ def selection_args() -> dict:
             "budget": float(get("budget")) if mode == "error" else None,
             "granularity": get("gran"),
             "extra": (("resource", get("resource")),
-                      ("resource_budget", float(get("rbudget")) if mode == "resource" else None))}
+                      ("resource_budget", float(get("rbudget")) if mode == "resource" else None),
+                      # the selector prices events at the density the NPU page simulates
+                      ("rho_x", float(get("xdens"))))}
 
 
 def plan_key(wl: Workload, pa, hwk: str) -> str:
@@ -910,11 +904,36 @@ def plan_for(wl: Workload, pa, hw, hwk: str):
     """Cached FusionPlan for the current selector settings (None with st.error on bad input)."""
     args = selection_args()
     try:
-        return select_cached(analysis_key(wl.digest, pa.tile), pa, args["alpha"], args["beta"],
+        plan = select_cached(analysis_key(wl.digest, pa.tile), pa, args["alpha"], args["beta"],
                              args["budget"], args["granularity"], hwk, hw, args["extra"])
     except (InputError, ValueError) as exc:
         show_error(exc)
         return None
+    warn_if_dropped(plan, hw)
+    return plan
+
+
+#: A plan whose relative error reaches this gets a warning on every page that shows it.
+DROPPED_WARNING_ERROR = 0.5
+
+
+def warn_if_dropped(plan, hw) -> None:
+    """Warn when the plan loses most of the matrix (SKIP tiles, mostly): its simulation then
+    shows a tiny, cheap run of almost nothing, which reads as a result unless said."""
+    err = float(plan.relative_error)
+    if err < DROPPED_WARNING_ERROR:
+        return
+    cats = plan.tile_kernels_categorical
+    skip = np.asarray(cats == "SKIP")
+    nnz = plan.pa.tiles_as_analysed()["nnz"].to_numpy()
+    share = float(nnz[skip].sum()) / max(float(nnz.sum()), 1.0)
+    st.warning(
+        f"This plan loses most of the matrix: relative error {100 * err:.1f} %, with {int(skip.sum()):,} of "
+        f"{skip.size:,} tiles dropped (SKIP, {100 * share:.0f} % of the nonzeros). Its simulation runs only "
+        f"what is kept, so its cycles and energy are not those of this matrix. Usually the PE SRAM "
+        f"({hw.sram_bytes_per_pe:,} B per PE, {hw.total_sram_bytes:,} B in all) is far below the plan's "
+        f"payload and the fusion weights' SRAM penalty prefers dropping tiles; give more SRAM, or an error "
+        f"budget (Kernels page).", icon="⚠️")
 
 
 def require_tiles(pa) -> None:

@@ -42,11 +42,9 @@ PAPER_CLAIMS = pd.DataFrame(
 
 def _check_x(x, n_cols, rho_x, seed):
     if x is None:
-        rng = np.random.default_rng(seed)
-        x = rng.standard_normal(n_cols)
-        if rho_x < 1.0:
-            x[rng.random(n_cols) >= rho_x] = 0.0
-        return x
+        from .npu.simulate import random_input
+
+        return random_input(n_cols, rho_x, seed)
     from .workloads.validate import dense_operand
 
     arr = dense_operand(x, "x")
@@ -85,7 +83,7 @@ def _row(res, plan=None, payload=None, mix=""):
 
 @checked_call
 def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=None, rho_x=1.0, seed=0,
-            granularity="cluster", analysis=None, mapping="anneal", progress=None) -> pd.DataFrame:
+            granularity="cluster", analysis=None, mapping="anneal", progress=None, plan=None) -> pd.DataFrame:
     """Simulate the four plans of akf-spec §8 on the same matrix, vector and hardware.
 
     Parameters
@@ -95,7 +93,7 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
     alpha, beta : float
         The selector's weights for the AKF plan.
     tile : int
-        Tile side T.
+        Tile side T (the plan's own when ``plan`` is given).
     static_kernel : str
         Kernel of the StaticSparse plan (any registered kernel, e.g. ``"CSC"``, ``"NM2:4"``).
     x : 1-D array, optional
@@ -114,6 +112,10 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
         Called before each of the :data:`STEPS` steps (``done`` steps finished, ``step`` its
         label) and once at the end with ``done == total`` — the app's progress bar. On a
         1M-nonzero matrix the four simulations take seconds each.
+    plan : FusionPlan, optional
+        An AKF plan already selected on this analysis (e.g. with an error budget): it is
+        simulated as it is, and ``alpha``, ``beta`` and ``granularity`` are not used. The app
+        passes the plan its other pages show, so every page simulates the same plan.
 
     Returns
     -------
@@ -135,6 +137,14 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
         raise InputError(f"hw must be an akfviz.HardwareConfig, got {type(hw).__name__}.")
     rho_x = check_rho_x(rho_x)
     static = get_kernel(static_kernel).name
+    if plan is not None:
+        if not isinstance(plan, FusionPlan):
+            raise InputError(f"plan must be an akfviz FusionPlan (from akfviz.select), got {type(plan).__name__}.")
+        if analysis is not None and plan.pa is not analysis:
+            raise InputError("plan was selected on another analysis than the one given; pass the plan's "
+                             "own (plan.pa) or leave analysis= out.")
+        analysis = plan.pa
+        tile = plan.pa.tile
     if analysis is None:
         if A is None:
             raise InputError("Give a matrix A (or an existing analysis=).")
@@ -175,7 +185,8 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
     report(2)
     run("StaticSparse", FusionPlan(pa, np.full(n, static, dtype=object)))
     report(3)
-    akf = select(pa, alpha, beta, granularity=granularity, hw=hw, rho_x=rho_x, seed=seed)
+    akf = plan if plan is not None else select(pa, alpha, beta, granularity=granularity, hw=hw,
+                                               rho_x=rho_x, seed=seed)
     report(4)
     run("AKF", akf)
     report(len(STEPS))
@@ -186,7 +197,8 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
     df["energy_rel"] = df["energy_pj"] / de if de > 0 else np.nan
     df = df[COLUMNS]
     df.attrs["static_kernel"] = static
-    df.attrs["akf_selection"] = akf.selection.to_dict()
+    sel = getattr(akf, "selection", None)
+    df.attrs["akf_selection"] = sel.to_dict() if sel is not None else {}
     df.attrs["hw_hash"] = hw.config_hash()
     return df
 

@@ -65,13 +65,15 @@ S.record_result("selection", {"relative_error": plan.relative_error, "resource":
 
 m = st.columns(5)
 m[0].metric("relative error", f"{100 * plan.relative_error:.3g} %", help="Measured ‖A − Â‖_F / ‖A‖_F.")
-m[1].metric(f"{rep.measure} vs Dense", f"{rep.resource_share:.3g}×",
+m[1].metric(f"{rep.measure} vs Dense (table estimate)", f"{rep.resource_share:.3g}×",
             help=f"The selector's estimate R / R_dense (R = {plan.resource:.4g}): the performance table's "
                  f"{rep.measure} of every tile's kernel alone on one PE, against all tiles as DENSE — the "
                  "quantity β weighs. It leaves out what every plan pays alike (moving x and y over the "
                  "network, loading payloads, the whole chip's static power for the run), so the simulated "
                  "ratio on the NPU and Compare pages can be far from this estimate.")
 m[2].metric("kernels used", f"{len(used_kernels)}")
+st.caption(f"The {rep.measure} ratio is the selector's kernel-only estimate (what β weighs); the simulated "
+           "ratio, with network, payload loading and static power included, is on the NPU and Compare pages.")
 m[3].metric("decision units", f"{rep.units.size:,}", help="clusters (cluster mode) or tiles (tile mode)")
 sel_t = sum(float(v) for k, v in rep.timings.items() if k != "total") if "total" not in rep.timings \
     else float(rep.timings["total"])

@@ -28,14 +28,19 @@ with c1:
     static = S.widget(st.selectbox, "Static-sparse kernel", "static", options=[k for k in names if k != "SKIP"],
                       help="The one kernel the Static-sparse baseline uses for every nonempty tile.")
 with c2:
-    if S.get("mode") != "weights":
-        st.caption("The AKF plan here uses the α/β weights (the comparison does not run budget searches).")
-    st.caption(f"α = {S.get('alpha'):g}, β = {S.get('beta'):g}, R = {S.get('resource')}, T = {S.get('tile')}, "
-               f"ρ_x = {S.get('xdens'):g}, granularity {S.get('gran')} — change them on Kernels / NPU.")
-extra = (("static_kernel", static), ("rho_x", float(S.get("xdens"))), ("granularity", S.get("gran")))
+    mode = {"weights": f"α = {S.get('alpha'):g}, β = {S.get('beta'):g}",
+            "error": f"error budget {S.get('budget'):g}",
+            "resource": f"resource budget {S.get('rbudget'):g}"}.get(S.get("mode"), S.get("mode"))
+    st.caption(f"AKF is the plan the Kernels and NPU pages show ({mode}, R = {S.get('resource')}, "
+               f"T = {S.get('tile')}, granularity {S.get('gran')}); all four plans see the same x "
+               f"(ρ_x = {S.get('xdens'):g}) — change these on Kernels / NPU.")
+plan = S.plan_for(wl, pa, hw, hwk)
+if plan is None:
+    st.stop()
+extra = (("static_kernel", static), ("rho_x", float(S.get("xdens"))))
 try:
-    df = S.compare_cached(f"{wl.digest}|{S.lsh_tuple()}", wl.A, hwk, hw, float(S.get("alpha")),
-                          float(S.get("beta")), int(S.get("tile")), extra, _pa=pa)
+    df = S.compare_cached(S.plan_key(wl, pa, hwk), wl.A, hwk, hw, float(S.get("alpha")),
+                          float(S.get("beta")), int(S.get("tile")), extra, _pa=pa, _plan=plan)
 except (InputError, ValueError) as exc:
     S.show_error(exc)
     st.stop()
@@ -62,7 +67,6 @@ S.export_buttons("Comparison", lambda: df.reset_index(), "compare", "exp_compare
                   "one row per plan (Dense, BlockSparse, StaticSparse, AKF): every measured column")
 
 st.subheader("Real CPU time of one SpMV")
-plan = S.plan_for(wl, pa, hw, hwk)
 if plan is not None:
     x = S.input_vector(wl.A.shape[1], 1.0)
     A = wl.A

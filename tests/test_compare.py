@@ -127,3 +127,40 @@ def test_akfviz_compare_is_callable_whatever_the_import_order(llm):
     assert akfviz.compare.paper_comparison is paper_comparison
     d = mod(A, analysis=pa, mapping="greedy")  # the module forwards to the function
     assert list(d.index) == list(PLANS)
+
+
+def test_a_given_plan_is_the_akf_row_and_every_x_is_the_same_one(llm):
+    """The app's pages once simulated two different things at rho_x < 1: compare drew its x one
+    way and simulate another, and compare selected its own plan (α/β only)."""
+    from akfviz.npu.simulate import random_input
+
+    A, pa = llm
+    hw = akfviz.HardwareConfig(rows=16, cols=16)
+    plan = akfviz.select(pa, error_budget=0.01, hw=hw, rho_x=0.25)
+    x = random_input(A.shape[1], 0.25, seed=0)
+    assert np.count_nonzero(x) == round(0.25 * A.shape[1])
+    np.testing.assert_array_equal(x, random_input(A.shape[1], 0.25, seed=0))
+    direct = akfviz.simulate(plan, hw, x=x, mapping="greedy")
+    by_rho = akfviz.simulate(plan, hw, rho_x=0.25, mapping="greedy")
+    assert by_rho.cycles == direct.cycles and by_rho.events == direct.events
+    df = compare(A, hw=hw, rho_x=0.25, plan=plan, mapping="greedy")
+    row = df.loc["AKF"]
+    assert row["cycles"] == direct.cycles and row["events"] == direct.events and row["macs"] == direct.macs
+    assert row["error_pct"] == pytest.approx(100 * plan.relative_error)
+    assert df.attrs["akf_selection"]["mode"] != "weights"  # the budget plan, not a fresh α/β selection
+    other = akfviz.analyze(A, tile=16)
+    with pytest.raises(InputError, match="another analysis"):
+        compare(A, hw=hw, plan=plan, analysis=other)
+    with pytest.raises(InputError, match="FusionPlan"):
+        compare(A, plan="AKF")
+
+
+def test_random_input_density_edges():
+    from akfviz.npu.simulate import random_input
+
+    assert np.count_nonzero(random_input(1000, 0.0)) == 0
+    assert np.count_nonzero(random_input(1000, 1e-6)) == 1       # at least one when rho > 0
+    assert np.count_nonzero(random_input(1000, 1.0)) == 1000
+    X = random_input(50, 0.5, seed=2, batch=3)
+    assert X.shape == (50, 3) and (np.count_nonzero(X, axis=0) == 25).all()
+    np.testing.assert_array_equal(X[:, 0], random_input(50, 0.5, seed=2))

@@ -86,17 +86,42 @@ def _resolve_plan(plan, shape, tile, tile_rows=None):
     return work, shape, tile, tr, src
 
 
+def random_input(n_cols: int, rho_x: float = 1.0, seed: int = 0, batch: int = 1) -> np.ndarray:
+    """The seeded input ``x`` used wherever none is given (``simulate``, ``compare``, the app).
+
+    Each column: standard normal values of which exactly ``round(rho_x · n_cols)`` are kept
+    (at least one when ``rho_x > 0``), chosen by a seeded permutation, the rest zero — a
+    ReLU-like activation of density ``rho_x`` (akf-spec §7). One function, so that a page's
+    simulation and the comparison of the same settings see the same events.
+
+    Returns
+    -------
+    ndarray, shape (n_cols,) when ``batch == 1``, else (n_cols, batch)
+    """
+    rho = check_activation_density(rho_x)
+    n = int(n_cols)
+    rng = np.random.default_rng(seed)
+    keep_n = 0 if rho == 0 else max(1, int(round(rho * n)))
+    cols = []
+    for _ in range(int(batch)):
+        values = rng.standard_normal(n)
+        keep = rng.permutation(n)[:keep_n]
+        col = np.zeros(n)
+        col[keep] = values[keep]
+        cols.append(col)
+    return cols[0] if batch == 1 else np.stack(cols, axis=1)
+
+
 def _resolve_x(x, n_cols, rho_x, seed, batch):
     if x is None:
         rho = check_activation_density(1.0 if rho_x is None else rho_x)
         k = 1 if batch is None else batch
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= MAX_BATCH:
             raise InputError(f"batch must be a whole number between 1 and {MAX_BATCH}, got {batch!r}.")
-        rng = np.random.default_rng(seed)
         if rho >= 1.0:
             active = np.ones((n_cols, int(k)), dtype=bool)
         else:
-            active = rng.random((n_cols, int(k))) < rho
+            active = random_input(n_cols, rho, seed, int(k)).reshape(n_cols, int(k)) != 0
         return active, rho
     if rho_x is not None:
         raise InputError("Give either x or rho_x, not both (rho_x only shapes the random x).")

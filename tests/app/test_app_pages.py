@@ -425,3 +425,28 @@ def test_result_pages_offer_exports(app, page, labels):
     offered = [b.proto.label for b in app.get("download_button")]
     for label in labels:
         assert label in offered, offered
+
+
+def test_npu_and_compare_simulate_the_same_plan_and_x(app):
+    # at rho_x < 1 the pages once disagreed (different random x, and Compare selected its own plan)
+    app.query_params.update({"xdens": "0.05", "hw_rows": "16", "hw_cols": "16"})
+    app.run()
+    app.switch_page("pages/3_NPU.py").run()
+    _ok(app)
+    npu = {m.label: m.value for m in app.metric}
+    app.switch_page("pages/4_Compare.py").run()
+    _ok(app)
+    measured = next(d for d in app.dataframe if "macs" in getattr(d.value, "columns", []))
+    akf = measured.value.loc["AKF"]
+    assert f"{int(akf['cycles']):,}" == npu["makespan (cycles)"] and f"{int(akf['macs']):,}" == npu["MACs"]
+    assert not app.warning
+
+
+def test_a_plan_that_drops_the_matrix_is_flagged(app):
+    # 256 B of SRAM per PE: the SRAM penalty drops every tile; the NPU page showed "3 cycles, 0 MACs"
+    app.query_params.update({"hw_rows": "16", "hw_cols": "16", "hw_sram": "256"})
+    app.run()
+    for page in ("pages/2_Kernels.py", "pages/3_NPU.py", "pages/4_Compare.py"):
+        app.switch_page(page).run()
+        assert not app.exception
+        assert any("loses most of the matrix" in w.value and "SKIP" in w.value for w in app.warning), page

@@ -214,7 +214,8 @@ def test_same_seed_same_result_and_pickle():
     r3 = simulate(tw, hw, shape=A.shape, tile=16, rho_x=0.5, seed=8)
     assert r1.cycles == r2.cycles and r1.energy_total_pj == r2.energy_total_pj
     assert all(np.array_equal(r1.counters[k], r2.counters[k]) for k in r1.counters)
-    assert r3.events != r1.events
+    # another seed: another x (exactly half its entries nonzero either way) and another mapping
+    assert any(not np.array_equal(r1.counters[k], r3.counters[k]) for k in r1.counters)
     r4 = pickle.loads(pickle.dumps(r1))
     assert r4.cycles == r1.cycles and r4.energy_pj == r1.energy_pj
     json.dumps(r1.to_dict())
