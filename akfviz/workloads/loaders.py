@@ -295,6 +295,10 @@ def _mm_syntax_error(text: _MMText, code: int, pos: int, count: int, expect: int
                           f"entry line holds {entry}.")
     if code == mm_syntax.MISSING_TOKEN:
         return InputError(f"{where}: too few numbers on one line; each entry line holds {entry}.")
+    if code == mm_syntax.BOTH_TRIANGLES:
+        return InputError(f"{where}: this {symmetry} file lists entries on both sides of the diagonal; it "
+                          f"must store one triangle only (each entry stands for its mirror too, so a pair "
+                          f"listed both ways would be counted twice).")
     if code == mm_syntax.SKEW_DIAGONAL:
         return InputError(f"{where}: a skew-symmetric matrix has zeros on its diagonal, so its file "
                           f"may not list a diagonal entry.")
@@ -359,7 +363,8 @@ def _read_mtx(src: Source, limits: LoadLimits, tensor):
             limits.check_nnz(int(entries) * factor, what=f"matrix in {label}")
         expect = mm_syntax.expected_entries(layout, symmetry, rows, cols, entries)
         code, pos, count, plus = mm_syntax.scan_entries(text.buf, start, layout, field, rows, cols,
-                                                        symmetry == "skew-symmetric", expect)
+                                                        symmetry == "skew-symmetric", expect,
+                                                        sym=symmetry != "general")
         if code != mm_syntax.OK:
             raise _mm_syntax_error(text, code, pos, count, expect, (rows, cols, layout, field, symmetry))
         if plus:

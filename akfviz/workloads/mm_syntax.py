@@ -7,7 +7,9 @@ silently with wrong values. :func:`check_entries` runs one numba pass over the e
 (:func:`_scan`) and refuses every line that is not exactly what the header declares:
 
 * coordinate: ``i j [v]`` — 1-based indices (digits, at most the declared rows / columns),
-  then a value unless the field is ``pattern``; skew-symmetric files have no diagonal entries;
+  then a value unless the field is ``pattern``; skew-symmetric files have no diagonal entries,
+  and a symmetric or skew-symmetric file stores one triangle (entries on both sides of the
+  diagonal would be mirrored onto each other and counted twice);
 * array: one value per line;
 * integer values: ``[+-]digits``; real values: ``[+-]`` digits with an optional point and
   exponent (``3``, ``-1.5``, ``.5``, ``2.5e-3``), or nan / inf / infinity (refused later as
@@ -26,7 +28,8 @@ from numba import prange
 from .._jit import njit_cached, njit_parallel
 
 # result codes of _scan
-OK, BAD_TOKEN, EXTRA_TOKEN, MISSING_TOKEN, OUT_OF_RANGE, SKEW_DIAGONAL, COMMENT, TOO_MANY, TOO_FEW = range(9)
+(OK, BAD_TOKEN, EXTRA_TOKEN, MISSING_TOKEN, OUT_OF_RANGE, SKEW_DIAGONAL, COMMENT, TOO_MANY, TOO_FEW,
+ BOTH_TRIANGLES) = range(10)
 # token kinds
 INDEX, INTEGER, REAL = 0, 1, 2
 
@@ -163,14 +166,17 @@ def body_start(buf):
 
 
 @njit_cached
-def _scan(buf, start, stop, kinds, nrows, ncols, skew, expect, nan_w, inf_w, infinity_w):
+def _scan(buf, start, stop, kinds, nrows, ncols, skew, sym, expect, nan_w, inf_w, infinity_w):
     """Check every entry line in ``buf[start:stop]`` (``stop`` at a line end or the end of the
     text): ``(code, position, entries, plus_signs)``.
 
     ``position`` is the offset of the offending token (or line); ``plus_signs`` counts tokens
-    that start with ``+`` (valid, but scipy's reader refuses them).
+    that start with ``+`` (valid, but scipy's reader refuses them). With ``sym`` (a symmetric or
+    skew-symmetric coordinate file) the first entry on the other side of the diagonal from the
+    entries before it is refused (``BOTH_TRIANGLES``).
     """
     n = stop
+    side = 0  # 1: entries below the diagonal seen, 2: above
     ntok = kinds.shape[0]
     i = start
     count = 0
@@ -217,6 +223,12 @@ def _scan(buf, start, stop, kinds, nrows, ncols, skew, expect, nan_w, inf_w, inf
                 return MISSING_TOKEN, line, count, plus
             if skew and row == col and row > 0:
                 return SKEW_DIAGONAL, line, count, plus
+            if sym and row != col:
+                s_now = 1 if row > col else 2
+                if side == 0:
+                    side = s_now
+                elif side != s_now:
+                    return BOTH_TRIANGLES, line, count, plus
             count += 1
             if count > expect:
                 return TOO_MANY, line, count, plus
@@ -227,14 +239,14 @@ def _scan(buf, start, stop, kinds, nrows, ncols, skew, expect, nan_w, inf_w, inf
 
 
 @njit_parallel
-def _scan_chunks(buf, bounds, kinds, nrows, ncols, skew, nan_w, inf_w, infinity_w):
+def _scan_chunks(buf, bounds, kinds, nrows, ncols, skew, sym, nan_w, inf_w, infinity_w):
     """:func:`_scan` on each chunk ``buf[bounds[c]:bounds[c+1]]`` in parallel (chunks end at
     line ends), without the entry-count limit: one row ``(code, position, entries, plus)``
     per chunk."""
     nch = bounds.shape[0] - 1
     out = np.zeros((nch, 4), dtype=np.int64)
     for c in prange(nch):
-        code, pos, count, plus = _scan(buf, bounds[c], bounds[c + 1], kinds, nrows, ncols, skew,
+        code, pos, count, plus = _scan(buf, bounds[c], bounds[c + 1], kinds, nrows, ncols, skew, sym,
                                        np.int64(2**62), nan_w, inf_w, infinity_w)
         out[c, 0] = OK if code == TOO_FEW else code  # no count limit here: running out is fine
         out[c, 1] = pos
@@ -262,7 +274,7 @@ def _chunk_bounds(buf: np.ndarray, start: int, parts: int) -> np.ndarray:
 
 
 def scan_entries(buf: np.ndarray, start: int, layout: str, field: str, rows: int, cols: int,
-                 skew: bool, expect: int):
+                 skew: bool, expect: int, sym: bool = False):
     """Run :func:`_scan` on the uint8 text ``buf`` (entries from ``start``); see the module
     docstring for what is checked. Returns ``(code, position, entries, plus_signs)``.
 
@@ -273,9 +285,10 @@ def scan_entries(buf: np.ndarray, start: int, layout: str, field: str, rows: int
     import numba
 
     kinds = np.array(layout_tokens(layout, field), dtype=np.int64)
-    args = (kinds, np.int64(rows), np.int64(cols), bool(skew))
+    args = (kinds, np.int64(rows), np.int64(cols), bool(skew), bool(sym) and layout == "coordinate")
     n = buf.shape[0]
-    if n - start >= PARALLEL_FROM_BYTES and numba.get_num_threads() > 1:
+    # the triangle rule spans chunks: symmetric files are scanned on one thread
+    if n - start >= PARALLEL_FROM_BYTES and numba.get_num_threads() > 1 and not args[-1]:
         bounds = _chunk_bounds(buf, start, 4 * numba.get_num_threads())
         out = _scan_chunks(buf, bounds, *args, *_WORDS)
         bad = np.flatnonzero(out[:, 0] != OK)

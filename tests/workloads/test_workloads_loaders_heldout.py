@@ -42,6 +42,9 @@ def test_valid_numbers_scipy_alone_refuses_or_misreads_are_read(entry, value, tm
 @pytest.mark.parametrize("text,words", [
     (_text("2 2 2\n1 1 5\n2 1 1\n", symmetry="skew-symmetric"), "skew-symmetric matrix has zeros on its diagonal"),
     (_text("2 3 1\n2 1 3\n", symmetry="symmetric"), "symmetric matrix of 2 × 3; a symmetric matrix must be square"),
+    # scipy mirrors both into 6 = 3 + 3 on each side
+    (_text("2 2 2\n2 1 3\n1 2 3\n", symmetry="symmetric"), "line 4 .*both sides of the diagonal"),
+    (_text("3 3 2\n1 2 3\n3 1 3\n", symmetry="skew-symmetric"), "line 4 .*both sides of the diagonal"),
     (_text("2 1\n", symmetry="skew-symmetric", field="pattern").replace(b"2 1\n", b"2 2 1\n2 1\n"),
      "pattern skew-symmetric"),
     # scipy 1.17's reader writes past its buffer on these (segfault / heap corruption)
