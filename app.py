@@ -27,8 +27,13 @@ with tab_sample:
     names = S.sample_names()
     samples = S.stage("workloads.samples")
     listing = samples.list_samples()
-    pick = st.selectbox("Sample", names, index=names.index(S.get("sample")) if S.get("sample") in names else 0,
-                        key="matrix_sample_pick", format_func=S.sample_title)
+    current = S.get("sample") if S.get("sample") in names else names[0]
+    if st.session_state.get("_matrix_pick_follows") != current:
+        # follow the sample chosen elsewhere (the sidebar, a link); once per change, so the
+        # user's own pick here stays until they press the button
+        st.session_state["matrix_sample_pick"] = current
+        st.session_state["_matrix_pick_follows"] = current
+    pick = st.selectbox("Sample", names, key="matrix_sample_pick", format_func=S.sample_title)
     if st.button("Use this sample", key="use_sample"):
         S.put("src", "sample")
         S.put("sample", pick)

@@ -450,3 +450,11 @@ def test_a_plan_that_drops_the_matrix_is_flagged(app):
         app.switch_page(page).run()
         assert not app.exception
         assert any("loses most of the matrix" in w.value and "SKIP" in w.value for w in app.warning), page
+
+
+def test_the_sample_tab_follows_the_sample_chosen_in_the_sidebar(app):
+    app.run()
+    app.selectbox(key="w:sample").set_value("stencil5_64x64").run()
+    _ok(app)
+    # the Sample tab once kept showing the old sample, and "Use this sample" switched back to it
+    assert app.selectbox(key="matrix_sample_pick").value == app.selectbox(key="w:sample").value
