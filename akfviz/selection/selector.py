@@ -79,7 +79,8 @@ class SelectionReport:
     error_budget, resource_budget : float or None
     fusion : FusionResult or None
     budget_trace : DataFrame or None
-        Bisection trace (``lambda, error, resource, feasible``) in budget modes.
+        Bisection trace (``lambda, error, resource, feasible``) in budget modes; a last row with
+        ``lambda`` NaN is the greedy fill between the bracket's two plans (``budgets._fill``).
     cost_gap : dict or None
         Cluster mode vs the tile-mode argmin on the same matrix, when cheap (≤ GAP_MAX_TILES tiles).
     timings : dict
@@ -270,6 +271,13 @@ def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", ke
         argmin = prob.argmin(alpha_eff, beta_eff, mask=prob.lossless if error_budget == 0 else None)
         if fusion:
             notes.append("fusion weights are not run in budget modes (the budget is the constraint)")
+        if resource_budget is not None and granularity == "cluster" and prob.R_dense > 0 \
+                and br.resource < 0.8 * resource_budget * prob.R_dense:
+            big = np.sort(prob.unit_size)[::-1]
+            notes.append(f"the plan uses {br.resource / prob.R_dense:.3g} of the {resource_budget:g} allowed: "
+                         f"cluster mode switches whole clusters (the largest holds {int(big[0]):,} of "
+                         f"{prob.n_tiles:,} tiles), so no cluster's next kernel fits in the rest; tile "
+                         f"mode can use the budget more finely")
     else:
         mode = "weights"
         alpha_eff, beta_eff = alpha, beta

@@ -361,3 +361,30 @@ def test_kernel_names_ignore_spelling_and_families_expand(pa):
         get_kernel("NM")
     with pytest.raises(InputError, match="or a family: NM"):
         select(pa, kernels=["NMX"])
+
+
+@pytest.mark.parametrize("granularity", ["tile", "cluster"])
+def test_budget_fill_uses_the_room_between_two_corners_and_never_breaks_the_budget(granularity):
+    """The multiplier alone reaches only the corners of the front: a resource budget of 0.4 was
+    answered by the 0.26 corner at 60 % error. The fill's plan must keep the budget and be at
+    least as good as the best corner plan the bisection saw (trace rows with a finite λ)."""
+    from akfviz.workloads.samples import load_sample
+
+    pa8 = akfviz.analyze(load_sample("minilm_ffn0_mag90"), tile=16)
+    used_more = 0
+    for b in (0.2, 0.3, 0.4, 0.5):
+        plan = select(pa8, resource_budget=b, resource="cycles", granularity=granularity)
+        rep = plan.selection
+        tr = rep.budget_trace
+        corners = tr[np.isfinite(tr["lambda"]) & tr["feasible"]]
+        assert rep.resource_share <= b * (1 + 1e-9)
+        assert plan.relative_error <= corners["error"].min() + 1e-12
+        used_more += rep.resource_share > corners["resource"].max() / rep.R_dense + 1e-9
+    for eps in (0.01, 0.05, 0.2):
+        plan = select(pa8, error_budget=eps, granularity=granularity)
+        tr = plan.selection.budget_trace
+        corners = tr[np.isfinite(tr["lambda"]) & tr["feasible"]]
+        assert plan.relative_error <= eps
+        assert plan.selection.resource <= corners["resource"].min() * (1 + 1e-12)
+    if granularity == "tile":
+        assert used_more >= 2  # the fill moved beyond the corner in most of the budgets
