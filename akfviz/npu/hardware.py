@@ -286,7 +286,6 @@ def _preset_plain(name: str) -> dict | None:
 
 def _preset_label(cfg: HardwareConfig) -> str:
     """Name of the registered preset ``cfg`` equals (its label not compared), else "custom"."""
-    object.__setattr__(cfg, "preset", "custom")
     got = cfg.to_plain()
     for name in HARDWARE_PRESETS:
         want = _preset_plain(name)

@@ -92,7 +92,7 @@ def _search(problem, feasible, better, mask=None, spend_resource=False):
     if best is not None and lo_ok != hi_ok:
         # the bracket's infeasible end: move units towards it while the budget holds
         target = c_hi if lo_ok else c_lo
-        filled = _fill(problem, best[0], target, feasible, spend_resource)
+        filled = _fill(problem, best[0], target, feasible, spend_resource, mask)
         if filled is not None:
             err, res = problem.evaluate(filled)
             ok = feasible(err, res)
@@ -103,7 +103,7 @@ def _search(problem, feasible, better, mask=None, spend_resource=False):
     return best, best_lam, df
 
 
-def _fill(problem, start, target, feasible, spend_resource: bool):
+def _fill(problem, start, target, feasible, spend_resource: bool, mask=None):
     """Greedy step between two plans of the search (a multiple-choice knapsack between adjacent
     Lagrangian solutions): the units whose kernel differs between the feasible ``start`` and the
     infeasible ``target`` may each switch to any candidate kernel; switches are taken in order of
@@ -111,7 +111,8 @@ def _fill(problem, start, target, feasible, spend_resource: bool):
     per error added), one per unit, skipping any that would break the budget. The multiplier
     alone only reaches the corners of the error–resource front, so a budget between two corners
     was met by the cheaper corner with room left (resource budget 0.5 answered with 0.26 × Dense
-    at 60 % error). Returns the new choice, or None when nothing moves.
+    at 60 % error). ``mask`` keeps the search's candidate restriction ((K,) or (n_units, K)).
+    Returns the new choice, or None when nothing moves.
     """
     start = np.asarray(start, dtype=np.int64)
     target = np.asarray(target, dtype=np.int64)
@@ -131,7 +132,8 @@ def _fill(problem, start, target, feasible, spend_resource: bool):
         dE[:, k] = problem.member_error_sums(trial)[diff] - E_start[diff]
     dR = Rall[diff] - Rall[diff, start[diff]][:, None]
     useful = (dE < 0) | (dR < 0)
-    useful &= ~((dE >= 0) & (dR >= 0))
+    if mask is not None:
+        useful &= mask[diff] if mask.ndim == 2 else mask[None, :]
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(dR > 0, -dE / dR, np.inf) if spend_resource else np.where(dE > 0, -dR / dE, np.inf)
     ratio = np.where(useful, ratio, -np.inf)
@@ -140,8 +142,8 @@ def _fill(problem, start, target, feasible, spend_resource: bool):
     moved = False
     for flat in np.argsort(-ratio, axis=None, kind="stable"):
         j, k = divmod(int(flat), K)
-        if not np.isfinite(ratio[j, k]) and ratio[j, k] < 0:
-            break  # only useless switches remain
+        if ratio[j, k] == -np.inf:
+            break  # only useless or excluded switches remain
         if done[j]:
             continue
         e_new, r_new = err2 + dE[j, k], res + dR[j, k]

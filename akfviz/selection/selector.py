@@ -273,9 +273,8 @@ def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", ke
             notes.append("fusion weights are not run in budget modes (the budget is the constraint)")
         if resource_budget is not None and granularity == "cluster" and prob.R_dense > 0 \
                 and br.resource < 0.8 * resource_budget * prob.R_dense:
-            big = np.sort(prob.unit_size)[::-1]
             notes.append(f"the plan uses {br.resource / prob.R_dense:.3g} of the {resource_budget:g} allowed: "
-                         f"cluster mode switches whole clusters (the largest holds {int(big[0]):,} of "
+                         f"cluster mode switches whole clusters (the largest holds {int(prob.unit_size.max()):,} of "
                          f"{prob.n_tiles:,} tiles), so no cluster's next kernel fits in the rest; tile "
                          f"mode can use the budget more finely")
     else:

@@ -484,7 +484,7 @@ def _read_npz(src: Source, limits: LoadLimits, tensor):
                 _no_tensor(tensor, label, "a scipy sparse .npz holds one matrix")
                 return _npz_sparse(zf, headers, label, limits)
             sparse_keys = {"format", "shape", "indices", "indptr", "row", "col", "offsets"} & set(headers)
-            if sparse_keys and "data" in headers:
+            if sparse_keys and "data" in headers and tensor is None:  # tensor=: a dense array by name
                 lacks = " and ".join(repr(k) for k in ("format", "shape") if k not in headers)
                 raise InputError(f"{_cap(label)} looks like a scipy sparse .npz (it has "
                                  f"{', '.join(sorted(sparse_keys | {'data'}))}) but lacks its {lacks} entry; "

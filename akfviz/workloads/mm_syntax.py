@@ -3,7 +3,7 @@
 scipy's reader (fast_matrix_market) parses each token only as far as it can and keeps what it
 got: ``1e3`` in an integer file reads as 1, ``1.5.3`` as 1.5, ``2 1.9 3.0`` as the entry
 (2, 1) = 0.9, a second value on a line is ignored, and ``0x10`` reads as 0. Such files load
-silently with wrong values. :func:`check_entries` runs one numba pass over the entries
+silently with wrong values. :func:`scan_entries` runs one numba pass over the entries
 (:func:`_scan`) and refuses every line that is not exactly what the header declares:
 
 * coordinate: ``i j [v]`` — 1-based indices (digits, at most the declared rows / columns),
@@ -21,8 +21,8 @@ This checks the format's grammar only; the numbers themselves are read by scipy.
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
-
 from numba import prange
 
 from .._jit import njit_cached, njit_parallel
@@ -282,8 +282,6 @@ def scan_entries(buf: np.ndarray, start: int, layout: str, field: str, rows: int
     parallel (:func:`_scan_chunks`); the first chunk with an error reports it, and a count
     over ``expect`` is located by a serial scan (an error path only).
     """
-    import numba
-
     kinds = np.array(layout_tokens(layout, field), dtype=np.int64)
     args = (kinds, np.int64(rows), np.int64(cols), bool(skew), bool(sym) and layout == "coordinate")
     n = buf.shape[0]

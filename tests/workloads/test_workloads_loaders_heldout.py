@@ -197,3 +197,11 @@ def test_a_tensor_inside_a_safetensors_file_inside_a_tar_archive():
         load(tgz, name="model.tar.gz")
     with pytest.raises(InputError, match="no tensor named 'zz'"):
         load(tgz, tensor="zz", name="model.tar.gz")
+
+
+def test_a_dense_npz_whose_arrays_have_sparse_names_loads_by_name():
+    # "data" + "indices" look like a damaged sparse .npz; tensor= says it is a dense array
+    blob = _npz(data=np.eye(3), indices=np.arange(3))
+    assert load(blob, tensor="data").toarray().tolist() == np.eye(3).tolist()
+    with pytest.raises(InputError, match="looks like a scipy sparse .npz"):
+        load(blob)
