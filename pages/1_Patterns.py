@@ -5,6 +5,7 @@ import streamlit as st
 
 from akfviz import app_state as S
 from akfviz.viz import patterns as vp
+from akfviz.viz.tables import property_table
 from akfviz.app_shell import page_end, page_start
 
 page_start()
@@ -108,21 +109,18 @@ d1, d2 = st.columns(2)
 with d1:
     st.markdown(f"**Tile #{tsel}**")
     row = tiles.iloc[tsel]
-    st.dataframe(pd.DataFrame({"feature": list(tiles.columns),
-                               "value": [str(tiles[c].iat[tsel]) for c in tiles.columns]}),
-                 hide_index=True, width="stretch", height=300)
+    st.dataframe(property_table(tiles, tsel, "feature"), hide_index=True, width="stretch", height=300)
     S.chart(vp.representative_gallery([ts.dense(tsel)], [f"tile ({int(row['bi'])}, {int(row['bj'])})"], cols=1,
                                               height_per_row=260), key="tile_detail")
 with d2:
     st.markdown(f"**Cluster {csel}**")
     crow = clusters.loc[csel]
-    st.dataframe(pd.DataFrame({"property": list(clusters.columns),
-                               "value": [str(clusters[c].loc[csel]) for c in clusters.columns]}),
-                 hide_index=True, width="stretch")
+    st.dataframe(property_table(clusters, csel, "property", by_label=True), hide_index=True, width="stretch")
     members = pa.cluster_members(csel) if hasattr(pa, "cluster_members") else \
         np.flatnonzero(tiles["cluster"].to_numpy() == csel)
     st.caption(f"{len(members)} member tiles (first 50 shown)")
-    st.dataframe(tiles.iloc[np.asarray(members)[:50]][["bi", "bj", "nnz", "density"]], width="stretch", height=250)
+    st.dataframe(tiles.iloc[np.asarray(members)[:50]][["bi", "bj", "nnz", "density"]], width="stretch", height=250,
+                 column_config={"density": st.column_config.NumberColumn(format="%.4g")})
 
 st.subheader("Export")
 S.export_buttons("Tiles", lambda: tiles, f"tiles-T{pa.tile}", "exp_tiles",

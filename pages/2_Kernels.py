@@ -5,6 +5,7 @@ import streamlit as st
 from akfviz import app_state as S
 from akfviz.viz import kernels as vk
 from akfviz.app_shell import page_end, page_start
+from akfviz.selection.perftable import MEASURE_UNITS
 
 page_start()
 st.title("Kernels")
@@ -183,9 +184,7 @@ with kc2:
             curves.append({"kernel": kname, "label": f"{kname} · {cls}", "density": pts["density"],
                            "measured": pts[meas], "grid": grid,
                            "fit": table_pt.predict(kname, cls, grid, measure=meas)})
-        f = vk.perftable_fits(curves)
-        f.update_xaxes(type="log", dtick="D2")
-        return f
+        return vk.perftable_fits(curves, y_title=MEASURE_UNITS.get(meas, meas))
 
     fig = S.figure_cached(f"fits|{hwk}|{pa.tile}|{kname}|{meas}", build_fits)
     S.chart(fig, key="perftable")

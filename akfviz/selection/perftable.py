@@ -52,6 +52,8 @@ from .structure import CLASS_NAMES, STRUCTURE_CLASSES, classify_tiles, synthetic
 #: Resource measures: name -> column of ``unit_costs``.
 MEASURES: dict = {"energy": "energy_pj", "cycles": "cycles", "bytes": "bytes"}
 MEASURE_NAMES: tuple = tuple(MEASURES)
+#: Axis labels: what one table value is (one tile's pass over one input vector).
+MEASURE_UNITS: dict = {"energy": "pJ per tile", "cycles": "cycles per tile", "bytes": "payload bytes per tile"}
 #: ``mix`` = Σ_m MIX_WEIGHTS[m] · R_m / R_dense,m  (each measure as a share of Dense, averaged).
 MIX_WEIGHTS: dict = {"energy": 1 / 3, "cycles": 1 / 3, "bytes": 1 / 3}
 RESOURCES: tuple = MEASURE_NAMES + ("mix",)

@@ -93,17 +93,30 @@ def fusion_trajectory(steps, cost, entropy, weights: dict | None = None, height:
     fig = make_subplots(rows=n_rows, cols=1, shared_xaxes=True, vertical_spacing=0.1,
                         specs=[[{"secondary_y": True}]] + ([[{}]] if weights else []))
     fig.add_trace(go.Scatter(x=steps, y=cost, name="expected cost", line=dict(color="#1f4e79")), 1, 1)
-    fig.add_trace(go.Scatter(x=steps, y=entropy, name="entropy", line=dict(color="#e67e22", dash="dot")),
+    # entropy in neutral grey: no kernel family is grey-dotted, so it is not read as a weight
+    fig.add_trace(go.Scatter(x=steps, y=entropy, name="entropy", line=dict(color="#7f8c8d", dash="dot")),
                   1, 1, secondary_y=True)
     fig.update_yaxes(title_text="cost", row=1, col=1)
     fig.update_yaxes(title_text="entropy", row=1, col=1, secondary_y=True)
     if weights:
         for name, w in weights.items():
-            fig.add_trace(go.Scatter(x=steps, y=w, name=f"w[{name}]", line=dict(color=kernel_color(name))), 2, 1)
+            fig.add_trace(go.Scatter(x=steps, y=w, name=f"w[{name}]", line=line_by_family(name, weights)), 2, 1)
         fig.update_yaxes(title_text="mean weight", range=[0, 1.02], row=2, col=1)
     fig.update_xaxes(title_text="gradient step", row=n_rows, col=1)
     return styled(fig, "Fusion-weight trajectory", height if not weights else height + 140,
                   legend=dict(orientation="h", y=-0.18))
+
+
+#: Dash patterns for the second, third … kernel of one family in a figure (the first is solid).
+FAMILY_DASHES: tuple = ("solid", "dash", "dot", "dashdot", "longdash")
+
+
+def line_by_family(name: str, names) -> dict:
+    """Line style of kernel ``name`` among ``names``: its family's colour, and a dash pattern
+    that tells apart kernels of the same family (QUANT8 solid, QUANT8D dashed)."""
+    fam = kernel_family(name)
+    same = [n for n in names if kernel_family(n) == fam]
+    return dict(color=kernel_color(name), dash=FAMILY_DASHES[same.index(name) % len(FAMILY_DASHES)])
 
 
 def pareto_front(error, resource, current=None, labels=None, resource_name: str = "resource",
@@ -126,11 +139,13 @@ def pareto_front(error, resource, current=None, labels=None, resource_name: str 
     return styled(fig, "Error–resource Pareto front", height, legend=dict(orientation="h", y=1.1, x=1, xanchor="right"))
 
 
-def perftable_fits(curves: list[dict], height_per_row: int = 210, cols: int = 3) -> go.Figure:
-    """Performance-table fits against their calibration points.
+def perftable_fits(curves: list[dict], height_per_row: int = 210, cols: int = 3,
+                   y_title: str | None = None) -> go.Figure:
+    """Performance-table fits against their calibration points, density on a log axis.
 
     ``curves``: dicts with ``kernel``, ``label``, ``density`` and ``measured`` (calibration
-    points), ``grid`` and ``fit`` (the polynomial evaluated by Horner's rule).
+    points), ``grid`` and ``fit`` (the polynomial evaluated by Horner's rule). ``y_title``
+    labels the first plot of every row (the measure and its unit).
     """
     if not curves:
         return empty_figure("No performance-table fits available.")
@@ -144,7 +159,12 @@ def perftable_fits(curves: list[dict], height_per_row: int = 210, cols: int = 3)
                                  name="calibration", showlegend=i == 0, legendgroup="cal"), r, k)
         fig.add_trace(go.Scatter(x=c["grid"], y=c["fit"], mode="lines", line=dict(color="#333", width=1.5),
                                  name="polynomial fit", showlegend=i == 0, legendgroup="fit"), r, k)
-    fig.update_xaxes(title_text="density", title_standoff=2, nticks=5)
+    # one label per decade: plotly's log axis otherwise labels 2 and 5 of every decade too,
+    # which run together in a 200-pixel plot
+    fig.update_xaxes(title_text="density", title_standoff=2, type="log", dtick=1, exponentformat="none")
+    if y_title:
+        for r in range(1, rows + 1):
+            fig.update_yaxes(title_text=y_title, title_standoff=4, row=r, col=1)
     fig.update_annotations(font_size=11)
     return styled(fig, height=rows * height_per_row + 80, legend=dict(orientation="h", y=0.995, yanchor="top",
                                                                        x=1, xanchor="right", yref="container"),

@@ -112,6 +112,9 @@ def grid_axes(fig: go.Figure, n_rows: int, n_cols: int, ytitle: str, xtitle: str
     Returns True when stretched (callers say so in the title).
     """
     stretched = not (1 / max_aspect <= n_rows / max(n_cols, 1) <= max_aspect)
+    # grid and zero lines would show through the gaps between cells as stray rules
+    fig.update_xaxes(showgrid=False, zeroline=False)
+    fig.update_yaxes(showgrid=False, zeroline=False)
     if stretched:
         fig.update_yaxes(autorange="reversed", title=ytitle)
         fig.update_xaxes(title=xtitle)

@@ -20,7 +20,10 @@ def learn_matrix(A, x, tile: int, bi, bj, tile_pe, step=None, height: int = 360)
     n, m = A.shape
     z = np.where(A != 0, np.abs(A), np.nan)
     text = [[f"{v:.2g}" if v != 0 else "" for v in row] for row in A]
-    fig = go.Figure(go.Heatmap(z=z, text=text, texttemplate="%{text}", colorscale="Blues", showscale=False,
+    # plotly shrinks heatmap text to fit; a fixed size keeps the values readable (12 px for 8×8)
+    size = max(8, min(13, 100 // max(n, m, 1)))
+    fig = go.Figure(go.Heatmap(z=z, text=text, texttemplate="%{text}", textfont=dict(size=size),
+                               colorscale="Blues", showscale=False,
                                hovertemplate="A[%{y},%{x}] = %{text}<extra></extra>", xgap=1, ygap=1))
     for u in range(len(bi)):
         c = PE_COLORS[int(tile_pe[u]) % len(PE_COLORS)]
@@ -30,8 +33,10 @@ def learn_matrix(A, x, tile: int, bi, bj, tile_pe, step=None, height: int = 360)
                       line=dict(color=c, width=5 if cur else 2))
     if step is not None and step.column >= 0:
         fig.add_vrect(x0=step.column - 0.5, x1=step.column + 0.5, fillcolor="#e6194b", opacity=0.15, line_width=0)
-    fig.update_yaxes(autorange="reversed", title="row i", dtick=1, scaleanchor="x", range=[n - 0.5, -0.5])
-    fig.update_xaxes(title="column j", dtick=1, range=[-0.5, m - 0.5], constrain="domain")
+    fig.update_yaxes(autorange="reversed", title="row i", dtick=1, scaleanchor="x", range=[n - 0.5, -0.5],
+                     showgrid=False, zeroline=False)
+    fig.update_xaxes(title="column j", dtick=1, range=[-0.5, m - 0.5], constrain="domain",
+                     showgrid=False, zeroline=False)
     xs = ", ".join(f"{v:.2g}" if v != 0 else "0" for v in np.asarray(x))
     return styled(fig, f"Â, tiles framed in their PE's colour<br><sup>x = [{xs}]</sup>", height,
                   margin=dict(l=50, r=10, t=70, b=40))
@@ -93,7 +98,9 @@ def learn_timeline(trace, upto: int, height: int = 260) -> go.Figure:
             ys += [s.pe, s.pe, None]
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=kind, line=dict(color=color, width=14)))
     fig.add_vline(x=trace.makespan, line=dict(color="#e6194b", dash="dash"), annotation_text="makespan")
-    fig.update_yaxes(tickvals=list(range(R * C)), ticktext=[f"PE {p}" for p in range(R * C)], autorange="reversed")
+    # no zero line: on a categorical PE axis it is a stray rule through PE 0's row
+    fig.update_yaxes(tickvals=list(range(R * C)), ticktext=[f"PE {p}" for p in range(R * C)], autorange="reversed",
+                     zeroline=False)
     fig.update_xaxes(title="cycle", range=[0, trace.makespan * 1.05 + 1])
     return styled(fig, "Timeline of the steps done so far", height,
                   legend=dict(orientation="h", y=1.2, x=1, xanchor="right"))

@@ -65,7 +65,8 @@ def pe_timeline(intervals, makespan: float | None = None, height: int = 380) -> 
     if makespan:
         fig.add_vline(x=makespan, line=dict(color="#e6194b", dash="dash"), annotation_text="makespan")
     # tick labels already read "PE row,col": an axis title would sit on top of them
-    fig.update_yaxes(tickvals=list(range(len(labels))), ticktext=labels, autorange="reversed")
+    # no zero line: on the categorical PE axis it is a stray rule through the first PE's row
+    fig.update_yaxes(tickvals=list(range(len(labels))), ticktext=labels, autorange="reversed", zeroline=False)
     fig.update_xaxes(title="cycle")
     return styled(fig, "PE timeline (busy intervals)", max(height, 22 * len(labels) + 120),
                   legend=dict(orientation="h", y=1.08, x=1, xanchor="right"))

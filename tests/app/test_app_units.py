@@ -360,3 +360,43 @@ def test_tiles_table_exports_round_trip_with_its_uint64_signatures():
     np.testing.assert_array_equal(csv["signature"].astype(np.uint64).to_numpy(), tiles["signature"].to_numpy())
     clusters = pd.read_csv(io.BytesIO(S.frame_bytes(pa.clusters.reset_index(), "csv")))
     assert list(clusters["cluster"]) == list(range(pa.n_clusters))
+
+
+def test_fusion_weight_lines_tell_kernels_of_one_family_apart():
+    from akfviz.viz import kernels as vk
+    steps = np.arange(4)
+    w = {"QUANT8": np.ones(4), "QUANT8D": np.ones(4), "PRUNE50": np.ones(4), "CSC": np.ones(4)}
+    fig = vk.fusion_trajectory(steps, np.ones(4), np.ones(4), w)
+    lines = {t.name: t.line for t in fig.data}
+    styles = [(lines[f"w[{k}]"].color, lines[f"w[{k}]"].dash) for k in w]
+    assert len(set(styles)) == len(styles)            # every weight line looks different
+    assert lines["w[QUANT8]"].color == lines["w[QUANT8D]"].color == colors.kernel_color("QUANT8")
+    weight_colors = {lines[f"w[{k}]"].color for k in w}
+    assert lines["entropy"].color not in weight_colors
+
+
+def test_perftable_fits_label_the_measure_and_one_tick_per_decade():
+    from akfviz.viz import kernels as vk
+    d = np.logspace(-3, 0, 5)
+    curves = [{"kernel": "CSC", "label": f"CSC · {c}", "density": d, "measured": d * 100,
+               "grid": d, "fit": d * 100} for c in ("a", "b", "c", "d")]
+    fig = vk.perftable_fits(curves, y_title="pJ per tile")
+    lay = fig.layout
+    assert lay.yaxis.title.text == "pJ per tile" and lay.yaxis4.title.text == "pJ per tile"
+    assert lay.yaxis2.title.text is None                  # only the first plot of a row
+    assert all(getattr(lay, f"xaxis{i or ''}").type == "log" and getattr(lay, f"xaxis{i or ''}").dtick == 1
+               for i in (0, 2, 3, 4))
+
+
+def test_property_tables_are_readable():
+    from akfviz.viz.tables import property_table, readable
+    import akfviz
+    pa = akfviz.analyze(akfviz.generate("llm", n=256, seed=1), tile=32)
+    t = property_table(pa.tiles, 0, "feature")
+    vals = dict(zip(t["feature"], t["value"]))
+    assert vals["nnz"] == str(int(pa.tiles["nnz"].iat[0]))
+    assert vals["density"] == f"{pa.tiles['density'].iat[0]:.4g}" and len(vals["density"]) <= 7
+    assert vals["signature"].startswith("0x") and int(vals["signature"], 16) == int(pa.tiles["signature"].iat[0])
+    c = property_table(pa.clusters, pa.clusters.index[0], "property", by_label=True)
+    assert list(c["property"]) == list(pa.clusters.columns)
+    assert readable(float("nan")) == "n/a" and readable(np.uint64(2**64 - 1), "signature") == "0x" + "f" * 16
