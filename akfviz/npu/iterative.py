@@ -61,8 +61,12 @@ def _power(matvec, A, b, iterations, tol):
 
 
 @_solver("cg")
-def _cg(matvec, A, b, iterations, tol):
-    """Conjugate gradients with operator ``matvec``; residual ``‖b − A x‖ / ‖b‖`` (exact A)."""
+def _cg(matvec, A, b, iterations, tol, found=None):
+    """Conjugate gradients with operator ``matvec``; residual ``‖b − A x‖ / ‖b‖`` (exact A).
+
+    ``found`` (a dict, optional) receives ``indefinite``: the first iteration whose search
+    direction has ``pᵀ Â p < 0`` — proof that the operator is not positive definite, so
+    CG's monotone convergence no longer holds."""
     x = np.zeros_like(b)
     r = b - matvec(x)
     p = r.copy()
@@ -72,6 +76,8 @@ def _cg(matvec, A, b, iterations, tol):
     for _ in range(iterations):
         Ap = matvec(p)
         pAp = p @ Ap
+        if found is not None and pAp < 0 and "indefinite" not in found:
+            found["indefinite"] = len(res) + 1
         if pAp == 0 or not np.isfinite(pAp):
             break
         alpha = rr / pAp
@@ -102,6 +108,10 @@ class SolverResult:
         First iteration whose residual is below ``tol`` for "exact" and "approx" (None if never).
     relative_error : float
         The plan's ‖A − Â‖_F / ‖A‖_F.
+    notes : list of str
+        Why the lossy run may misbehave, found while running it: for CG, ``Â`` not symmetric or
+        not positive definite (a direction with ``pᵀÂp < 0``); for any method, a residual that
+        climbs to over 10× its lowest value (see :func:`diverging_notes`).
     """
 
     method: str
@@ -110,11 +120,37 @@ class SolverResult:
     iterations_to_tol: dict
     relative_error: float
     sim: dict
+    notes: list = None
 
     def to_dict(self) -> dict:
         return dict(method=self.method, curves=self.curves.to_dict("list"),
                     npu=self.npu.reset_index().to_dict("records"),
-                    iterations_to_tol=self.iterations_to_tol, relative_error=self.relative_error)
+                    iterations_to_tol=self.iterations_to_tol, relative_error=self.relative_error,
+                    notes=list(self.notes or []))
+
+
+#: A residual that climbs to this many times its lowest value so far is reported as growing.
+GROWTH_FACTOR = 10.0
+
+
+def diverging_notes(residuals, label: str) -> list[str]:
+    """A note when a residual curve climbs to over :data:`GROWTH_FACTOR` × its running minimum.
+
+    >>> diverging_notes([1.0, 0.1, 0.05, 2.0, 0.04], "the lossy plan")
+    ["The lossy plan's residual climbs from 0.05 (iteration 3) to 2 (iteration 4): 40× its lowest value so far."]
+    """
+    r = np.asarray(residuals, np.float64)
+    r = r[np.isfinite(r)]
+    if r.size < 2:
+        return []
+    low = np.minimum.accumulate(r)
+    ratio = r / np.maximum(low, 1e-300)
+    k = int(np.argmax(ratio))
+    if ratio[k] <= GROWTH_FACTOR:
+        return []
+    j = int(np.argmin(r[:k + 1]))
+    return [f"{label[:1].upper()}{label[1:]}'s residual climbs from {r[j]:.3g} (iteration {j + 1}) to "
+            f"{r[k]:.3g} (iteration {k + 1}): {ratio[k]:.3g}× its lowest value so far."]
 
 
 def run_solver(plan, hw=None, method: str = "jacobi", b=None, iterations: int = 50,
@@ -173,8 +209,24 @@ def run_solver(plan, hw=None, method: str = "jacobi", b=None, iterations: int = 
     if b.shape != (n,) or not np.all(np.isfinite(b)):
         raise InputError(f"b must be a finite vector of length {n}, got shape {b.shape}.")
     solver = SOLVERS[method]
+    found: dict = {}
     _, res_exact = solver(lambda v: A @ v, A, b, int(iterations), float(tol))
-    _, res_approx = solver(plan.matvec, A, b, int(iterations), float(tol))
+    if method == "cg":
+        _, res_approx = solver(plan.matvec, A, b, int(iterations), float(tol), found)
+    else:
+        _, res_approx = solver(plan.matvec, A, b, int(iterations), float(tol))
+    notes = []
+    if method == "cg":
+        Ah = plan.approx_matrix()
+        asym = float(abs(Ah - Ah.T).max()) if Ah.nnz else 0.0
+        if asym > 1e-12 * (float(abs(Ah).max()) if Ah.nnz else 1.0):
+            notes.append(f"CG assumes a symmetric operator, but the lossy plan's Â is not symmetric "
+                         f"(max |Â − Âᵀ| = {asym:.3g}): its kernels approximate mirrored tiles differently.")
+        if "indefinite" in found:
+            notes.append(f"The lossy plan's Â is not positive definite: at iteration {found['indefinite']} "
+                         "CG met a direction p with pᵀÂp < 0, so its residual need not fall: the plan's "
+                         "error outweighs the smallest eigenvalue of A.")
+    notes += diverging_notes(res_exact, "the exact A") + diverging_notes(res_approx, "the lossy plan")
     L = max(len(res_exact), len(res_approx), 1)
     pad = lambda r: np.r_[r, np.full(L - len(r), np.nan)]  # noqa: E731
     curves = pd.DataFrame({"iteration": np.arange(1, L + 1), "residual_exact": pad(res_exact),
@@ -196,6 +248,6 @@ def run_solver(plan, hw=None, method: str = "jacobi", b=None, iterations: int = 
     return SolverResult(method=method, curves=curves, npu=npu,
                         iterations_to_tol={"exact": first_below(res_exact),
                                            "approx": first_below(res_approx)},
-                        relative_error=float(getattr(plan, "relative_error", float("nan"))),
+                        relative_error=float(getattr(plan, "relative_error", float("nan"))), notes=notes,
                         sim={"persistent" if persistent else "non-persistent":
                              sims["persistent" if persistent else "non-persistent"]})

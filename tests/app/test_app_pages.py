@@ -458,3 +458,16 @@ def test_the_sample_tab_follows_the_sample_chosen_in_the_sidebar(app):
     _ok(app)
     # the Sample tab once kept showing the old sample, and "Use this sample" switched back to it
     assert app.selectbox(key="matrix_sample_pick").value == app.selectbox(key="w:sample").value
+
+
+def test_solver_warns_when_cg_meets_an_indefinite_lossy_plan(app):
+    # the stencil sample under QUANT8 (ε = 0.02) loses positive definiteness: CG's residual spikes
+    app.query_params.update({"solver": "cg", "iters": "100", "seps": "0.02"})
+    app.run()
+    app.switch_page("pages/6_Solver.py").run()
+    _ok(app)
+    texts = [w.value for w in app.warning]
+    assert any("not positive definite" in t for t in texts), texts
+    app.selectbox(key="w:solver").set_value("jacobi").run()
+    _ok(app)
+    assert not any("positive definite" in w.value for w in app.warning)

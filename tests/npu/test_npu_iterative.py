@@ -53,3 +53,39 @@ def test_cg_rejects_nonsymmetric():
         run_solver(plan, method="cg")
     with pytest.raises(InputError, match="solver"):
         run_solver(plan, method="gmres")
+
+
+def test_cg_on_an_indefinite_lossy_plan_says_so():
+    # QUANT8 on the 2-D Laplacian: the off-diagonal -1 rounds to -32/127·4 ≈ -1.008, so Â loses
+    # diagonal dominance; on a 48×48 grid its smallest eigenvalue goes below zero (A's is 0.008)
+    import scipy.sparse.linalg as sla
+    A = akfviz.generate("stencil5", n=2304, seed=0)
+    plan = akfviz.select(akfviz.analyze(A, tile=32), kernels=["QUANT8"])
+    Ah = plan.approx_matrix()
+    lowest = lambda M: sla.eigsh(M, k=1, which="SA", tol=1e-8)[0][0]  # noqa: E731
+    assert abs(Ah - Ah.T).max() == 0 and lowest(Ah) < 0 < lowest(A.astype(np.float64))
+    hw = akfviz.HardwareConfig(rows=4, cols=4)
+    r = run_solver(plan, hw, method="cg", iterations=120)
+    assert any("not positive definite" in n for n in r.notes)
+    assert not any("not symmetric" in n for n in r.notes)
+    exact = akfviz.select(akfviz.analyze(A, tile=32), error_budget=0)
+    assert run_solver(exact, hw, method="cg", iterations=120).notes == []
+
+
+def test_cg_notes_an_asymmetric_lossy_operator():
+    A = akfviz.generate("stencil5", n=256, seed=0)
+    plan = akfviz.select(akfviz.analyze(A, tile=16), error_budget=0)
+    skew = sp.csr_array(([1e-3], ([0], [1])), shape=A.shape)
+    plan.approx_matrix = lambda: (A + skew).tocsr()     # what a lopsided kernel choice would give
+    plan.matvec = lambda v: (A + skew) @ v
+    r = run_solver(plan, akfviz.HardwareConfig(rows=4, cols=4), method="cg", iterations=20)
+    assert any("not symmetric" in n and "0.001" in n for n in r.notes)
+
+
+def test_diverging_notes():
+    from akfviz.npu.iterative import diverging_notes
+    assert diverging_notes([1.0, 0.5, 0.25, 0.1], "x") == []
+    assert diverging_notes([1.0, 0.1, 0.9, 0.05], "x") == []           # 9× is under the factor
+    (note,) = diverging_notes([1.0, 0.01, 0.5, 0.2], "the lossy plan")
+    assert "0.01 (iteration 2)" in note and "0.5 (iteration 3)" in note and "50×" in note
+    assert diverging_notes([np.nan, 1.0], "x") == [] and diverging_notes([], "x") == []
