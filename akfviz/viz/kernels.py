@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .colors import family_color, families_in, kernel_color, kernel_family
-from .layout import coarse_grid, empty_figure, grid_axes, styled
+from .layout import coarse_grid, empty_figure, grid_axes, log_ticks, styled
 
 
 def factorize_kernels(tile_kernels) -> tuple[np.ndarray, list]:
@@ -159,9 +159,17 @@ def perftable_fits(curves: list[dict], height_per_row: int = 210, cols: int = 3,
                                  name="calibration", showlegend=i == 0, legendgroup="cal"), r, k)
         fig.add_trace(go.Scatter(x=c["grid"], y=c["fit"], mode="lines", line=dict(color="#333", width=1.5),
                                  name="polynomial fit", showlegend=i == 0, legendgroup="fit"), r, k)
-    # one label per decade: plotly's log axis otherwise labels 2 and 5 of every decade too,
-    # which run together in a 200-pixel plot
-    fig.update_xaxes(title_text="density", title_standoff=2, type="log", dtick=1, exponentformat="none")
+    # ticks from log_ticks: plotly's own log ticks label 2 and 5 of every decade, which run
+    # together in a 200-pixel plot, and a fixed one-per-decade step leaves a narrow range
+    # (the N:M class spans 0.3–0.5) without any label
+    fig.update_xaxes(title_text="density", title_standoff=2, type="log")
+    for i, c in enumerate(curves):
+        d = np.concatenate([np.asarray(c["density"], np.float64), np.asarray(c["grid"], np.float64)])
+        d = d[np.isfinite(d) & (d > 0)]
+        if d.size:
+            ticks = [10 ** t for t in log_ticks(float(np.log10(d.min())), float(np.log10(d.max())))]
+            fig.update_xaxes(tickvals=ticks, ticktext=[f"{t:.2g}" for t in ticks], row=i // cols + 1,
+                             col=i % cols + 1)
     if y_title:
         for r in range(1, rows + 1):
             fig.update_yaxes(title_text=y_title, title_standoff=4, row=r, col=1)

@@ -38,7 +38,8 @@ def learn_matrix(A, x, tile: int, bi, bj, tile_pe, step=None, height: int = 360)
     fig.update_xaxes(title="column j", dtick=1, range=[-0.5, m - 0.5], constrain="domain",
                      showgrid=False, zeroline=False)
     xs = ", ".join(f"{v:.2g}" if v != 0 else "0" for v in np.asarray(x))
-    return styled(fig, f"Â, tiles framed in their PE's colour<br><sup>x = [{xs}]</sup>", height,
+    return styled(fig, f"Â, tiles framed in their PE's colour<br><span style='font-size:12px'>x = [{xs}]</span>",
+                  height,
                   margin=dict(l=50, r=10, t=70, b=40))
 
 

@@ -379,13 +379,17 @@ def test_perftable_fits_label_the_measure_and_one_tick_per_decade():
     from akfviz.viz import kernels as vk
     d = np.logspace(-3, 0, 5)
     curves = [{"kernel": "CSC", "label": f"CSC · {c}", "density": d, "measured": d * 100,
-               "grid": d, "fit": d * 100} for c in ("a", "b", "c", "d")]
+               "grid": d, "fit": d * 100} for c in ("a", "b", "c")]
+    narrow = np.linspace(0.3, 0.5, 5)          # the N:M class: no power of ten inside
+    curves.append({"kernel": "CSC", "label": "CSC · nm", "density": narrow, "measured": narrow,
+                   "grid": narrow, "fit": narrow})
     fig = vk.perftable_fits(curves, y_title="pJ per tile")
     lay = fig.layout
     assert lay.yaxis.title.text == "pJ per tile" and lay.yaxis4.title.text == "pJ per tile"
     assert lay.yaxis2.title.text is None                  # only the first plot of a row
-    assert all(getattr(lay, f"xaxis{i or ''}").type == "log" and getattr(lay, f"xaxis{i or ''}").dtick == 1
-               for i in (0, 2, 3, 4))
+    assert all(getattr(lay, f"xaxis{i or ''}").type == "log" for i in (0, 2, 3, 4))
+    assert list(lay.xaxis.ticktext) == ["0.001", "0.01", "0.1", "1"]
+    assert list(lay.xaxis4.ticktext) == ["0.3", "0.5"]
 
 
 def test_property_tables_are_readable():
