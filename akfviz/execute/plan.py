@@ -71,6 +71,38 @@ def _factorize(names, n_tiles):
 
 
 @njit_cached
+def _first_non_finite(a):
+    """Index of the first NaN / ±inf of the float64 1-D array ``a``, or −1.
+
+    One pass over the bits: a double is NaN or ±inf exactly when its 11 exponent bits are all
+    set, and an integer max-reduction of the masked exponents vectorises (a float reduction
+    would not, without fastmath); ``a`` is searched only when that pass finds one."""
+    bits = a.view(np.uint64)
+    expo = np.uint64(0x7FF0000000000000)
+    m = np.uint64(0)
+    for i in range(bits.shape[0]):
+        m = max(m, bits[i] & expo)
+    if m != expo:
+        return -1
+    for i in range(a.shape[0]):
+        if not math.isfinite(a[i]):
+            return i
+    return -1
+
+
+def _refuse_non_finite(a: np.ndarray, what: str, n_cols: int | None = None) -> None:
+    """Raise :class:`InputError` when the contiguous float64 operand holds NaN or ±inf."""
+    i = int(_first_non_finite(a.reshape(-1)))
+    if i < 0:
+        return
+    where = f"{what}[{i}]" if n_cols is None else f"{what}[{i // n_cols}, {i % n_cols}]"
+    raise InputError(
+        f"{where} is {a.reshape(-1)[i]}; the plan needs finite values. Its dense-layout tiles "
+        "(DENSE, DIA, BLOCK, LOWRANK …) multiply the zeros they store as well, and 0 × nan = nan, "
+        "so a NaN or inf would spread to rows that scipy's A @ x leaves finite.")
+
+
+@njit_cached
 def _counting_order(codes, k):
     """Counting sort of ``codes`` (values ``0 … k−1``): ``order`` lists the positions of
     code 0 ascending, then code 1, …; ``bounds`` (k + 1) delimits them. Equals
@@ -238,10 +270,13 @@ class FusionPlan:
         ----------
         x : array_like, shape (n_cols,)
             float64 or float32 (computed in float64); integers and booleans (0/1) are accepted
-            too, as by scipy's ``A @ x``.
+            too, as by scipy's ``A @ x``. Every value must be finite: NaN or ±inf raise
+            :class:`InputError` (dense-layout tiles multiply their stored zeros too, so
+            ``0 × nan`` would reach rows that scipy leaves finite).
         """
         if (type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1
                 and x.shape[0] == self.shape[1] and x.flags.c_contiguous):
+            _refuse_non_finite(x, "x")
             return self._packed.matvec(x)  # the common case, checked without copies
         arr = self._check_vector(x)
         if arr.ndim != 1 or arr.shape[0] != self.shape[1]:
@@ -249,17 +284,22 @@ class FusionPlan:
                 f"x must be a 1-D vector of length {self.shape[1]} (the number of columns), "
                 f"got shape {arr.shape}."
             )
-        return self._packed.matvec(np.ascontiguousarray(arr, dtype=np.float64))
+        arr = np.ascontiguousarray(arr, dtype=np.float64)
+        _refuse_non_finite(arr, "x")
+        return self._packed.matvec(arr)
 
     def matmat(self, X) -> np.ndarray:
-        """``Y = Â X`` for ``X`` of shape ``(n_cols, k)`` (float64 result)."""
+        """``Y = Â X`` for ``X`` of shape ``(n_cols, k)`` (float64 result; ``X`` finite, as in
+        :meth:`matvec`)."""
         arr = self._check_vector(X, "X")
         if arr.ndim != 2 or arr.shape[0] != self.shape[1]:
             raise InputError(
                 f"X must be a 2-D array with {self.shape[1]} rows (the number of columns of A), "
                 f"got shape {arr.shape}."
             )
-        return self._packed.matmat(np.ascontiguousarray(arr, dtype=np.float64))
+        arr = np.ascontiguousarray(arr, dtype=np.float64)
+        _refuse_non_finite(arr, "X", arr.shape[1])
+        return self._packed.matmat(arr)
 
     # ------------------------------------------------------------------ Â and errors
     def approx_matrix(self) -> sp.csr_array:

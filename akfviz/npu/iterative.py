@@ -210,11 +210,16 @@ def run_solver(plan, hw=None, method: str = "jacobi", b=None, iterations: int = 
         raise InputError(f"b must be a finite vector of length {n}, got shape {b.shape}.")
     solver = SOLVERS[method]
     found: dict = {}
+
+    def lossy(v):
+        # plan.matvec refuses NaN / inf; a run that overflowed gets NaN back and stops
+        return plan.matvec(v) if np.isfinite(v).all() else np.full(n, np.nan)
+
     _, res_exact = solver(lambda v: A @ v, A, b, int(iterations), float(tol))
     if method == "cg":
-        _, res_approx = solver(plan.matvec, A, b, int(iterations), float(tol), found)
+        _, res_approx = solver(lossy, A, b, int(iterations), float(tol), found)
     else:
-        _, res_approx = solver(plan.matvec, A, b, int(iterations), float(tol))
+        _, res_approx = solver(lossy, A, b, int(iterations), float(tol))
     notes = []
     if method == "cg":
         Ah = plan.approx_matrix()
