@@ -312,6 +312,32 @@ def approx_from_mask(ts, idx, keep_fn=None, value_fn=None) -> TileApprox:
                       v=vhat[keep].astype(np.float64), err=err)
 
 
+def reproduces_exactly(kernel, ts, idx=None) -> np.ndarray:
+    """Per tile of ``idx``: True when ``decode(encode(t))`` equals ``t`` entry for entry —
+    the same positions and the same values, bit for bit.
+
+    Stricter than ``E(t, k) == 0``: E can be 0 while ``Â ≠ t`` when the squares underflow
+    (entries below ≈ 1e-154 square to 0) or when a kernel computes E by a formula that holds
+    in exact arithmetic only (LOWRANK: the tail of the singular values, while the SVD product
+    carries rounding). A lossless kernel reproduces every tile.
+    """
+    idx = as_index(ts, idx)
+    if kernel.lossless:
+        return np.ones(idx.shape[0], dtype=bool)
+    ap = kernel.approx(ts, idx)
+    ptr, pos = gather_entries(ts, idx)
+    n0, n1 = np.diff(ptr), np.diff(ap.ptr)
+    same = n0 == n1
+    # entries of the tiles with as many entries in Â as in t: aligned, both ordered by (r, c)
+    p0 = pos[np.repeat(same, n0)]
+    s1 = np.repeat(same, n1)
+    eq = (ts.r[p0] == ap.r[s1]) & (ts.c[p0] == ap.c[s1]) & (ts.v[p0] == ap.v[s1])
+    seg = np.repeat(np.flatnonzero(same), n0[same])
+    ok = same.copy()
+    ok[seg[~eq]] = False
+    return ok
+
+
 # --------------------------------------------------------------------------- TileWork
 def make_tilework(kernel_name, ts, idx, col_ptr, col_local, ev_macs, ev_decodes,
                   ev_sram_bytes, payload_bytes, out_rows, final_macs=None,

@@ -8,7 +8,8 @@ resources), and the answer is the best *feasible* plan seen during the search:
 
 * error budget ``eps``: least resource among the plans with relative error ``≤ eps``
   (``eps = 0``: only lossless candidates are allowed, the cheapest per unit — an exact plan —
-  or, when no candidate is lossless, per unit the kernels whose error there is exactly 0;
+  or, when no candidate is lossless, per unit the kernels that reproduce every member tile bit
+  for bit — a zero E alone is not enough (:func:`_reproduced`);
   when no plan of the full search is feasible — possible in cluster mode — the search is repeated
   over the lossless candidates, which always reach error 0);
 * resource budget ``b`` (a share of ``R_dense``): least error among the plans with
@@ -182,20 +183,40 @@ def solve_error_budget(problem, eps: float) -> BudgetResult:
 
 def _exact_without_lossless(problem) -> BudgetResult:
     """``error_budget=0`` when no candidate is lossless: a lossy kernel can still be exact on
-    a tile (N:M on a complying tile, LOWRANK-r on a tile with at most r nonempty rows). Each
-    unit may use the kernels whose error on it is exactly 0; the plan is measured on every
-    member tile and accepted only when its error is exactly 0."""
-    exact = problem.E == 0.0
+    a tile (N:M on a complying tile, QUANT8 on a tile whose values are its grid points). Each
+    unit may use the kernels that reproduce every member tile bit for bit
+    (:func:`akfviz.kernels.base.reproduces_exactly`: ``E == 0`` is not enough — squares of
+    tiny entries underflow, and LOWRANK's E is the exact-arithmetic tail of the singular
+    values while its product carries rounding); the plan is accepted only when its error is 0."""
+    exact = _reproduced(problem, problem.E == 0.0)
     feasible = lambda e, r: e == 0.0  # noqa: E731
     better = lambda a, b: (a[1], a[0]) < (b[1], b[0])  # noqa: E731
     best, lam, trace = (None, None, None) if not exact.any(axis=1).all() else \
         _search(problem, feasible, better, mask=exact)
     if best is None:
+        lowrank = any(k.family == "LOWRANK" for k in problem.kernels)
         raise InputError(
             "error_budget=0 asks for an exact plan, but none of the candidate kernels "
-            f"({', '.join(problem.names)}) is lossless and they are not exact on every tile; "
-            "add e.g. CSC or DENSE.")
+            f"({', '.join(problem.names)}) is lossless and they are not exact on every tile (their "
+            "decoded tiles differ from the originals" + (": LOWRANK's factors carry rounding of "
+            "about 1e-16 even where the rank fits" if lowrank else "") + "); add e.g. CSC or DENSE"
+            + (", or allow a tiny error budget such as 1e-12." if lowrank else "."))
     return BudgetResult(best[0], float(lam), best[1], best[2], trace, "error_budget", 0.0)
+
+
+def _reproduced(problem, exact: np.ndarray) -> np.ndarray:
+    """``exact`` (units × kernels, where E == 0) narrowed to the pairs whose kernel reproduces
+    every member tile of the unit bit for bit (checked on the members, not the representative)."""
+    from ..kernels.base import reproduces_exactly
+
+    exact = exact.copy()
+    for k, kernel in enumerate(problem.kernels):
+        if not exact[:, k].any():
+            continue
+        tiles = np.flatnonzero(exact[problem.unit_of_tile, k])
+        ok = reproduces_exactly(kernel, problem.ts, tiles)
+        exact[np.unique(problem.unit_of_tile[tiles[~ok]]), k] = False
+    return exact
 
 
 def solve_resource_budget(problem, share: float) -> BudgetResult:

@@ -339,6 +339,53 @@ def test_exact_budget_without_lossless_candidates_uses_kernels_exact_on_every_ti
                       granularity=granularity)
 
 
+@pytest.mark.parametrize("granularity", ["cluster", "tile"])
+def test_exact_budget_needs_bit_for_bit_reproduction_not_just_zero_error(granularity):
+    import scipy.sparse as sp
+
+    # LOWRANK's error is the tail of the singular values — 0 when the rank fits — but U·S·Vᵀ
+    # carries rounding, so the plan would measure ≈ 1e-15: not exact, refused
+    A = sp.csr_array(np.random.default_rng(0).standard_normal((16, 16)))
+    with pytest.raises(akfviz.InputError, match=r"LOWRANK's factors carry rounding.*1e-12"):
+        akfviz.select(akfviz.analyze(A, tile=8), kernels=["LOWRANK"], error_budget=0,
+                      granularity=granularity)
+    # entries of 1e-170 square to 0: SKIP has E = 0 on them but drops them
+    D = np.zeros((64, 64))
+    D[0, 0] = 1.0
+    D[40:48, 40:48] = 1e-170
+    A = sp.csr_array(D)
+    pa = akfviz.analyze(A, tile=32)
+    assert akfviz.kernels.get_kernel("SKIP").batch_error(pa.tileset)[1] == 0.0   # the trap
+    with pytest.raises(akfviz.InputError, match="not exact on every tile"):
+        akfviz.select(pa, kernels=["SKIP"], error_budget=0, granularity=granularity)
+    plan = akfviz.select(pa, kernels=["SKIP", "QUANT8"], error_budget=0, granularity=granularity)
+    x = np.ones(64)
+    np.testing.assert_array_equal(plan.matvec(x), A @ x)          # the tiny tile is kept
+    assert plan.relative_error == 0.0 and "SKIP" not in set(plan.tile_kernels)
+
+
+def test_reproduces_exactly_matches_a_dense_comparison():
+    from akfviz.kernels.base import reproduces_exactly
+    from akfviz.kernels.registry import KERNELS
+
+    A = akfviz.generate("clustered", n=200, seed=3)
+    B = akfviz.generate("nm", n=200, pattern="2:4", seed=3)
+    for M in (A, B):
+        ts = akfviz.analyze(M, tile=16).tileset
+        idx = np.arange(ts.n_tiles)
+        for name, k in KERNELS.items():
+            got = reproduces_exactly(k, ts, idx)
+            ap = k.approx(ts, idx) if not k.lossless else None
+            for t in range(ts.n_tiles):
+                if k.lossless:
+                    assert got[t]
+                    continue
+                dense = np.zeros((ts.h[t], ts.w[t]))
+                s, e = ap.ptr[t], ap.ptr[t + 1]
+                dense[ap.r[s:e], ap.c[s:e]] = ap.v[s:e]
+                assert got[t] == bool(np.array_equal(dense, ts.dense(t))), (name, t)
+
+
 def test_kernel_names_ignore_spelling_and_families_expand(pa):
     """akf-spec §3 names families (NM, PRUNE, LOWRANK): each stands for all its variants,
     and any spelling of a registered name is that kernel."""
