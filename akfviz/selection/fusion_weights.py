@@ -10,9 +10,10 @@ logits, ``w_c = softmax(z_c)``, ``Σ_k w_ck = 1``. They minimise, by gradient de
          - T \\sum_c s_c H(w_c),
     \\qquad S(w) = \\sum_c s_c \\sum_k w_{ck} b_{ck}
 
-with ``s_c`` the unit's size (tiles), ``N = Σ s_c``, ``Ĉ = C / σ`` the selector's cost divided by
-``σ``, the size-weighted median gap between a unit's best and runner-up cost (so a typical decision is
-an O(1) step whatever the matrix), ``b_ck`` the
+with ``s_c`` the unit's size (tiles), ``N = Σ s_c``, ``Ĉ = min((C − min_k C_c·) / σ, 10⁶)`` the
+selector's cost above the unit's best, divided by ``σ``, the size-weighted median gap between a
+unit's best and runner-up cost (so a typical decision is an O(1) step whatever the matrix), and
+capped (:data:`COST_CAP`, so that float64 resolves the steps whatever alpha and beta are), ``b_ck`` the
 payload bytes of one tile of the unit under kernel ``k`` (performance table), ``S_cap`` the chip's
 total SRAM (``rows·cols·sram_bytes_per_pe``), ``P`` the penalty weight and ``H`` the entropy.
 
@@ -150,6 +151,12 @@ def _descend(Ch, b, s, z, cap, pen, lr, temps, rec_every, rec_units, C, traj, wt
     return r
 
 
+#: Cap of the scaled cost ``Ĉ`` above a unit's best kernel, in typical decision gaps: a kernel a
+#: million gaps worse keeps a weight of exp(−10⁶/T) ≈ 0 either way, and the cap keeps the logits'
+#: steps small enough for float64 to resolve the differences that matter.
+COST_CAP = 1e6
+
+
 def _cost_scale(C, s) -> float:
     """Size-weighted median of the positive gaps between each unit's best and runner-up cost (1 if none):
     dividing by it makes a typical decision an O(1) step for the descent."""
@@ -205,7 +212,12 @@ def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 1
     ar = np.arange(nu)
     S_arg = float((s * b[ar, argmin]).sum()) if nu else 0.0
     sigma = _cost_scale(C, s)
-    Ch = C / sigma
+    # centred per unit (the gradient does not see a unit's constant) and capped: with a huge
+    # alpha, lossy kernels cost ~1e19 gaps more than lossless ones, the first step then lifts
+    # every other logit by ~1e18 and the O(1) differences between lossless kernels are lost
+    # in rounding (the descent ended on DENSE instead of the cheaper CSC)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        Ch = np.minimum((C - (C.min(axis=1, keepdims=True) if nu else 0.0)) / sigma, COST_CAP)
     z = np.zeros((nu, K))
     n_anneal = max(1, (3 * int(steps)) // 4)
     temps = np.zeros(int(steps))

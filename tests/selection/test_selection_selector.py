@@ -93,6 +93,24 @@ def test_fusion_weights_equal_argmin_when_sram_does_not_bind(pa):
         assert f.weights_trajectory.shape[0] == len(tr)
 
 
+@pytest.mark.parametrize("alpha, beta", [(1e12, 1.0), (1e17, 1.0), (1e308, 1.0), (1.0, 1e-320),
+                                         (1e300, 1e-300), (0.0, 1e300)])
+def test_fusion_weights_equal_argmin_for_extreme_weights(alpha, beta):
+    # a huge alpha once lifted every logit by ~1e18 in the first step, and the small differences
+    # between lossless kernels were lost: the plan ended on DENSE, 11× the bytes of CSC
+    import warnings
+
+    A = akfviz.generate("uniform", n=128, density=0.05, seed=0)
+    pa = akfviz.analyze(A, tile=32)
+    for g in ("cluster", "tile"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")                        # no overflow warnings leak
+            a = select(pa, alpha=alpha, beta=beta, granularity=g, fusion=False)
+            b = select(pa, alpha=alpha, beta=beta, granularity=g, fusion=True)
+        np.testing.assert_array_equal(b.selection.fusion.choice, b.selection.fusion.argmin)
+        assert list(a.tile_kernels) == list(b.tile_kernels)
+
+
 def test_fusion_weights_reduce_bytes_when_sram_binds(pa):
     free = select(pa, granularity="cluster", fusion=True)
     need = free.selection.fusion.sram_bytes_argmin
