@@ -21,6 +21,18 @@ def check_flag(value, name: str) -> bool:
     return bool(value)
 
 
+#: Seeds are whole numbers in 0 … 2⁶³ − 1 (what ``numpy.random.default_rng`` takes, and an int64).
+SEED_MAX = 2**63 - 1
+
+
+def check_seed(value, name: str = "seed") -> int:
+    """``value`` as a seed: a Python or numpy integer in ``0 … SEED_MAX`` (not a bool)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or not 0 <= value <= SEED_MAX:
+        raise InputError(f"{name} must be a whole number between 0 and {SEED_MAX}, got {value!r}.")
+    return int(value)
+
+
 def check_real(value, name: str, lo: float = 0.0, hi: float | None = None) -> float:
     """``value`` as a finite float in ``[lo, hi]`` (``hi=None``: no upper bound).
 

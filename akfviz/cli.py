@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .arguments import SEED_MAX, check_seed
 from .errors import InputError
 
 
@@ -35,6 +36,8 @@ def _params(pairs):
         if "=" not in pair:
             raise InputError(f"--param needs key=value, got {pair!r}.")
         k, v = pair.split("=", 1)
+        if not k.strip():
+            raise InputError(f"--param {pair!r} has no name before '='; write key=value, e.g. density=0.01.")
         out[k.strip()] = _parse_value(v.strip())
     return out
 
@@ -42,10 +45,17 @@ def _params(pairs):
 def _matrix(args):
     from . import workloads  # noqa: F401  (package docstring only)
 
+    if getattr(args, "file", None) is not None and not args.file.strip():
+        raise InputError("The matrix file name is empty (an unset shell variable?): give a file, or "
+                         "leave it out for the default sample.")
     if getattr(args, "file", None):
         if args.input:
             raise InputError("Give the matrix file once: either as FILE or with --input.")
         args.input = args.file
+    for flag, value in (("--input / FILE", args.input), ("--sample", args.sample), ("--generate", args.generate)):
+        if value is not None and not value.strip():
+            raise InputError(f"{flag} is empty: give a file name, sample or generator name "
+                             "(an unset shell variable?), or leave the option out for the default sample.")
     sources = [s for s in (args.input, args.sample, args.generate) if s]
     if len(sources) > 1:
         raise InputError("Give only one of FILE / --input, --sample or --generate.")
@@ -69,6 +79,14 @@ def _matrix(args):
     return load_sample(name), f"sample {name}"
 
 
+def _seed(text: str) -> int:
+    """argparse type of ``--seed``: a whole number in 0 … SEED_MAX (refused before any work)."""
+    try:
+        return check_seed(int(text))
+    except (ValueError, InputError):
+        raise argparse.ArgumentTypeError(f"must be a whole number between 0 and {SEED_MAX}, got {text!r}") from None
+
+
 def _hw(args):
     from .npu.hardware import HardwareConfig
 
@@ -76,7 +94,7 @@ def _hw(args):
         p = Path(args.hw)
         if not p.is_file():
             raise InputError(f"No hardware TOML file at '{p}'.")
-        return HardwareConfig.from_toml(p.read_text())
+        return HardwareConfig.from_toml(p)  # reads bytes: a file that is not UTF-8 is named as such
     if getattr(args, "preset", None):
         return HardwareConfig.preset(args.preset)
     return HardwareConfig()
@@ -94,8 +112,12 @@ def _check_out(args) -> None:
     if not out:
         return
     path = Path(out)
-    suffixes = TABLE_SUFFIXES if args.func is cmd_sweep else OUT_SUFFIXES
+    suffixes = TABLE_SUFFIXES if args.func is cmd_sweep else (".json",) if args.func is cmd_bench \
+        else OUT_SUFFIXES
     if not path.name.lower().endswith(suffixes):
+        if args.func is cmd_bench and path.name.lower().endswith(TABLE_SUFFIXES):
+            raise InputError(f"--out {path.name!r}: bench's result is a JSON document, not a table; "
+                             "give a file name ending in .json.")
         raise InputError(f"--out {path.name!r}: give a file name ending in "
                          f"{', '.join(suffixes)} (the format is chosen by the ending).")
     if path.is_dir():
@@ -128,10 +150,13 @@ def _emit(obj, args, table=None, table_what: str = ""):
             obj.to_parquet(args.out)
         else:
             Path(args.out).write_text(obj.to_json(orient="index", indent=2))
+        if not table_what:  # (a converted result said what it wrote already)
+            print(f"wrote {len(obj):,} rows to {args.out}", file=sys.stderr)
         return
     text = json.dumps(obj, indent=2, default=_json_default)
     if args.out:
         Path(args.out).write_text(text + "\n")
+        print(f"wrote the result (JSON) to {args.out}", file=sys.stderr)
     else:
         print(text)
 
@@ -147,7 +172,8 @@ def _json_default(o):
 
 
 def _selector_kwargs(args):
-    kw = dict(alpha=args.alpha, beta=args.beta, granularity=args.granularity)
+    # the seed too: it draws the performance table's calibration tiles, as in compare and sweep
+    kw = dict(alpha=args.alpha, beta=args.beta, granularity=args.granularity, seed=args.seed)
     if args.error_budget is not None:
         kw["error_budget"] = args.error_budget
     if args.resource:
@@ -222,14 +248,19 @@ def cmd_sweep(args):
         if "=" not in spec:
             raise InputError(f"--vary needs name=v1,v2,…, got {spec!r}.")
         k, vals = spec.split("=", 1)
-        grid[k.strip()] = [_parse_value(v) for v in vals.split(",") if v.strip()]
+        k = k.strip()
+        if k in grid:
+            raise InputError(f"--vary {k} is given twice; list all its values once: --vary {k}=v1,v2,….")
+        grid[k] = [_parse_value(v) for v in vals.split(",") if v.strip()]
     if not grid:
         raise InputError("Give at least one --vary name=v1,v2,… (e.g. --vary alpha=0.1,1,10).")
 
     def progress(done, total, point):
         print(f"[{done}/{total}] {point}", file=sys.stderr)
 
-    df = run_sweep(A, grid, hw=_hw(args), seed=args.seed, scheduler=args.scheduler, progress=progress)
+    # --tile is the tile side of every point unless --vary tile=… sweeps it
+    df = run_sweep(A, grid, hw=_hw(args), seed=args.seed, scheduler=args.scheduler, progress=progress,
+                   base={"tile": args.tile})
     if args.out:
         save_sweep(df, args.out)
         print(f"wrote {len(df)} points to {args.out}", file=sys.stderr)
@@ -294,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
         g.add_argument("--m", type=int, default=None, help="columns for --generate (default n)")
         g.add_argument("--param", action="append", metavar="KEY=VALUE",
                        help="generator parameter, repeatable (e.g. --param density=0.01)")
-        sp.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+        sp.add_argument("--seed", type=_seed, default=0, help=f"seed, 0 … {SEED_MAX} (default 0)")
         sp.add_argument("--tile", type=int, default=32, help="tile side T (default 32)")
         sp.add_argument("--out", help="write the result to this file: .json (the full result), or .csv / "
                                       ".parquet (a table: analyze → the tiles, select → the plan tile by "
@@ -339,10 +370,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_compare)
 
     sp = sub.add_parser("calibrate", help="build and print the performance table's fits")
-    sp.add_argument("--tile", type=int, default=32)
-    sp.add_argument("--hw")
-    sp.add_argument("--preset")
-    sp.add_argument("--out")
+    sp.add_argument("--tile", type=int, default=32, help="tile side T the table is calibrated for (default 32)")
+    sp.add_argument("--hw", help="HardwareConfig TOML file")
+    sp.add_argument("--preset", help="energy/hardware preset, e.g. horowitz-45nm or loihi-like")
+    sp.add_argument("--out", help="write the fits table to this .csv / .parquet (or .json) file")
     sp.set_defaults(func=cmd_calibrate)
 
     sp = sub.add_parser("sweep", help="design-space sweep (CSV/Parquet output)")

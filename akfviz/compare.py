@@ -19,6 +19,7 @@ import sys
 import numpy as np
 import pandas as pd
 
+from .arguments import check_seed
 from .errors import InputError, checked_call
 
 PLANS = ("Dense", "BlockSparse", "StaticSparse", "AKF")
@@ -137,6 +138,7 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
         raise InputError(f"hw must be an akfviz.HardwareConfig, got {type(hw).__name__}.")
     rho_x = check_rho_x(rho_x)
     static = get_kernel(static_kernel).name
+    seed = check_seed(seed)
     if plan is not None:
         if not isinstance(plan, FusionPlan):
             raise InputError(f"plan must be an akfviz FusionPlan (from akfviz.select), got {type(plan).__name__}.")

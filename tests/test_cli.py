@@ -184,3 +184,74 @@ def test_compare_takes_the_granularity(capsys, tmp_path):
         code, _, err = run(capsys, "compare", *GEN, "--granularity", g, "--out", str(tmp_path / f"{g}.json"))
         assert code == 0, err
         assert json.loads((tmp_path / f"{g}.json").read_text())["AKF"]["cycles"] > 0
+
+
+@pytest.mark.parametrize("cmd", ["analyze", "select", "simulate", "compare", "bench", "sweep"])
+@pytest.mark.parametrize("seed", ["-1", "abc", "9223372036854775808", "1.5"])
+def test_bad_seeds_are_refused_by_every_command_before_any_work(capsys, cmd, seed):
+    with pytest.raises(SystemExit) as exc:
+        main([cmd, "--sample", "stencil5_64x64", "--seed", seed, "--vary", "alpha=1"] if cmd == "sweep"
+             else [cmd, "--sample", "stencil5_64x64", "--seed", seed])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --seed: must be a whole number between 0 and" in err and "Traceback" not in err
+
+
+def test_a_hardware_file_that_is_not_text_is_named(capsys, tmp_path):
+    bad = tmp_path / "hw.toml"
+    bad.write_bytes(bytes([0xEB, 0xFF, 0x00, 0x81]) * 25)
+    code, _, err = run(capsys, "select", *GEN, "--hw", str(bad))
+    assert code == 2 and "not UTF-8 text" in err
+
+
+def test_the_seed_reaches_the_selector_so_select_agrees_with_compare(capsys):
+    # the seed picks the performance table's calibration tiles: select, simulate and compare
+    # must all use it, or their plans differ (4.04 % against 3.30 % once)
+    args = ["--generate", "llm", "--n", "256", "--m", "128", "--seed", "3", "--granularity", "tile",
+            "--tile", "16"]
+    code, out, _ = run(capsys, "select", *args)
+    sel = json.loads(out)
+    code, out, _ = run(capsys, "compare", *args)
+    akf = [ln.split() for ln in out.splitlines() if ln.startswith("AKF")][0]
+    assert code == 0
+    import akfviz
+    A = akfviz.generate("llm", n=256, m=128, seed=3)
+    df = akfviz.compare(A, tile=16, granularity="tile", seed=3)
+    assert sel["relative_error"] == pytest.approx(df.loc["AKF", "error_pct"] / 100, rel=1e-9)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["analyze", ""], "file name is empty"),
+    (["analyze", "--input", ""], "--input / FILE is empty"),
+    (["analyze", "--generate", " "], "--generate is empty"),
+    (["analyze", "--sample", ""], "--sample is empty"),
+    (["analyze", "--generate", "uniform", "--param", "=0.1"], "no name before '='"),
+    (["sweep", *GEN, "--vary", "alpha=1", "--vary", "alpha=2"], "given twice"),
+    (["sweep", *GEN, "--vary", "alpha=true"], "needs a number"),
+    (["sweep", *GEN, "--vary", "tile=16.5"], "whole number"),
+    (["sweep", "--generate", "banded", "--n", "96", "--tile", "999", "--vary", "alpha=1"], "999"),
+    (["bench", *GEN, "--repeats", "2", "--out", "x.csv"], "not a table; give a file name ending in .json"),
+])
+def test_more_input_errors_exit_2_before_any_work(capsys, argv, words):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and err.startswith("error: ") and words in err, err
+    assert out == ""
+
+
+def test_sweep_uses_the_tile_option_and_any_case_of_the_suffix(capsys, tmp_path):
+    import pandas as pd
+
+    out = tmp_path / "S.CSV"
+    code, _, err = run(capsys, "sweep", "--generate", "uniform", "--n", "128", "--tile", "16",
+                       "--vary", "alpha=1", "--out", str(out))
+    assert code == 0 and out.exists() and "wrote 1 points" in err
+    code, _, _ = run(capsys, "sweep", "--generate", "uniform", "--n", "128", "--vary", "tile=16",
+                     "--vary", "alpha=1", "--out", str(tmp_path / "v.csv"))
+    a, b = pd.read_csv(out), pd.read_csv(tmp_path / "v.csv")
+    assert a["cycles"].iloc[0] == b["cycles"].iloc[0]          # --tile 16 is the same as varying tile=16
+
+
+def test_every_written_file_is_announced(capsys, tmp_path):
+    for name in ("a.json", "a.csv"):
+        code, _, err = run(capsys, "analyze", *GEN, "--out", str(tmp_path / name))
+        assert code == 0 and f"to {tmp_path / name}" in err

@@ -164,3 +164,17 @@ def test_random_input_density_edges():
     X = random_input(50, 0.5, seed=2, batch=3)
     assert X.shape == (50, 3) and (np.count_nonzero(X, axis=0) == 25).all()
     np.testing.assert_array_equal(X[:, 0], random_input(50, 0.5, seed=2))
+
+
+@pytest.mark.parametrize("seed", [-1, 2**63, 1.5, True, "0", None])
+def test_seeds_outside_the_range_are_input_errors_everywhere(seed):
+    import akfviz
+    from akfviz.dse.sweep import run_sweep
+    from akfviz.npu.simulate import random_input
+
+    A = akfviz.generate("uniform", n=64, density=0.05, seed=0)
+    pa = akfviz.analyze(A, tile=16)
+    for call in (lambda: akfviz.compare(A, tile=16, seed=seed), lambda: akfviz.select(pa, seed=seed),
+                 lambda: run_sweep(A, {"alpha": [1.0]}, seed=seed), lambda: random_input(64, 1.0, seed)):
+        with pytest.raises(akfviz.InputError, match="seed must be a whole number between 0 and"):
+            call()

@@ -23,6 +23,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..arguments import check_seed
 from ..errors import InputError
 
 
@@ -46,6 +47,10 @@ class SweepParameter:
                     f"Sweep parameter '{self.name}' cannot be {value!r}; choose from {list(self.choices)}."
                 )
             return value
+        if isinstance(value, (bool, np.bool_)):
+            raise InputError(f"Sweep parameter '{self.name}' needs a number, got {value!r}.")
+        if self.kind is int and isinstance(value, (float, np.floating)) and not float(value).is_integer():
+            raise InputError(f"Sweep parameter '{self.name}' needs a whole number, got {value!r}.")
         try:
             v = self.kind(value)
         except (TypeError, ValueError):
@@ -171,6 +176,7 @@ def run_sweep(
     from ..selection.selector import select
     from ..workloads.validate import as_csr
 
+    seed = check_seed(seed)
     A = as_csr(A)
     points = expand_grid(grid, max_points=max_points)
     defaults = {"tile": 32, "alpha": 1.0, "beta": 1.0, "error_budget": None,
@@ -273,9 +279,9 @@ def _jsonable(v):
 def save_sweep(df: pd.DataFrame, path: str | Path) -> Path:
     """Write a sweep table as ``.csv`` or ``.parquet`` (chosen by the file name)."""
     path = Path(path)
-    if path.suffix == ".csv":
+    if path.suffix.lower() == ".csv":
         df.to_csv(path, index=False)
-    elif path.suffix in (".parquet", ".pq"):
+    elif path.suffix.lower() in (".parquet", ".pq"):
         df.to_parquet(path, index=False)
     else:
         raise InputError(f"Cannot write a sweep to '{path.name}': use a .csv or .parquet file name.")

@@ -29,7 +29,7 @@ from collections import OrderedDict
 import numba
 import numpy as np
 
-from ..arguments import check_flag
+from ..arguments import check_flag, check_seed
 from ..errors import InputError, checked_call
 from . import _engine
 from .costmodel import check_activation_density
@@ -100,7 +100,7 @@ def random_input(n_cols: int, rho_x: float = 1.0, seed: int = 0, batch: int = 1)
     """
     rho = check_activation_density(rho_x)
     n = int(n_cols)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     keep_n = 0 if rho == 0 else max(1, int(round(rho * n)))
     cols = []
     for _ in range(int(batch)):

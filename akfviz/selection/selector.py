@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..arguments import check_flag, check_real
+from ..arguments import check_flag, check_real, check_seed
 from ..errors import InputError, checked_call
 from .budgets import check_budget, solve_error_budget, solve_resource_budget
 from .costs import SelectionProblem, check_granularity, check_pa, resolve_candidates
@@ -248,8 +248,7 @@ def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", ke
     fusion = check_flag(fusion, "fusion")
     if cost_gap is not None:
         cost_gap = check_flag(cost_gap, "cost_gap")
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise InputError(f"seed must be an integer, got {seed!r}.")
+    seed = check_seed(seed)
     candidates = resolve_candidates(kernels)
     if hw is None:
         hw = HardwareConfig()
