@@ -45,11 +45,8 @@ def _params(pairs):
 def _matrix(args):
     from . import workloads  # noqa: F401  (package docstring only)
 
-    if getattr(args, "file", None) is not None and not args.file.strip():
-        raise InputError("The matrix file name is empty (an unset shell variable?): give a file, or "
-                         "leave it out for the default sample.")
-    if getattr(args, "file", None):
-        if args.input:
+    if getattr(args, "file", None) is not None:
+        if args.input is not None:
             raise InputError("Give the matrix file once: either as FILE or with --input.")
         args.input = args.file
     for flag, value in (("--input / FILE", args.input), ("--sample", args.sample), ("--generate", args.generate)):

@@ -59,7 +59,7 @@ m[0].metric("operator size", f"{A.shape[0]:,}²", help=f"{label}: {A.shape[0]:,}
 m[1].metric("plan's relative error", f"{100 * res.relative_error:.3g} %")
 m[2].metric("persistent: cycles / iteration", f"{res.npu.loc['persistent', 'cycles_per_iteration']:,.0f}")
 m[3].metric("non-persistent: cycles / iteration", f"{res.npu.loc['non-persistent', 'cycles_per_iteration']:,.0f}")
-for note in res.notes or []:
+for note in res.notes:
     st.warning(note, icon="⚠️")
 cur = res.curves
 left, right = st.columns([3, 2])

@@ -221,7 +221,7 @@ def test_the_seed_reaches_the_selector_so_select_agrees_with_compare(capsys):
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["analyze", ""], "file name is empty"),
+    (["analyze", ""], "--input / FILE is empty"),
     (["analyze", "--input", ""], "--input / FILE is empty"),
     (["analyze", "--generate", " "], "--generate is empty"),
     (["analyze", "--sample", ""], "--sample is empty"),

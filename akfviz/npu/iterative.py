@@ -8,7 +8,7 @@ cycles and DRAM bytes per iteration (the solver's vector updates are not simulat
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -25,8 +25,12 @@ def _solver(name):
     return deco
 
 
+# Every solver takes (matvec, A, b, iterations, tol, found): ``found`` is a dict that receives
+# what the run learns about the operator (CG: ``indefinite``); the others leave it alone.
+
+
 @_solver("jacobi")
-def _jacobi(matvec, A, b, iterations, tol):
+def _jacobi(matvec, A, b, iterations, tol, found):
     """``x ← x + D⁻¹ (b − A x)`` (D = diag of the exact A); residual ``‖b − A x‖ / ‖b‖``."""
     d = A.diagonal()
     x = np.zeros_like(b)
@@ -41,7 +45,7 @@ def _jacobi(matvec, A, b, iterations, tol):
 
 
 @_solver("power")
-def _power(matvec, A, b, iterations, tol):
+def _power(matvec, A, b, iterations, tol, found):
     """``x ← Âx / ‖Âx‖``; residual ``‖A x − λ x‖ / |λ|`` with the Rayleigh quotient ``λ`` of A."""
     x = b / (np.linalg.norm(b) or 1.0)
     res = []
@@ -61,10 +65,10 @@ def _power(matvec, A, b, iterations, tol):
 
 
 @_solver("cg")
-def _cg(matvec, A, b, iterations, tol, found=None):
+def _cg(matvec, A, b, iterations, tol, found):
     """Conjugate gradients with operator ``matvec``; residual ``‖b − A x‖ / ‖b‖`` (exact A).
 
-    ``found`` (a dict, optional) receives ``indefinite``: the first iteration whose search
+    ``found`` receives ``indefinite``: the first iteration whose search
     direction has ``pᵀ Â p < 0`` — proof that the operator is not positive definite, so
     CG's monotone convergence no longer holds."""
     x = np.zeros_like(b)
@@ -76,7 +80,7 @@ def _cg(matvec, A, b, iterations, tol, found=None):
     for _ in range(iterations):
         Ap = matvec(p)
         pAp = p @ Ap
-        if found is not None and pAp < 0 and "indefinite" not in found:
+        if pAp < 0 and "indefinite" not in found:
             found["indefinite"] = len(res) + 1
         if pAp == 0 or not np.isfinite(pAp):
             break
@@ -120,13 +124,13 @@ class SolverResult:
     iterations_to_tol: dict
     relative_error: float
     sim: dict
-    notes: list = None
+    notes: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return dict(method=self.method, curves=self.curves.to_dict("list"),
                     npu=self.npu.reset_index().to_dict("records"),
                     iterations_to_tol=self.iterations_to_tol, relative_error=self.relative_error,
-                    notes=list(self.notes or []))
+                    notes=list(self.notes))
 
 
 #: A residual that climbs to this many times its lowest value so far is reported as growing.
@@ -151,6 +155,14 @@ def diverging_notes(residuals, label: str) -> list[str]:
     j = int(np.argmin(r[:k + 1]))
     return [f"{label[:1].upper()}{label[1:]}'s residual climbs from {r[j]:.3g} (iteration {j + 1}) to "
             f"{r[k]:.3g} (iteration {k + 1}): {ratio[k]:.3g}× its lowest value so far."]
+
+
+def _asymmetry(M) -> float:
+    """``max |M − Mᵀ|`` when it exceeds 1e-12 · ``max |M|`` (rounding), else 0."""
+    if M.nnz == 0:
+        return 0.0
+    asym = float(abs(M - M.T).max())
+    return asym if asym > 1e-12 * float(abs(M).max()) else 0.0
 
 
 def run_solver(plan, hw=None, method: str = "jacobi", b=None, iterations: int = 50,
@@ -196,9 +208,8 @@ def run_solver(plan, hw=None, method: str = "jacobi", b=None, iterations: int = 
         raise InputError(f"The {method} solver needs a nonzero diagonal; "
                          f"{int(np.sum(d == 0))} diagonal entries are zero.")
     if method == "cg":
-        asym = abs(A - A.T).max() if A.nnz else 0.0
-        scale = abs(A).max() if A.nnz else 1.0
-        if asym > 1e-12 * scale:
+        asym = _asymmetry(A)
+        if asym > 0:
             raise InputError(f"CG needs a symmetric matrix; max |A - Aᵀ| = {asym:.3g}.")
         if np.any(d <= 0):
             raise InputError("CG needs a symmetric positive definite matrix; the diagonal has "
@@ -215,16 +226,12 @@ def run_solver(plan, hw=None, method: str = "jacobi", b=None, iterations: int = 
         # plan.matvec refuses NaN / inf; a run that overflowed gets NaN back and stops
         return plan.matvec(v) if np.isfinite(v).all() else np.full(n, np.nan)
 
-    _, res_exact = solver(lambda v: A @ v, A, b, int(iterations), float(tol))
-    if method == "cg":
-        _, res_approx = solver(lossy, A, b, int(iterations), float(tol), found)
-    else:
-        _, res_approx = solver(lossy, A, b, int(iterations), float(tol))
+    _, res_exact = solver(lambda v: A @ v, A, b, int(iterations), float(tol), {})
+    _, res_approx = solver(lossy, A, b, int(iterations), float(tol), found)
     notes = []
     if method == "cg":
-        Ah = plan.approx_matrix()
-        asym = float(abs(Ah - Ah.T).max()) if Ah.nnz else 0.0
-        if asym > 1e-12 * (float(abs(Ah).max()) if Ah.nnz else 1.0):
+        asym = _asymmetry(plan.approx_matrix())
+        if asym > 0:
             notes.append(f"CG assumes a symmetric operator, but the lossy plan's Â is not symmetric "
                          f"(max |Â − Âᵀ| = {asym:.3g}): its kernels approximate mirrored tiles differently.")
         if "indefinite" in found:

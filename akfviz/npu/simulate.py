@@ -253,7 +253,7 @@ def plan_mapping(plan, hw: HardwareConfig | None = None, *, rho_x: float = 1.0,
         hw = HardwareConfig()
     if not isinstance(hw, HardwareConfig):
         raise InputError(f"hw must be a HardwareConfig, got {type(hw).__name__}.")
-    seed = _check_int("seed", seed, 0, 2**63 - 1)
+    seed = check_seed(seed)
     rho = check_activation_density(rho_x)
     work, shape, tile, tr, _ = _resolve_plan(plan, None, None, tile_rows)
     return cached_map_tiles(work, hw, rho_x=rho, method=method, seed=seed,
@@ -396,7 +396,7 @@ def simulate(plan, hw: HardwareConfig | None = None, x=None, iterations: int = 1
     if not isinstance(hw, HardwareConfig):
         raise InputError(f"hw must be a HardwareConfig, got {type(hw).__name__}.")
     iterations = _check_int("iterations", iterations, 1, MAX_ITERATIONS)
-    seed = _check_int("seed", seed, 0, 2**63 - 1)
+    seed = check_seed(seed)
     persistent = check_flag(persistent, "persistent")
     fused = check_flag(fused, "fused")
     record = check_flag(record, "record")
