@@ -122,8 +122,9 @@ def representative_gallery(dense_tiles: list, labels: list[str], cols: int = 4,
         fig.add_trace(go.Heatmap(z=z, colorscale="Blues", showscale=False,
                                  hovertemplate="r %{y}, c %{x}: |a| %{z:.3g}<extra></extra>"),
                       row=i // cols + 1, col=i % cols + 1)
-    fig.update_yaxes(autorange="reversed", showticklabels=False, scaleanchor=None)
-    fig.update_xaxes(showticklabels=False)
+    # no grid or zero lines: through the blank (zero) cells they read as structure of the tile
+    fig.update_yaxes(autorange="reversed", showticklabels=False, scaleanchor=None, showgrid=False, zeroline=False)
+    fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False)
     fig.update_annotations(font_size=11)
     return styled(fig, height=max(220, rows * height_per_row + 40))
 

@@ -404,3 +404,15 @@ def test_property_tables_are_readable():
     c = property_table(pa.clusters, pa.clusters.index[0], "property", by_label=True)
     assert list(c["property"]) == list(pa.clusters.columns)
     assert readable(float("nan")) == "n/a" and readable(np.uint64(2**64 - 1), "signature") == "0x" + "f" * 16
+
+
+def test_cell_maps_draw_no_grid_or_zero_lines():
+    from akfviz.viz import patterns as vp
+    from akfviz.viz import kernels as vk
+    import akfviz
+    pa = akfviz.analyze(akfviz.generate("clustered", n=200, seed=1), tile=16)
+    figs = [vp.representative_gallery([pa.tileset.dense(0), pa.tileset.dense(1)], ["a", "b"]),
+            vk.kernel_map(pa.tiles, ["CSC"] * len(pa.tiles), pa.tileset.n_brows, pa.tileset.n_bcols, 16)]
+    for fig in figs:
+        for ax in [a for a in fig.layout if a.startswith(("xaxis", "yaxis"))]:
+            assert fig.layout[ax].showgrid is False and fig.layout[ax].zeroline is False, ax
