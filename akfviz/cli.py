@@ -56,6 +56,17 @@ def _matrix(args):
     sources = [s for s in (args.input, args.sample, args.generate) if s]
     if len(sources) > 1:
         raise InputError("Give only one of FILE / --input, --sample or --generate.")
+    if args.tensor is not None and not args.input:
+        raise InputError("--tensor names a tensor inside a .safetensors file: give the file too "
+                         "(FILE or --input); shipped samples and generated matrices have no tensors.")
+    if not args.generate:
+        given = [flag for flag, value in (("--n", args.n), ("--m", args.m), ("--param", args.param))
+                 if value is not None]
+        if given:
+            raise InputError(f"{' and '.join(given)} only "
+                             f"{'shape' if len(given) > 1 else 'shapes'} a generated matrix: use "
+                             f"{'them' if len(given) > 1 else 'it'} with --generate KIND "
+                             "(a file or sample has its own size).")
     if args.input:
         from .workloads.loaders import load
 
@@ -69,11 +80,16 @@ def _matrix(args):
                 raise InputError(f"Give {own} with --{own}, not with --param {own}=….")
         if args.m is not None:
             kw["m"] = args.m
-        return generate(args.generate, n=args.n, seed=args.seed, **kw), f"generated {args.generate}"
+        n = DEFAULT_N if args.n is None else args.n
+        return generate(args.generate, n=n, seed=args.seed, **kw), f"generated {args.generate}"
     from .workloads.samples import DEFAULT_SAMPLE, load_sample
 
     name = args.sample or DEFAULT_SAMPLE
     return load_sample(name), f"sample {name}"
+
+
+#: Rows of a ``--generate`` matrix when ``--n`` is not given.
+DEFAULT_N = 1024
 
 
 def _seed(text: str) -> int:
@@ -88,6 +104,9 @@ def _hw(args):
     from .npu.hardware import HardwareConfig
 
     if getattr(args, "hw", None):
+        if getattr(args, "preset", None):
+            raise InputError("Give either --hw FILE or --preset NAME, not both: a TOML file describes "
+                             "the whole chip, a preset names one of the built-in chips.")
         p = Path(args.hw)
         if not p.is_file():
             raise InputError(f"No hardware TOML file at '{p}'.")
@@ -147,7 +166,7 @@ def _emit(obj, args, table=None, table_what: str = ""):
             obj.to_parquet(args.out)
         else:
             Path(args.out).write_text(obj.to_json(orient="index", indent=2))
-        if not table_what:  # (a converted result said what it wrote already)
+        if args.out and not table_what:  # (a converted result said what it wrote already)
             print(f"wrote {len(obj):,} rows to {args.out}", file=sys.stderr)
         return
     text = json.dumps(obj, indent=2, default=_json_default)
@@ -168,9 +187,18 @@ def _json_default(o):
     return str(o)
 
 
+def _weights(args):
+    """``--alpha`` / ``--beta`` with their defaults (1.0), refused beside ``--error-budget``."""
+    if getattr(args, "error_budget", None) is not None and (args.alpha is not None or args.beta is not None):
+        raise InputError("--alpha / --beta are not used with --error-budget: the selector searches the "
+                         "weight ratio that meets the budget. Give one or the other.")
+    return (1.0 if args.alpha is None else args.alpha), (1.0 if args.beta is None else args.beta)
+
+
 def _selector_kwargs(args):
     # the seed too: it draws the performance table's calibration tiles, as in compare and sweep
-    kw = dict(alpha=args.alpha, beta=args.beta, granularity=args.granularity, seed=args.seed)
+    alpha, beta = _weights(args)
+    kw = dict(alpha=alpha, beta=beta, granularity=args.granularity, seed=args.seed)
     if args.error_budget is not None:
         kw["error_budget"] = args.error_budget
     if args.resource:
@@ -223,7 +251,8 @@ def cmd_compare(args):
         if done < total:
             print(f"[{done + 1}/{total}] {step}", file=sys.stderr)
 
-    df = compare(A, hw=_hw(args), alpha=args.alpha, beta=args.beta, tile=args.tile,
+    alpha, beta = _weights(args)
+    df = compare(A, hw=_hw(args), alpha=alpha, beta=beta, tile=args.tile,
                  static_kernel=args.static_kernel, rho_x=args.rho_x, seed=args.seed,
                  granularity=args.granularity, progress=progress)
     _emit(df, args)
@@ -318,7 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
         g.add_argument("--tensor", help="tensor name inside a .safetensors file")
         g.add_argument("--sample", help="a shipped sample (default: the pruned MiniLM FFN matrix)")
         g.add_argument("--generate", metavar="KIND", help="a generator name (see akfviz.generators())")
-        g.add_argument("--n", type=int, default=1024, help="rows for --generate (default 1024)")
+        g.add_argument("--n", type=int, default=None, help=f"rows for --generate (default {DEFAULT_N})")
         g.add_argument("--m", type=int, default=None, help="columns for --generate (default n)")
         g.add_argument("--param", action="append", metavar="KEY=VALUE",
                        help="generator parameter, repeatable (e.g. --param density=0.01)")
@@ -329,8 +358,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "tile, simulate → the per-PE counters, compare → the comparison)")
         if selector:
             s = sp.add_argument_group("selector")
-            s.add_argument("--alpha", type=float, default=1.0)
-            s.add_argument("--beta", type=float, default=1.0)
+            s.add_argument("--alpha", type=float, default=None, help="weight of the error (default 1.0)")
+            s.add_argument("--beta", type=float, default=None, help="weight of the resource (default 1.0)")
             s.add_argument("--granularity", choices=["cluster", "tile"], default="cluster")
         if selector == "full":
             s.add_argument("--error-budget", type=float, default=None,

@@ -255,3 +255,31 @@ def test_every_written_file_is_announced(capsys, tmp_path):
     for name in ("a.json", "a.csv"):
         code, _, err = run(capsys, "analyze", *GEN, "--out", str(tmp_path / name))
         assert code == 0 and f"to {tmp_path / name}" in err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["analyze", "--generate", "banded", "--tensor", "w"], "--tensor names a tensor inside a .safetensors"),
+    (["analyze", "--sample", "minilm_ffn_up_mag50", "--tensor", "w"], "give the file too"),
+    (["analyze", "--n", "500"], "--n only shapes a generated matrix"),
+    (["analyze", "--m", "50"], "--m only shapes a generated matrix"),
+    (["analyze", "--n", "50", "--param", "density=0.1"], "--n and --param only shape a generated matrix"),
+    (["select", *GEN, "--alpha", "2", "--error-budget", "0.01"], "not used with --error-budget"),
+    (["simulate", *GEN, "--beta", "1", "--error-budget", "0"], "not used with --error-budget"),
+    (["compare", *GEN, "--hw", "chip.toml", "--preset", "loihi-like"], "either --hw FILE or --preset NAME"),
+    (["calibrate", "--hw", "chip.toml", "--preset", "loihi-like"], "either --hw FILE or --preset NAME"),
+])
+def test_options_that_would_be_ignored_are_refused(capsys, argv, words):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and err.startswith("error: ") and words in err, err
+    assert out == ""
+
+
+def test_a_table_printed_to_the_terminal_claims_no_file(capsys):
+    code, out, err = run(capsys, "compare", *GEN, "--alpha", "2")
+    assert code == 0 and "AKF" in out
+    assert "wrote" not in err and "None" not in err
+
+
+def test_the_default_generated_size_is_1024_rows(capsys):
+    code, out, _ = run(capsys, "analyze", "--generate", "banded")
+    assert code == 0 and json.loads(out)["shape"] == [1024, 1024]
