@@ -178,7 +178,8 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
         rows[name]["output_error_pct"] = 100.0 * float(plan.output_error(xv)) if n else 0.0
 
     report(0)
-    dres = simulate_dense(shape, pa.tile, hw, x=xv, record=False)
+    # the same mapping method and seed as the other three plans (akf-spec §8: same terms for all)
+    dres = simulate_dense(shape, pa.tile, hw, x=xv, seed=seed, mapping=mapping, record=False)
     dense_bytes = dense_resource(shape, pa.tile, hw, rho_x=rho_x)["bytes"]
     rows["Dense"] = _row(dres, payload=dense_bytes, mix="DENSE 100 % (every tile slot, empty ones too)")
     rows["Dense"]["output_error_pct"] = 0.0

@@ -100,7 +100,8 @@ def compact_snake(rows: int, cols: int, needed: int) -> np.ndarray:
 
     A plan with far fewer tiles than PEs is placed in a compact block at the grid's
     top-left corner (next to the I/O ports on row 0) rather than spread over the whole
-    grid: every tile still gets a PE of its own, and events and partial sums travel a few
+    grid (the greedy start shares a PE between tiles only where a row block's share of the
+    block has fewer PEs than the row block has tiles); events and partial sums travel a few
     hops instead of hundreds. With ``needed >= rows·cols`` this is :func:`snake_order`.
     """
     if needed >= rows * cols:
@@ -388,6 +389,15 @@ def _anneal(pe, bi, bj, work, ev, outr, payload, red, src, red_load, rows, cols,
 
 
 # --------------------------------------------------------------------------- public
+def _whole(value, name: str, lo: int):
+    """``value`` (None kept) as an int ≥ ``lo``; a bool, a fraction or NaN is refused."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < lo:
+        raise InputError(f"{name} must be a whole number ≥ {lo}, got {value!r}.")
+    return int(value)
+
+
 def map_tiles(work, hw, *, rho_x: float = 1.0, method: str = "anneal", seed: int = 0,
               iterations: int | None = None, gamma: float | None = None,
               delta: float | None = None, n_brows: int | None = None,
@@ -419,13 +429,30 @@ def map_tiles(work, hw, *, rho_x: float = 1.0, method: str = "anneal", seed: int
     -------
     Mapping
     """
-    from .costmodel import event_work_cycles, final_work_cycles
+    from ..arguments import check_real, check_seed
+    from .costmodel import check_activation_density, event_work_cycles, final_work_cycles
+    from .hardware import HardwareConfig
+    from .work import TileWork
 
+    if not isinstance(work, TileWork):
+        raise InputError(f"map_tiles places a TileWork (plan.npu_work()), got {type(work).__name__}.")
+    if not isinstance(hw, HardwareConfig):
+        raise InputError(f"hw must be a HardwareConfig, got {type(hw).__name__}.")
     if method not in MAPPING_METHODS:
         raise InputError(f"Unknown mapping method {method!r}; use one of {', '.join(MAPPING_METHODS)}.")
+    seed = check_seed(seed)
+    rho_x = check_activation_density(rho_x)
+    iterations = _whole(iterations, "iterations", 0)
+    window = _whole(window, "window", 1)
+    gamma = None if gamma is None else check_real(gamma, "gamma")
+    delta = None if delta is None else check_real(delta, "delta")
     n = work.n_tiles
+    n_brows, n_bcols = _whole(n_brows, "n_brows", 1), _whole(n_bcols, "n_bcols", 1)
     nbr = int(n_brows if n_brows is not None else (work.bi.max() + 1 if n else 1))
     nbc = int(n_bcols if n_bcols is not None else (work.bj.max() + 1 if n else 1))
+    if n and (nbr <= work.bi.max() or nbc <= work.bj.max()):
+        raise InputError(f"n_brows={nbr} / n_bcols={nbc} leave tiles outside the block grid "
+                         f"(the work reaches row block {int(work.bi.max())}, column block {int(work.bj.max())}).")
     P = hw.n_pes
     ptr = work.col_ptr
     wev = np.concatenate([[0], np.cumsum(event_work_cycles(work, hw))]).astype(np.float64)
@@ -457,8 +484,6 @@ def map_tiles(work, hw, *, rho_x: float = 1.0, method: str = "anneal", seed: int
     iters, secs, traj, obj = 0, 0.0, np.array([g_obj]), g_obj
     if method == "anneal" and n >= 1 and P > 1:
         iters = int(iterations if iterations is not None else min(max(30 * n, 20_000), 600_000))
-        if iters < 0:
-            raise InputError(f"Annealing iterations must be >= 0, got {iters}.")
         if window is None:
             window = int(max(4, 2 * np.sqrt(snake.shape[0] / max(nbr, 1))))
         rnd = np.random.default_rng(seed).random(5 * max(iters, 200))

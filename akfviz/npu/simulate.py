@@ -45,6 +45,14 @@ MAX_BATCH = 1024
 
 
 # --------------------------------------------------------------------------- inputs
+def _as_shape(shape) -> tuple[int, int]:
+    try:
+        m, n = (int(v) for v in shape)
+    except (TypeError, ValueError):
+        raise InputError(f"shape must be (rows, cols), got {shape!r}.") from None
+    return m, n
+
+
 def _resolve_plan(plan, shape, tile, tile_rows=None):
     if isinstance(plan, TileWork):
         work = plan
@@ -54,12 +62,23 @@ def _resolve_plan(plan, shape, tile, tile_rows=None):
         if not isinstance(work, TileWork):
             raise InputError("plan.npu_work() did not return a TileWork.")
         pa = getattr(plan, "pa", None)
-        if tile is None and pa is not None:
-            tile = int(pa.tile)
-        if shape is None:
-            shape = getattr(plan, "shape", None)
-            if shape is None and pa is not None:
-                shape = pa.A.shape
+        own_tile = int(pa.tile) if pa is not None else None
+        own_shape = getattr(plan, "shape", None)
+        if own_shape is None and pa is not None:
+            own_shape = pa.A.shape
+        # a plan carries its own geometry: another tile side or shape would deliver the events
+        # of x to the wrong column blocks (akf-spec §7), so only the plan's own values are accepted
+        if tile is not None and own_tile is not None and int(tile) != own_tile:
+            raise InputError(f"tile={tile} does not match the plan, which was analysed with tiles of "
+                             f"{own_tile}; leave tile out when simulating a FusionPlan.")
+        if tile_rows is not None and own_tile is not None and int(tile_rows) != own_tile:
+            raise InputError(f"tile_rows={tile_rows} does not match the plan's tile side {own_tile}; "
+                             "leave it out when simulating a FusionPlan.")
+        if shape is not None and own_shape is not None and _as_shape(shape) != tuple(own_shape):
+            raise InputError(f"shape={tuple(shape)} does not match the plan's matrix "
+                             f"({own_shape[0]} × {own_shape[1]}); leave shape out when simulating a FusionPlan.")
+        tile = own_tile if tile is None else tile
+        shape = own_shape if shape is None else shape
         src = "FusionPlan"
     else:
         raise InputError(
@@ -80,7 +99,7 @@ def _resolve_plan(plan, shape, tile, tile_rows=None):
         if n == 0:
             raise InputError("An empty TileWork needs an explicit shape=(rows, cols).")
         shape = (int((work.bi * tr + work.h).max()), int((work.bj * tile + work.w).max()))
-    shape = (int(shape[0]), int(shape[1]))
+    shape = _as_shape(shape)
     if n and ((work.bj * tile + work.w).max() > shape[1] or (work.bi * tr + work.h).max() > shape[0]):
         raise InputError(f"The tiles reach beyond the matrix shape {shape} with tile side {tile}.")
     return work, shape, tile, tr, src
@@ -380,7 +399,8 @@ def simulate(plan, hw: HardwareConfig | None = None, x=None, iterations: int = 1
     batch : int, optional
         Columns of a random batch ``X`` (each nonzero ``X[j, b]`` is an event).
     shape, tile : optional
-        Matrix shape and tile side for a TileWork input.
+        Matrix shape and tile side for a TileWork input. A FusionPlan brings its own; other
+        values are refused (they would send x's events to the wrong column blocks).
     record : bool
         Record busy intervals of the first iteration (for :meth:`SimResult.timeline`). With
         ``record=False`` the engine runs in parallel over PEs (same counters, bit for bit).

@@ -399,3 +399,25 @@ def test_pe_frame_matches_counters():
     np.testing.assert_array_equal(pf["idle"].to_numpy(), res.cycles - res.counters["busy"])
     np.testing.assert_array_equal(pf["utilization"].to_numpy(), res.utilization.ravel())
     assert pf["busy"].sum() > 0
+
+
+def test_a_fusion_plan_keeps_its_own_tile_side_and_shape():
+    import akfviz
+
+    A = akfviz.generate("uniform", n=128, density=0.05, seed=0)
+    plan = akfviz.select(akfviz.analyze(A, tile=32))
+    hw = HardwareConfig(rows=4, cols=4)
+    x = np.zeros(128)
+    x[32:48] = 1.0
+    base = simulate(plan, hw, x=x, mapping="greedy")
+    # its own values are accepted and change nothing
+    same = simulate(plan, hw, x=x, mapping="greedy", tile=32, shape=(128, 128))
+    assert same.events == base.events and same.cycles == base.cycles
+    with pytest.raises(InputError, match="tile=16 does not match the plan"):
+        simulate(plan, hw, x=x, tile=16)
+    with pytest.raises(InputError, match="tile_rows=8 does not match"):
+        simulate(plan, hw, x=x, tile_rows=8)
+    with pytest.raises(InputError, match=r"shape=\(500, 500\) does not match the plan's matrix"):
+        simulate(plan, hw, x=np.ones(500), shape=(500, 500))
+    with pytest.raises(InputError, match="shape must be"):
+        simulate(plan, hw, x=x, shape=5)

@@ -128,3 +128,30 @@ def test_plan_mapping_rejects_bad_arguments():
         plan_mapping(plan, method="random")
     with pytest.raises(InputError, match="HardwareConfig"):
         plan_mapping(plan, hw="big")
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"seed": -1}, "seed must be a whole number"),
+    ({"seed": 1.5}, "seed must be a whole number"),
+    ({"rho_x": -1.0}, "rho_x"),
+    ({"rho_x": float("nan")}, "rho_x"),
+    ({"gamma": float("nan")}, "gamma must be"),
+    ({"delta": -1.0}, "delta must be"),
+    ({"iterations": 2.5}, "iterations must be a whole number"),
+    ({"iterations": -1}, "iterations must be a whole number"),
+    ({"window": 0}, "window must be a whole number"),
+    ({"n_brows": 1}, "leave tiles outside the block grid"),
+])
+def test_map_tiles_refuses_bad_arguments_with_input_errors(kwargs, words):
+    tw, nb = _work(n=64)
+    hw = HardwareConfig(rows=4, cols=4)
+    with pytest.raises(InputError, match=words):
+        map_tiles(tw, hw, **kwargs)
+
+
+def test_map_tiles_refuses_what_is_not_a_tilework_or_a_hardware_config():
+    tw, _ = _work(n=64)
+    with pytest.raises(InputError, match="TileWork"):
+        map_tiles("work", HardwareConfig(rows=4, cols=4))
+    with pytest.raises(InputError, match="HardwareConfig"):
+        map_tiles(tw, {"rows": 4})
