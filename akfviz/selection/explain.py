@@ -121,7 +121,7 @@ def explain(plan, tile=None, cluster=None) -> pd.DataFrame:
                        f"tile {int(rep.units[u])}")
     E, R, En, Rn = (np.asarray(a, dtype=np.float64) for a in row)
     C = _cost(rep, En, Rn)
-    order = np.lexsort((np.arange(K), C))
+    order = np.lexsort((np.arange(K), _tie_break(rep, En, Rn), C))
     rank = np.empty(K, dtype=np.int64)
     rank[order] = np.arange(1, K + 1)
     df = pd.DataFrame({
@@ -131,6 +131,16 @@ def explain(plan, tile=None, cluster=None) -> pd.DataFrame:
     })
     df.loc[chosen, "reason"] = _reason(rep, names, En, Rn, C, rank, chosen, argmin, context)
     return df.sort_values("rank").reset_index(drop=True)[COLUMNS]
+
+
+def _tie_break(rep, En, Rn):
+    """The selector's second key on exact cost ties (``CostProblem.argmin``): the lower resource
+    when beta = 0, the lower error when alpha = 0, else none (the first candidate)."""
+    if rep.beta == 0 and not np.isinf(rep.alpha):
+        return Rn
+    if rep.alpha == 0:
+        return En
+    return np.zeros_like(En)
 
 
 def _cost(rep, En, Rn):
@@ -148,7 +158,11 @@ def _reason(rep, names, En, Rn, C, rank, chosen, argmin, context) -> str:
         others = [j for j in np.argsort(rank) if j != chosen]
         if others:
             j = int(others[0])
-            if np.isfinite(C[j]) and C[chosen] > 0:
+            if C[j] == C[chosen]:
+                key = "resource" if rep.beta == 0 else "error" if rep.alpha == 0 else None
+                cmp = (f"costs the same; ties go to the lower {key}" if key else
+                       "costs the same; ties go to the first candidate")
+            elif np.isfinite(C[j]) and C[chosen] > 0:
                 cmp = f"costs {C[j] / C[chosen]:.3g}× more"
             elif np.isfinite(C[j]):
                 cmp = f"costs {C[j]:.3g} more"

@@ -175,7 +175,7 @@ def _cost_scale(C, s) -> float:
 
 def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 10.0, steps: int = 120,
                             lr: float = 1.0, t0: float = 1.0, record_every: int = 4,
-                            max_record_units: int = 32) -> FusionResult:
+                            max_record_units: int = 32, argmin=None) -> FusionResult:
     """Softmax fusion weights per unit by annealed gradient descent (see the module docstring).
 
     Parameters
@@ -192,6 +192,12 @@ def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 1
         Weight P of the squared relative SRAM overflow.
     steps, lr, t0 : int, float, float
         Number of steps, step size, initial temperature (in units of the cost spread).
+    argmin : ndarray (n_units,), optional
+        The caller's per-unit argmin with its tie-break (the selector breaks exact ties of C by
+        the lower resource when beta = 0, by the lower error when alpha = 0); default
+        ``argmin(C)``, first on ties. Kernels tied in C get equal weights from the descent, so a
+        unit whose final choice costs exactly what this argmin costs (and needs no less SRAM)
+        takes this argmin.
     """
     C = np.ascontiguousarray(C, dtype=np.float64)
     if C.ndim != 2:
@@ -208,7 +214,12 @@ def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 1
     if not np.all(np.isfinite(C)):
         raise InputError("The cost matrix has non-finite entries.")
     cap = float(capacity)
-    argmin = np.argmin(C, axis=1).astype(np.int64) if nu else np.zeros(0, np.int64)
+    if argmin is None:
+        argmin = np.argmin(C, axis=1).astype(np.int64) if nu else np.zeros(0, np.int64)
+    else:
+        argmin = np.asarray(argmin, dtype=np.int64)
+        if argmin.shape != (nu,) or (nu and (argmin.min() < 0 or argmin.max() >= K)):
+            raise InputError("argmin must hold one candidate index per unit.")
     ar = np.arange(nu)
     S_arg = float((s * b[ar, argmin]).sum()) if nu else 0.0
     sigma = _cost_scale(C, s)
@@ -232,6 +243,11 @@ def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 1
     w = np.exp(z - zmax)
     w /= w.sum(axis=1, keepdims=True) if nu else 1.0
     choice = np.argmax(w, axis=1).astype(np.int64) if nu else np.zeros(0, np.int64)
+    if nu:
+        # the descent cannot tell kernels of equal cost apart (they keep equal weights unless the
+        # SRAM penalty separates them): the argmin's tie-break decides, unless it needs more SRAM
+        tied = (C[ar, choice] == C[ar, argmin]) & (b[ar, argmin] <= b[ar, choice])
+        choice = np.where(tied, argmin, choice)
     S_fin = float((s * b[ar, choice]).sum()) if nu else 0.0
     traj_df = pd.DataFrame(traj[:r], columns=["step", "cost", "entropy", "temperature", "penalty",
                                               "sram_bytes"])

@@ -289,7 +289,7 @@ def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", ke
                              "in SRAM, so its result is the argmin")
             else:
                 fusion_res = optimize_fusion_weights(prob.cost(alpha, beta), prob.unit_size, prob.bytes,
-                                                     cap, penalty=penalty)
+                                                     cap, penalty=penalty, argmin=argmin)
                 choice = fusion_res.choice
                 if fusion_res.binding:
                     notes.append(f"SRAM constraint binds: the argmin plan needs "

@@ -111,6 +111,42 @@ def test_fusion_weights_equal_argmin_for_extreme_weights(alpha, beta):
         assert list(a.tile_kernels) == list(b.tile_kernels)
 
 
+@pytest.mark.parametrize("alpha, beta", [(1.0, 0.0), (0.0, 1.0), (1e-300, 0.0)])
+def test_fusion_weights_keep_the_argmins_tie_break(alpha, beta):
+    # beta = 0 makes every lossless kernel cost C = 0: the argmin breaks the tie by the lower
+    # resource, the descent left them at equal weights and took the first (DENSE, 2.7× the
+    # resource of BITMAP); the explanation ranked DENSE first and said "runner-up costs 0 more"
+    A = akfviz.generate("llm", n=192, density=0.3, seed=1)
+    pa = akfviz.analyze(A, tile=32)
+    for g in ("cluster", "tile"):
+        a = select(pa, alpha=alpha, beta=beta, granularity=g, fusion=False)
+        b = select(pa, alpha=alpha, beta=beta, granularity=g, fusion=True)
+        f = b.selection.fusion
+        assert not f.binding
+        np.testing.assert_array_equal(f.choice, f.argmin)
+        assert list(a.tile_kernels) == list(b.tile_kernels) and a.resource == b.resource
+        ex = explain(b, tile=0)
+        assert ex.loc[0, "chosen"] and ex.loc[0, "kernel"] == b.tile_kernels[0]
+        if ex.loc[1, "C"] == ex.loc[0, "C"]:
+            key = "resource" if beta == 0 else "error"
+            assert f"costs the same; ties go to the lower {key}" in ex.loc[0, "reason"]
+            assert ex.loc[0, "R_norm" if beta == 0 else "E_norm"] <= ex.loc[1, "R_norm" if beta == 0 else "E_norm"]
+    assert set(select(pa, alpha=1.0, beta=0.0).tile_kernels) != {"DENSE"}
+
+
+def test_fusion_weights_tie_break_does_not_undo_the_sram_penalty():
+    # kernels 0 and 1 cost the same; the caller's argmin prefers 0, which needs more SRAM than the
+    # chip has: the descent's move away from it stands
+    C = np.array([[0.0, 0.0, 3.0]])
+    b = np.array([[100.0, 1.0, 0.0]])
+    bound = optimize_fusion_weights(C, np.ones(1), b, 10.0, penalty=100.0, steps=400, argmin=np.array([0]))
+    assert bound.binding and bound.choice[0] != 0 and bound.sram_bytes_final <= 10.0
+    free = optimize_fusion_weights(C, np.ones(1), b, 1e9, argmin=np.array([1]))
+    assert free.choice[0] == 1 and free.argmin[0] == 1
+    with pytest.raises(InputError, match="argmin"):
+        optimize_fusion_weights(C, np.ones(1), b, 1e9, argmin=np.array([5]))
+
+
 def test_fusion_weights_reduce_bytes_when_sram_binds(pa):
     free = select(pa, granularity="cluster", fusion=True)
     need = free.selection.fusion.sram_bytes_argmin
