@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..arguments import check_flag, check_real, check_seed
 from ..errors import InputError
 
 SOLVERS = {}
@@ -89,7 +90,7 @@ def _cg(matvec, A, b, iterations, tol, found):
         r = r - alpha * Ap
         res.append(np.linalg.norm(b - A @ x) / nb)
         rr_new = r @ r
-        if res[-1] < tol:
+        if res[-1] < tol or rr_new == 0:  # (a zero residual is the exact solution: nothing to divide by)
             break
         p = r + (rr_new / rr) * p
         rr = rr_new
@@ -182,8 +183,10 @@ def run_solver(plan, hw=None, method: str = "jacobi", b=None, iterations: int = 
         Maximum iterations (1 … 10,000); the NPU is simulated for this many.
     persistent : bool
         Which NPU mode ``sim`` keeps in full (both are always in ``npu``).
-    tol : float
-        Convergence threshold on the residual.
+    tol : float ≥ 0
+        Convergence threshold on the residual (0: run every iteration).
+    seed : int
+        Seed of the default ``b`` and of the NPU simulation's mapping.
 
     Returns
     -------
@@ -191,8 +194,11 @@ def run_solver(plan, hw=None, method: str = "jacobi", b=None, iterations: int = 
     """
     from .simulate import simulate
 
-    if method not in SOLVERS:
+    if not isinstance(method, str) or method not in SOLVERS:
         raise InputError(f"Unknown solver {method!r}; use one of {', '.join(SOLVERS)}.")
+    tol = check_real(tol, "tol")
+    seed = check_seed(seed)
+    persistent = check_flag(persistent, "persistent")
     if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) \
             or not 1 <= iterations <= 10_000:
         raise InputError(f"iterations must be a whole number in 1..10000, got {iterations!r}.")
@@ -216,9 +222,17 @@ def run_solver(plan, hw=None, method: str = "jacobi", b=None, iterations: int = 
                              "entries <= 0, so it is not positive definite.")
     if b is None:
         b = np.random.default_rng(seed).standard_normal(n)
-    b = np.asarray(b, dtype=np.float64)
+    if np.iscomplexobj(b):
+        raise InputError("b must be a real vector; the solvers work in real numbers, not complex ones.")
+    try:
+        b = np.asarray(b, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"b must be a vector of {n} real numbers.") from None
     if b.shape != (n,) or not np.all(np.isfinite(b)):
         raise InputError(f"b must be a finite vector of length {n}, got shape {b.shape}.")
+    if not b.any():
+        raise InputError("b is all zeros: the solution of A x = 0 is x = 0, with nothing to iterate, "
+                         "and power iteration needs a nonzero start vector. Give a nonzero b.")
     solver = SOLVERS[method]
     found: dict = {}
 
@@ -226,7 +240,12 @@ def run_solver(plan, hw=None, method: str = "jacobi", b=None, iterations: int = 
         # plan.matvec refuses NaN / inf; a run that overflowed gets NaN back and stops
         return plan.matvec(v) if np.isfinite(v).all() else np.full(n, np.nan)
 
-    _, res_exact = solver(lambda v: A @ v, A, b, int(iterations), float(tol), {})
+    found_exact: dict = {}
+    _, res_exact = solver(lambda v: A @ v, A, b, int(iterations), float(tol), found_exact)
+    if "indefinite" in found_exact:
+        raise InputError(f"CG needs a symmetric positive definite matrix, and A is not positive definite: "
+                         f"at iteration {found_exact['indefinite']} CG met a direction p with pᵀAp < 0. "
+                         "Use Jacobi or power iteration for this matrix.")
     _, res_approx = solver(lossy, A, b, int(iterations), float(tol), found)
     notes = []
     if method == "cg":

@@ -89,3 +89,48 @@ def test_diverging_notes():
     (note,) = diverging_notes([1.0, 0.01, 0.5, 0.2], "the lossy plan")
     assert "0.01 (iteration 2)" in note and "0.5 (iteration 3)" in note and "50×" in note
     assert diverging_notes([np.nan, 1.0], "x") == [] and diverging_notes([], "x") == []
+
+
+def test_cg_refuses_an_indefinite_matrix_instead_of_blaming_the_plan():
+    # symmetric, positive diagonal (0.5), smallest eigenvalue ≈ −3.4: an exact plan of it was
+    # accepted and the note blamed "the lossy plan's error"
+    A5 = akfviz.generate("stencil5", n=256, seed=0)
+    ind = sp.csr_array(A5 - 3.5 * sp.eye_array(256))
+    plan = akfviz.select(akfviz.analyze(ind, tile=32), error_budget=0)
+    assert plan.relative_error == 0
+    with pytest.raises(InputError, match="A is not positive definite"):
+        run_solver(plan, akfviz.HardwareConfig(rows=4, cols=4), method="cg")
+    # Jacobi / power iteration are not refused for it
+    run_solver(plan, akfviz.HardwareConfig(rows=4, cols=4), method="power", iterations=5)
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"tol": float("nan")}, "tol must be"),
+    ({"tol": -1.0}, "tol must be"),
+    ({"tol": "abc"}, "tol must be"),
+    ({"tol": None}, "tol must be"),
+    ({"seed": -1}, "seed must be"),
+    ({"seed": "s"}, "seed must be"),
+    ({"method": ["cg"]}, "Unknown solver"),
+    ({"persistent": "no"}, "persistent must be True or False"),
+    ({"b": np.array(["a"] * 32)}, "real numbers"),
+    ({"b": np.ones(32) * (1 + 1j)}, "real vector"),
+    ({"b": np.zeros(32)}, "b is all zeros"),
+])
+def test_run_solver_refuses_bad_arguments(stencil_plan, kwargs, words):
+    with pytest.raises(InputError, match=words):
+        run_solver(stencil_plan, akfviz.HardwareConfig(rows=4, cols=4), method=kwargs.pop("method", "cg"),
+                   **kwargs)
+
+
+def test_cg_with_tol_zero_stops_cleanly_at_an_exact_solution():
+    import warnings
+
+    # A = 2 I: the first step lands on x = b / 2 exactly, the residual is exactly 0
+    A = sp.csr_array(sp.diags_array(np.full(16, 2.0)))
+    plan = akfviz.select(akfviz.analyze(A, tile=8), error_budget=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = run_solver(plan, akfviz.HardwareConfig(rows=2, cols=2), method="cg", tol=0.0, iterations=20)
+    c = r.curves["residual_exact"].dropna().to_numpy()
+    assert len(c) == 1 and c[0] == 0.0 and r.notes == []
