@@ -403,6 +403,8 @@ def canonical_csr(A, T: int):
         indices = _index(A.indices)
         ok, rb_count = _count(indptr, indices, A.data, A.shape, T)
         if ok:
+            check_memory(indptr.nbytes + indices.nbytes + A.data.nbytes, "A copy of the matrix",
+                         "Free memory or analyse a smaller matrix.")
             M = sp.csr_array((A.data.copy(), indices.copy(), indptr.copy()),
                              shape=A.shape, copy=False)
             M.has_canonical_format = True

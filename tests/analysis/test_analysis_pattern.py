@@ -308,3 +308,46 @@ def test_available_memory_is_a_positive_byte_count():
 
     got = available_memory()
     assert got is None or got > 1 << 20
+
+
+@pytest.mark.parametrize("make, words", [
+    # scipy builds these without complaint (it checks only array lengths); the CSR conversion
+    # then dropped an entry silently, or an assert fired
+    (lambda: sp.csr_array((np.array([1., 2.]), np.array([0, 5]), np.array([0, 1, 2])), shape=(2, 2)),
+     r"column indices outside 0…1"),
+    (lambda: sp.csr_array((np.array([1., 2., 3.]), np.array([0, 1, -1]), np.array([0, 1, 3])), shape=(2, 2)),
+     r"column indices outside 0…1"),
+    (lambda: sp.csr_array((np.array([1., 2.]), np.array([0, 1]), np.array([0, 2, 1])), shape=(2, 2)),
+     "the row pointers decrease"),
+    (lambda: sp.csc_array((np.array([1., 2.]), np.array([0, 5]), np.array([0, 1, 2])), shape=(2, 2)),
+     r"row indices outside 0…1"),
+    (lambda: sp.csr_matrix((np.array([1., 2.]), np.array([0, 1]), np.array([0, 2, 1])), shape=(2, 2)),
+     "the row pointers decrease"),
+])
+def test_broken_sparse_index_arrays_are_input_errors(make, words):
+    A = make()
+    with pytest.raises(akfviz.InputError, match=words):
+        akfviz.analyze(A, tile=4)
+
+
+def test_a_valid_csr_with_unsorted_indices_is_still_accepted_and_left_unchanged():
+    A = sp.csr_array((np.array([1., 2., 3.]), np.array([1, 0, 1]), np.array([0, 2, 3])), shape=(2, 2))
+    before = (A.indices.copy(), A.indptr.copy(), A.indices.dtype)
+    pa = akfviz.analyze(A, tile=4)
+    np.testing.assert_array_equal(pa.A.toarray(), [[2., 1.], [0., 3.]])
+    assert (A.indices.tolist(), A.indptr.tolist(), A.indices.dtype) == \
+        (before[0].tolist(), before[1].tolist(), before[2])
+
+
+@pytest.mark.parametrize("arr", [np.array([["1", "0"], ["0", "1"]]), np.array([[b"1", b"0"]]),
+                                 np.array([[1, 2]], dtype="datetime64[s]"),
+                                 np.array([[1, 2]], dtype="timedelta64[s]")])
+def test_text_and_time_arrays_are_input_errors(arr):
+    with pytest.raises(akfviz.InputError, match="not a number type"):
+        akfviz.analyze(arr, tile=4)
+
+
+def test_a_declared_shape_whose_csr_copy_cannot_fit_is_refused_before_converting():
+    A = sp.coo_array(([1.0], ([5], [7])), shape=(10**11, 10**11))   # 800 GB of row pointers
+    with pytest.raises(akfviz.errors.ResourceLimitError, match="row pointer"):
+        akfviz.analyze(A, tile=256)
