@@ -12,10 +12,15 @@ local threaded scheduler (numba kernels release the GIL) with ``scheduler="dask"
 """
 from __future__ import annotations
 
+import csv
 import io
 import itertools
 import json
+import math
+import os
+import sys
 import time
+from collections.abc import Mapping as _MappingABC
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -25,24 +30,56 @@ import pandas as pd
 
 from ..arguments import check_seed
 from ..errors import InputError
+from ..npu.hardware import _INT_LIMITS as _HW_INT_LIMITS
+from ..npu.hardware import HardwareConfig
+
+
+def _fmt(v) -> str:
+    """A bound for a message: whole numbers exactly (2**34, not 1.71799e+10), others compactly."""
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return str(int(v))
+    return f"{v:g}"
 
 
 @dataclass(frozen=True)
 class SweepParameter:
-    """One sweepable parameter: where it goes and what values are allowed."""
+    """One sweepable parameter: where it goes and what values are allowed.
+
+    Attributes
+    ----------
+    name : str
+        The parameter's name (a key of :data:`SWEEP_PARAMETERS`).
+    stage : str
+        ``"analysis"``, ``"selection"``, ``"simulation"`` or ``"hardware"``.
+    kind : type
+        ``int``, ``float`` or ``str``.
+    low, high : float or None
+        Allowed range (inclusive) of a number.
+    choices : tuple or None
+        Allowed values of a choice.
+    help : str
+        One-line meaning, shown by the app.
+    optional : bool
+        ``None`` is a valid value (for ``error_budget``: no budget, alpha/beta decide).
+    """
 
     name: str
-    stage: str  # "analysis", "selection" or "hardware"
+    stage: str  # "analysis", "selection", "simulation" or "hardware"
     kind: type
     low: float | None = None
     high: float | None = None
     choices: tuple | None = None
     help: str = ""
+    optional: bool = False
 
     def check(self, value):
         """Return ``value`` converted to the parameter's type, or raise InputError."""
+        if value is None:
+            if self.optional:
+                return None
+            raise InputError(f"Sweep parameter '{self.name}' needs a value, got None.")
         if self.choices is not None:
-            if value not in self.choices:
+            if not isinstance(value, str) or value not in self.choices:
                 raise InputError(
                     f"Sweep parameter '{self.name}' cannot be {value!r}; choose from {list(self.choices)}."
                 )
@@ -53,40 +90,118 @@ class SweepParameter:
             raise InputError(f"Sweep parameter '{self.name}' needs a whole number, got {value!r}.")
         try:
             v = self.kind(value)
-        except (TypeError, ValueError):
-            raise InputError(f"Sweep parameter '{self.name}' needs a number, got {value!r}.") from None
+        except (TypeError, ValueError, OverflowError):
+            what = "a whole number" if self.kind is int else "a number"
+            raise InputError(f"Sweep parameter '{self.name}' needs {what}, got {value!r}.") from None
         if self.kind is float and not np.isfinite(v):
             raise InputError(f"Sweep parameter '{self.name}' must be finite, got {value!r}.")
         if (self.low is not None and v < self.low) or (self.high is not None and v > self.high):
             raise InputError(
-                f"Sweep parameter '{self.name}' = {value!r} is outside [{self.low}, {self.high}]."
+                f"Sweep parameter '{self.name}' = {value!r} is outside "
+                f"[{_fmt(self.low)}, {_fmt(self.high)}] (the allowed range)."
             )
         return v
 
 
+def _hardware_parameter(name: str) -> SweepParameter:
+    """A hardware sweep parameter whose range is HardwareConfig's own (so the two cannot drift)."""
+    lo, hi, what = _HW_INT_LIMITS[name]
+    return SweepParameter(name, "hardware", int, lo, hi, help=what)
+
+
+#: Parameters a sweep can vary. The hardware ones take their ranges from
+#: :class:`~akfviz.npu.hardware.HardwareConfig`; ``tile`` matches
+#: :func:`akfviz.analysis.tiling.check_tile` (4 … 256).
 SWEEP_PARAMETERS: dict[str, SweepParameter] = {
     p.name: p
     for p in [
         SweepParameter("tile", "analysis", int, 4, 256, help="tile side T"),
         SweepParameter("alpha", "selection", float, 0.0, 1e12, help="weight of the error term"),
         SweepParameter("beta", "selection", float, 0.0, 1e12, help="weight of the resource term"),
-        SweepParameter("error_budget", "selection", float, 0.0, 1.0,
-                       help="maximum relative error (replaces alpha/beta when set)"),
+        SweepParameter("error_budget", "selection", float, 0.0, 1.0, optional=True,
+                       help="maximum relative error (replaces alpha/beta when set; None = no budget)"),
         SweepParameter("granularity", "selection", str, choices=("cluster", "tile")),
         SweepParameter("resource", "selection", str, choices=("energy", "cycles", "bytes", "mix")),
         SweepParameter("rho_x", "simulation", float, 1e-6, 1.0, help="activation density of x"),
-        SweepParameter("rows", "hardware", int, 1, 4096, help="PE grid rows"),
-        SweepParameter("cols", "hardware", int, 1, 4096, help="PE grid columns"),
-        SweepParameter("sram_bytes_per_pe", "hardware", int, 1, 2**40, help="SRAM per PE (bytes)"),
-        SweepParameter("mac_lanes", "hardware", int, 1, 4096, help="MACs per cycle per PE"),
-        SweepParameter("dram_bytes_per_cycle", "hardware", float, 1e-6, 1e9,
-                       help="shared DRAM bandwidth (bytes/cycle)"),
-        SweepParameter("hop_latency_cycles", "hardware", int, 0, 10**6, help="NoC hop latency"),
+        *(_hardware_parameter(name) for name in ("rows", "cols", "sram_bytes_per_pe", "mac_lanes",
+                                                   "dram_bytes_per_cycle", "hop_latency_cycles")),
     ]
 }
 
 RESULT_COLUMNS = ["cycles", "energy_pj", "error_pct", "speedup", "energy_rel", "payload_bytes",
                   "n_kernels", "kernel_mix", "wall_s"]
+#: Result columns that hold numbers (``kernel_mix`` is text), and those every sweep row has.
+NUMERIC_RESULT_COLUMNS = [c for c in RESULT_COLUMNS if c != "kernel_mix"]
+REQUIRED_COLUMNS = ["cycles", "energy_pj", "error_pct"]
+
+
+def _check_max_points(max_points) -> int:
+    if isinstance(max_points, (bool, np.bool_)) or not isinstance(max_points, (int, np.integer)) \
+            or max_points < 1:
+        raise InputError(f"max_points must be a whole number ≥ 1, got {max_points!r}.")
+    return int(max_points)
+
+
+def _value_list(name: str, vals, max_points: int) -> list:
+    """The values of one grid entry as a list (not yet checked), or InputError."""
+    example = f"{{'{name}': [v1, v2, …]}}"
+    if isinstance(vals, (str, bytes, bytearray)):
+        raise InputError(
+            f"Sweep parameter '{name}' needs a list of values, got the text {vals!r}; "
+            f"write {example} (a one-value sweep is a list of one value)."
+        )
+    if isinstance(vals, (set, frozenset, _MappingABC)):
+        raise InputError(
+            f"Sweep parameter '{name}' needs a list of values, got a {type(vals).__name__} "
+            f"(which has no fixed order); write {example}."
+        )
+    if isinstance(vals, np.ndarray) and vals.ndim != 1:
+        raise InputError(
+            f"Sweep parameter '{name}' needs a flat list of values, got a {vals.ndim}-d array."
+        )
+    try:
+        it = iter(vals)
+    except TypeError:
+        raise InputError(
+            f"Sweep parameter '{name}' needs a list of values, got {vals!r}; write {example} "
+            "(a one-value sweep is a list of one value)."
+        ) from None
+    # never materialise more values than a sweep may have points (range(10**12) must not hang)
+    out = list(itertools.islice(it, max_points + 1 if max_points < sys.maxsize else None))
+    if len(out) > max_points:
+        raise InputError(
+            f"Sweep parameter '{name}' has more than {max_points} values, so the sweep would have "
+            f"more than the limit of {max_points} points; use fewer values."
+        )
+    return out
+
+
+def _checked_grid(grid, max_points: int) -> dict[str, list]:
+    """``grid`` as {name: list of checked values}; the number of points is counted (exactly)
+    and refused above ``max_points`` before any value is checked or any point is built."""
+    if not isinstance(grid, _MappingABC):
+        raise InputError(
+            "The sweep grid must be a dict of parameter name -> list of values, "
+            f"e.g. {{'alpha': [0.1, 1, 10]}}; got a {type(grid).__name__}."
+        )
+    if not grid:
+        raise InputError("A sweep needs at least one parameter with at least one value.")
+    lists: dict[str, list] = {}
+    for name, vals in grid.items():
+        if not isinstance(name, str) or name not in SWEEP_PARAMETERS:
+            raise InputError(
+                f"'{name}' is not a sweepable parameter; choose from {sorted(SWEEP_PARAMETERS)}."
+            )
+        vals = _value_list(name, vals, max_points)
+        if not vals:
+            raise InputError(f"Sweep parameter '{name}' has no values.")
+        lists[name] = vals
+    n = math.prod(len(v) for v in lists.values())  # Python integers: exact, never overflow
+    if n > max_points:
+        raise InputError(
+            f"This sweep has {n} points, more than the limit of {max_points}; use fewer values."
+        )
+    return {name: [SWEEP_PARAMETERS[name].check(v) for v in vals] for name, vals in lists.items()}
 
 
 def expand_grid(grid: Mapping[str, Sequence], *, max_points: int = 400) -> list[dict]:
@@ -94,35 +209,28 @@ def expand_grid(grid: Mapping[str, Sequence], *, max_points: int = 400) -> list[
 
     Parameters
     ----------
-    grid : mapping of parameter name -> sequence of values
-        Names from :data:`SWEEP_PARAMETERS`.
-    max_points : int
+    grid : mapping of parameter name -> list of values
+        Names from :data:`SWEEP_PARAMETERS`; each value list is a list, tuple, range or 1-d
+        array (a single value is a list of one value; a string is refused).
+        ``error_budget`` may hold ``None``, meaning "no budget" (alpha and beta decide).
+    max_points : int ≥ 1
         Refuse sweeps with more points than this (they would take too long interactively).
+        The count is exact and is checked before any point is built.
 
     Returns
     -------
     list of dict
         One dict per point, keys in the order of ``grid``.
+
+    Raises
+    ------
+    InputError
+        A grid that is not a mapping, an unknown name, an empty or non-list value list, a value
+        out of its range, or more than ``max_points`` points.
     """
-    if not grid:
-        raise InputError("A sweep needs at least one parameter with at least one value.")
-    names, values = [], []
-    for name, vals in grid.items():
-        if name not in SWEEP_PARAMETERS:
-            raise InputError(
-                f"'{name}' is not a sweepable parameter; choose from {sorted(SWEEP_PARAMETERS)}."
-            )
-        vals = list(vals) if not isinstance(vals, (str, bytes)) else [vals]
-        if not vals:
-            raise InputError(f"Sweep parameter '{name}' has no values.")
-        names.append(name)
-        values.append([SWEEP_PARAMETERS[name].check(v) for v in vals])
-    n = int(np.prod([len(v) for v in values]))
-    if n > max_points:
-        raise InputError(
-            f"This sweep has {n} points, more than the limit of {max_points}; use fewer values."
-        )
-    return [dict(zip(names, combo)) for combo in itertools.product(*values)]
+    values = _checked_grid(grid, _check_max_points(max_points))
+    names = list(values)
+    return [dict(zip(names, combo)) for combo in itertools.product(*values.values())]
 
 
 def _split(point: Mapping) -> tuple[dict, dict, dict, dict]:
@@ -130,6 +238,44 @@ def _split(point: Mapping) -> tuple[dict, dict, dict, dict]:
     for k, v in point.items():
         stages[SWEEP_PARAMETERS[k].stage][k] = v
     return stages["analysis"], stages["selection"], stages["hardware"], stages["simulation"]
+
+
+def _hw_key(hw_changes: Mapping) -> tuple:
+    return tuple(sorted(hw_changes.items()))
+
+
+def _hardware_configs(hw0, defaults: Mapping, values: Mapping, points) -> dict:
+    """The HardwareConfig of every point, built before any point runs: {_hw_key: config}.
+
+    Each hardware value of ``base`` and of the grid is first tried alone with ``replace`` so that
+    a refusal names the parameter and the value; then every combination the grid uses is built.
+    """
+    base_hw = {k: v for k, v in defaults.items() if SWEEP_PARAMETERS[k].stage == "hardware"}
+    for k, v in base_hw.items():
+        try:
+            hw0.replace(**{k: v})
+        except InputError as exc:
+            raise InputError(f"base value {k} = {v!r} is not a valid hardware setting: {exc}") from None
+    for k, vals in values.items():
+        if SWEEP_PARAMETERS[k].stage != "hardware":
+            continue
+        for v in vals:
+            try:
+                hw0.replace(**{**base_hw, k: v})
+            except InputError as exc:
+                raise InputError(
+                    f"Sweep parameter '{k}' = {v!r} is not a valid hardware setting: {exc}"
+                ) from None
+    configs: dict = {}
+    for point in points:
+        _, _, hwc, _ = _split({**defaults, **point})
+        key = _hw_key(hwc)
+        if key not in configs:
+            try:
+                configs[key] = hw0.replace(**hwc) if hwc else hw0
+            except InputError as exc:
+                raise InputError(f"The sweep point {point} has no valid hardware: {exc}") from None
+    return configs
 
 
 def run_sweep(
@@ -145,23 +291,31 @@ def run_sweep(
 ) -> pd.DataFrame:
     """Run the AKF pipeline at every point of a parameter grid.
 
+    Every argument, every value of the grid and of ``base``, and the hardware configuration of
+    every point are checked before the first point runs, so a bad value never throws away the
+    points already computed.
+
     Parameters
     ----------
     A : sparse matrix or array
         The workload (validated by :func:`akfviz.workloads.validate.as_csr`).
     grid : mapping
-        Parameter name -> list of values (see :data:`SWEEP_PARAMETERS`).
+        Parameter name -> list of values (see :data:`SWEEP_PARAMETERS` and :func:`expand_grid`).
+        ``error_budget`` may list ``None`` (no budget: alpha and beta decide).
     base : mapping, optional
-        Values for parameters not swept (default tile 32, alpha 1, beta 1, cluster granularity,
-        energy resource, rho_x 1).
+        Values for parameters not swept (default tile 32, alpha 1, beta 1, no error budget,
+        cluster granularity, energy resource, rho_x 1). Checked like grid values.
     hw : HardwareConfig, optional
-        Base hardware; hardware parameters of a point are applied with ``hw.replace``.
+        Base hardware; hardware parameters of ``base`` and of a point are applied with
+        ``hw.replace``.
     seed : int
         Seed for the input vector and the annealing placement (same seed, same table).
     scheduler : {"local", "dask"}
         Run points in order, or as Dask delayed tasks on the local threaded scheduler.
     progress : callable(done, total, point), optional
         Called after each point (local scheduler) — the app's progress bar.
+    max_points : int ≥ 1
+        Refuse grids with more points than this.
 
     Returns
     -------
@@ -169,26 +323,55 @@ def run_sweep(
         One row per point: the parameters, then ``cycles, energy_pj, error_pct, speedup,
         energy_rel, payload_bytes, n_kernels, kernel_mix, wall_s``. ``speedup`` and
         ``energy_rel`` are relative to the Dense baseline on the same hardware.
+
+    Raises
+    ------
+    InputError
+        A bad argument, grid, base value or hardware value (before any point runs).
     """
     from ..analysis.pattern import analyze
-    from ..npu.hardware import HardwareConfig
     from ..npu.simulate import simulate, simulate_dense
     from ..selection.selector import select
     from ..workloads.validate import as_csr
 
+    # ---- every check first: nothing below may fail half-way through the sweep
     seed = check_seed(seed)
-    A = as_csr(A)
-    points = expand_grid(grid, max_points=max_points)
+    if not isinstance(scheduler, str) or scheduler not in ("local", "dask"):
+        raise InputError(f"scheduler must be 'local' or 'dask', not {scheduler!r}.")
+    if progress is not None and not callable(progress):
+        raise InputError(
+            f"progress must be a function called as progress(done, total, point), or None; "
+            f"got {progress!r}."
+        )
+    max_points = _check_max_points(max_points)
+    if hw is not None and not isinstance(hw, HardwareConfig):
+        raise InputError(
+            f"hw must be a HardwareConfig (e.g. akfviz.HardwareConfig()), got {type(hw).__name__}."
+        )
+    hw0 = hw if hw is not None else HardwareConfig()
+    values = _checked_grid(grid, max_points)
+    points = [dict(zip(values, combo)) for combo in itertools.product(*values.values())]
     defaults = {"tile": 32, "alpha": 1.0, "beta": 1.0, "error_budget": None,
                 "granularity": "cluster", "resource": "energy", "rho_x": 1.0}
-    if base:
+    if base is not None:
+        if not isinstance(base, _MappingABC):
+            raise InputError(
+                "base must be a dict of parameter name -> one value, e.g. {'tile': 16}; "
+                f"got a {type(base).__name__}."
+            )
         for k, v in base.items():
-            if k not in SWEEP_PARAMETERS:
+            if not isinstance(k, str) or k not in SWEEP_PARAMETERS:
                 raise InputError(f"'{k}' is not a sweep parameter; choose from {sorted(SWEEP_PARAMETERS)}.")
-            defaults[k] = None if v is None else SWEEP_PARAMETERS[k].check(v)
-    if scheduler not in ("local", "dask"):
-        raise InputError(f"scheduler must be 'local' or 'dask', not {scheduler!r}.")
-    hw0 = hw if hw is not None else HardwareConfig()
+            defaults[k] = SWEEP_PARAMETERS[k].check(v)
+    hw_configs = _hardware_configs(hw0, defaults, values, points)
+    for point in points:
+        p = {**defaults, **point}
+        if p["alpha"] == 0 and p["beta"] == 0 and p["error_budget"] is None:
+            raise InputError(
+                f"At the sweep point {point}, alpha and beta are both 0 (and there is no "
+                "error_budget), so every kernel would cost nothing; make alpha or beta > 0 there."
+            )
+    A = as_csr(A)
 
     analyses: dict = {}
     dense: dict = {}
@@ -204,7 +387,7 @@ def run_sweep(
         return analyses[tile]
 
     def get_hw(hw_changes):
-        return hw0.replace(**hw_changes) if hw_changes else hw0
+        return hw_configs[_hw_key(hw_changes)]
 
     def get_dense(tile, hwp, rho_x):
         key = (tile, hwp.config_hash(), rho_x)
@@ -262,7 +445,7 @@ def run_sweep(
         if progress is not None:
             progress(len(points), len(points), points[-1])
     df = pd.DataFrame(rows)
-    df.attrs["akfviz_sweep"] = {"grid": {k: list(map(_jsonable, v)) for k, v in grid.items()},
+    df.attrs["akfviz_sweep"] = {"grid": {k: list(map(_jsonable, v)) for k, v in values.items()},
                                 "base": {k: _jsonable(v) for k, v in defaults.items()},
                                 "seed": seed, "shape": list(A.shape), "nnz": int(A.nnz)}
     return df
@@ -277,15 +460,100 @@ def _jsonable(v):
 
 
 def save_sweep(df: pd.DataFrame, path: str | Path) -> Path:
-    """Write a sweep table as ``.csv`` or ``.parquet`` (chosen by the file name)."""
+    """Write a sweep table as ``.csv`` or ``.parquet`` (chosen by the file name).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The table :func:`run_sweep` returned.
+    path : str or path-like
+        File name ending in ``.csv``, ``.parquet`` or ``.pq``, in a folder that exists.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    InputError
+        ``df`` is not a DataFrame, the file name has another ending, the folder does not exist,
+        or the file cannot be written.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise InputError(
+            f"save_sweep needs the table run_sweep returned (a pandas DataFrame), "
+            f"got a {type(df).__name__}."
+        )
+    if not isinstance(path, (str, os.PathLike)):
+        raise InputError(f"save_sweep needs a file name such as 'sweep.csv', got {path!r}.")
     path = Path(path)
-    if path.suffix.lower() == ".csv":
-        df.to_csv(path, index=False)
-    elif path.suffix.lower() in (".parquet", ".pq"):
-        df.to_parquet(path, index=False)
-    else:
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".parquet", ".pq"):
         raise InputError(f"Cannot write a sweep to '{path.name}': use a .csv or .parquet file name.")
+    folder = path.parent
+    if not folder.is_dir():
+        raise InputError(
+            f"Cannot write the sweep to '{path}': the folder '{folder}' does not exist. "
+            "Create it first or choose another folder."
+        )
+    try:
+        if suffix == ".csv":
+            df.to_csv(path, index=False)
+        else:
+            df.to_parquet(path, index=False)
+    except OSError as exc:
+        raise InputError(f"Could not write the sweep to '{path}': {exc.strerror or exc}.") from None
     return path
+
+
+def _check_csv_rows(data: bytes) -> None:
+    """Refuse a CSV whose rows have fewer fields than its header (e.g. a file cut off mid-row)."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError("The sweep file is not UTF-8 text, so it is not a CSV sweep file.") from None
+    try:
+        reader = csv.reader(io.StringIO(text, newline=""))
+        header = next(reader, None)
+        if not header:
+            return
+        for row in reader:
+            if row and len(row) < len(header):
+                raise InputError(
+                    f"Line {reader.line_num} of the sweep file has {len(row)} of the {len(header)} "
+                    "columns: the file looks cut off or damaged. Save the sweep again."
+                )
+    except csv.Error as exc:
+        raise InputError(f"Could not read the sweep file (CSV error: {exc}).") from None
+
+
+def _check_numeric_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """Refuse text in the numeric columns of a loaded sweep (and empty required cells); return
+    the table with those columns as numbers."""
+    numeric = NUMERIC_RESULT_COLUMNS + [p.name for p in SWEEP_PARAMETERS.values() if p.kind is not str]
+    for c in numeric:
+        if c not in df.columns:
+            continue
+        s = df[c]
+        if not (pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)):
+            conv = pd.to_numeric(s, errors="coerce")
+            bad = np.flatnonzero((conv.isna() & s.notna()).to_numpy())
+            if bad.size:
+                i = int(bad[0])
+                raise InputError(
+                    f"Column '{c}' of this sweep file should hold numbers, but row {i + 1} holds "
+                    f"{s.iloc[i]!r}. The file was damaged or edited; save the sweep again."
+                )
+            df[c] = conv
+        if c in REQUIRED_COLUMNS:
+            empty = np.flatnonzero(df[c].isna().to_numpy())
+            if empty.size:
+                raise InputError(
+                    f"Column '{c}' of this sweep file is empty in row {int(empty[0]) + 1}: the file "
+                    "looks cut off or damaged. Save the sweep again."
+                )
+    return df
 
 
 def load_sweep(path_or_bytes, fmt: str | None = None, *, name: str | None = None) -> pd.DataFrame:
@@ -300,47 +568,68 @@ def load_sweep(path_or_bytes, fmt: str | None = None, *, name: str | None = None
     name : str, optional
         File name for bytes input (used to guess the format).
 
+    Returns
+    -------
+    pandas.DataFrame
+        The sweep, its numeric columns as numbers.
+
     Raises
     ------
     InputError
-        Unknown format, unreadable file, or a table without the result columns.
+        Not a file name, bytes or file; unknown format; an unreadable, empty or cut-off file; a
+        table without the result columns, or with text where a numeric column needs a number.
     """
-    if hasattr(path_or_bytes, "read"):
-        name = name or getattr(path_or_bytes, "name", None)
-        data = path_or_bytes.read()
-    elif isinstance(path_or_bytes, (bytes, bytearray)):
-        data = bytes(path_or_bytes)
-    else:
-        p = Path(path_or_bytes)
-        if not p.is_file():
-            raise InputError(f"No sweep file at '{p}'.")
-        name = name or p.name
-        data = p.read_bytes()
+    if fmt is not None and fmt not in ("csv", "parquet"):
+        raise InputError(f"Unknown sweep format {fmt!r}; use 'csv' or 'parquet'.")
+    if name is not None and not isinstance(name, str):
+        raise InputError(f"name must be a file name (text), got {name!r}.")
+    try:
+        if hasattr(path_or_bytes, "read"):
+            file_name = getattr(path_or_bytes, "name", None)
+            name = name or (file_name if isinstance(file_name, str) else None)
+            data = path_or_bytes.read()
+            if isinstance(data, str):
+                data = data.encode("utf-8")
+        elif isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+            data = bytes(path_or_bytes)
+        elif isinstance(path_or_bytes, (str, os.PathLike)):
+            p = Path(path_or_bytes)
+            if not p.is_file():
+                raise InputError(f"No sweep file at '{p}'.")
+            name = name or p.name
+            data = p.read_bytes()
+        else:
+            raise InputError(
+                "load_sweep needs a file name, a path, the file's bytes or an open binary file; "
+                f"got {path_or_bytes!r}."
+            )
+    except OSError as exc:
+        raise InputError(f"Could not read the sweep file: {exc.strerror or exc}.") from None
+    if not isinstance(data, bytes):
+        raise InputError(f"The file object gave {type(data).__name__}, not bytes; open it in binary mode.")
     if not data:
         raise InputError("The sweep file is empty.")
     if fmt is None:
-        if data[:4] == b"PAR1" or (name or "").endswith((".parquet", ".pq")):
+        if data[:4] == b"PAR1" or (name or "").lower().endswith((".parquet", ".pq")):
             fmt = "parquet"
         else:
             fmt = "csv"
+    if fmt == "csv":
+        _check_csv_rows(data)
     try:
         if fmt == "parquet":
             df = pd.read_parquet(io.BytesIO(data))
-        elif fmt == "csv":
-            df = pd.read_csv(io.BytesIO(data))
         else:
-            raise InputError(f"Unknown sweep format {fmt!r}; use 'csv' or 'parquet'.")
-    except InputError:
-        raise
+            df = pd.read_csv(io.BytesIO(data))
     except Exception as exc:  # parser errors of pandas/pyarrow
         raise InputError(f"Could not read the sweep file ({type(exc).__name__}: {exc}).") from None
-    missing = [c for c in ("cycles", "energy_pj", "error_pct") if c not in df.columns]
+    missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
     if missing:
         raise InputError(
             f"This table is not an akfviz sweep: it lacks the column(s) {missing}. "
             "Produce one with the Design space page or `python -m akfviz sweep`."
         )
-    return df
+    return _check_numeric_columns(df)
 
 
 def describe_grid(grid: Mapping[str, Sequence]) -> str:

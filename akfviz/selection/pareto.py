@@ -8,11 +8,14 @@ returned sorted by resource (ascending), where its error then strictly decreases
 """
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from ..arguments import check_seed
 from ..errors import InputError
 from .costs import SelectionProblem, check_pa, resolve_candidates
 from .perftable import check_resource, check_rho_x
@@ -58,6 +61,34 @@ def non_dominated(error, resource) -> np.ndarray:
     return keep
 
 
+#: ``log_range`` bounds: 10**±300 is still a finite float64.
+LOG_RANGE_LIMIT = 300.0
+
+
+def _check_log_range(log_range) -> tuple[float, float]:
+    """``log_range`` as (low, high): two finite real numbers, low < high, both within ±300."""
+    want = (f"log_range must be two numbers (low, high) with low < high, both between "
+            f"{-LOG_RANGE_LIMIT:g} and {LOG_RANGE_LIMIT:g} (log10 of the multipliers), e.g. (-4, 8); "
+            f"got {log_range!r}.")
+    if isinstance(log_range, (str, bytes)) or not hasattr(log_range, "__len__") \
+            or getattr(log_range, "ndim", 1) != 1 or len(log_range) != 2:
+        raise InputError(want)
+    out = []
+    for v in log_range:
+        if isinstance(v, np.ndarray) and v.ndim == 0:
+            v = v.item()
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+            raise InputError(want)
+        v = float(v)
+        if not (math.isfinite(v) and -LOG_RANGE_LIMIT <= v <= LOG_RANGE_LIMIT):
+            raise InputError(want)
+        out.append(v)
+    lo, hi = out
+    if not lo < hi:
+        raise InputError(want)
+    return lo, hi
+
+
 def pareto_front(pa, kernels=None, hw=None, *, resource="energy", granularity="cluster", n_points=25,
                  log_range=(-4.0, 8.0), rho_x=1.0, seed=0, plan=None) -> ParetoFront:
     """Sweep the multiplier and return the error–resource Pareto front (see the module docstring).
@@ -73,18 +104,36 @@ def pareto_front(pa, kernels=None, hw=None, *, resource="energy", granularity="c
         log10 of the smallest and largest multiplier.
     plan : FusionPlan, optional
         Its (error, resource) is returned as ``current``.
+
+    Returns
+    -------
+    ParetoFront
+
+    Raises
+    ------
+    InputError
+        A bad argument (checked before any plan is formed): ``hw`` not a HardwareConfig, ``seed``
+        not a whole number ≥ 0, ``n_points`` outside 2 … 1000, ``log_range`` not two numbers
+        low < high within ±300, ``plan`` not a FusionPlan, and the checks of :func:`akfviz.select`.
     """
+    from ..execute.plan import FusionPlan
     from ..npu.hardware import HardwareConfig
 
     check_pa(pa)
-    if not (isinstance(n_points, (int, np.integer)) and 2 <= n_points <= 1000):
+    if hw is not None and not isinstance(hw, HardwareConfig):
+        raise InputError(
+            f"hw must be a HardwareConfig (e.g. akfviz.HardwareConfig()) or None, got {hw!r}.")
+    seed = check_seed(seed)
+    if isinstance(n_points, (bool, np.bool_)) or not (
+            isinstance(n_points, (int, np.integer)) and 2 <= n_points <= 1000):
         raise InputError(f"n_points must be an integer in [2, 1000], got {n_points!r}.")
-    lo, hi = (float(v) for v in log_range)
-    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-        raise InputError(f"log_range must be two finite numbers (low < high), got {log_range!r}.")
+    lo, hi = _check_log_range(log_range)
+    if plan is not None and not isinstance(plan, FusionPlan):
+        raise InputError(
+            f"plan must be a FusionPlan (from akfviz.select) or None, got {type(plan).__name__}.")
     hw = HardwareConfig() if hw is None else hw
     prob = SelectionProblem(pa, resolve_candidates(kernels), hw, resource=check_resource(resource),
-                            granularity=granularity, rho_x=check_rho_x(rho_x), seed=int(seed))
+                            granularity=granularity, rho_x=check_rho_x(rho_x), seed=seed)
     lams = np.concatenate([[0.0], np.logspace(lo, hi, int(n_points)), [np.inf]])
     rows = []
     for lam in lams:

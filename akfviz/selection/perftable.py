@@ -500,16 +500,57 @@ def prediction_error(pa, hw=None, *, table: PerformanceTable | None = None, kern
     tile alone on a 1×1 PE grid with every input nonzero, minus the same run without the tile
     (``rho_x`` must then be 1; slow — one simulation per tile and kernel, so keep ``max_tiles`` small).
 
+    Parameters
+    ----------
+    pa : PatternAnalysis
+        The analysed matrix.
+    hw : HardwareConfig, optional
+        Hardware (default ``HardwareConfig()``).
+    table : PerformanceTable, optional
+        The table to check (default: :func:`performance_table` of ``hw``, ``pa.tile``, ``rho_x``).
+    kernels : list of str, optional
+        Kernel names (default: all registered kernels).
+    rho_x : float in (0, 1]
+        Activation density of x.
+    max_tiles : int ≥ 1
+        Most tiles priced per kernel.
+    seed : int ≥ 0
+        Seed of the tile sample.
+    against : {"unit_costs", "simulator"}
+        How the true costs are priced.
+
     Returns
     -------
     DataFrame
         One row per (kernel, class, measure): ``n_tiles, rel_rms, max_rel, bias`` (mean signed relative
         error; > 0 means the table over-predicts), ``total_pred``, ``total_true``, ``total_rel`` (the
         error of the sum over the sampled tiles, which is what the selector's totals see).
+
+    Raises
+    ------
+    InputError
+        A bad argument, checked before any tile is priced: ``max_tiles`` not a whole number ≥ 1,
+        ``seed`` not a whole number ≥ 0, ``rho_x`` outside (0, 1] (or not 1 with
+        ``against="simulator"``), an unknown ``against``, ``hw`` not a HardwareConfig.
     """
+    from ..arguments import check_seed
     from ..kernels.registry import get_kernel, kernel_names
     from ..npu.hardware import HardwareConfig
 
+    if isinstance(max_tiles, (bool, np.bool_)) or not isinstance(max_tiles, (int, np.integer)) \
+            or max_tiles < 1:
+        raise InputError(
+            f"max_tiles (how many tiles to price per kernel) must be a whole number ≥ 1, got {max_tiles!r}.")
+    max_tiles = int(max_tiles)
+    seed = check_seed(seed)
+    rho_x = check_rho_x(rho_x)
+    if not isinstance(against, str) or against not in _PRICERS:
+        raise InputError(f"against must be one of {', '.join(_PRICERS)}, got {against!r}.")
+    if against == "simulator" and rho_x != 1.0:
+        raise InputError("The simulator check runs with every input nonzero; use rho_x=1.")
+    if hw is not None and not isinstance(hw, HardwareConfig):
+        raise InputError(
+            f"hw must be a HardwareConfig (e.g. akfviz.HardwareConfig()) or None, got {hw!r}.")
     hw = HardwareConfig() if hw is None else hw
     table = performance_table(hw, pa.tile, rho_x=rho_x) if table is None else table
     names = list(kernel_names()) if kernels is None else list(kernels)
@@ -527,10 +568,6 @@ def prediction_error(pa, hw=None, *, table: PerformanceTable | None = None, kern
     dens = tiles["density"].to_numpy(np.float64)[idx]
     scale = tile_scale(tiles, pa.tile)[idx]
     rows = []
-    if against not in _PRICERS:
-        raise InputError(f"against must be one of {', '.join(_PRICERS)}, got {against!r}.")
-    if against == "simulator" and rho_x != 1.0:
-        raise InputError("The simulator check runs with every input nonzero; use rho_x=1.")
     pricer = _PRICERS[against]
     for k in names:
         true = pricer(get_kernel(k), pa, idx, hw, rho_x)

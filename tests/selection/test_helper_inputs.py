@@ -1,0 +1,59 @@
+"""Input checks of the selector helpers ``pareto_front`` and ``prediction_error`` (akf-spec §9):
+a bad argument raises InputError with a readable message before any work."""
+import numpy as np
+import pytest
+
+import akfviz
+from akfviz.selection.pareto import pareto_front
+from akfviz.selection.perftable import prediction_error
+
+
+@pytest.fixture(scope="module")
+def pa():
+    return akfviz.analyze(akfviz.generate("banded", n=64), tile=16)
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(hw="x"), "hw must be a HardwareConfig"),
+    (dict(seed=-1), "seed must be a whole number"),
+    (dict(seed=1.5), "seed must be a whole number"),
+    (dict(log_range=5), "log_range must be two numbers"),
+    (dict(log_range="ab"), "log_range must be two numbers"),
+    (dict(log_range=(1, 2, 3)), "log_range must be two numbers"),
+    (dict(log_range=(8, -4)), "low < high"),
+    (dict(log_range=(-4, "x")), "log_range must be two numbers"),
+    (dict(log_range=(-4, float("inf"))), "log_range must be two numbers"),
+    (dict(log_range=(-4, 400)), "between -300 and 300"),
+    (dict(n_points=True), "n_points"),
+    (dict(plan="p"), "plan must be a FusionPlan"),
+])
+def test_pareto_front_bad_arguments(pa, kw, words):
+    with pytest.raises(akfviz.InputError, match=words):
+        pareto_front(pa, **kw)
+
+
+def test_pareto_front_accepts_numpy_log_range(pa):
+    pf = pareto_front(pa, n_points=3, log_range=np.array([-2.0, 2.0]), seed=np.int64(1))
+    assert len(pf.points) == 5
+
+
+@pytest.mark.parametrize("max_tiles", [-1, 0, "a", 2.5, True, None])
+def test_prediction_error_max_tiles(pa, max_tiles):
+    with pytest.raises(akfviz.InputError, match=r"max_tiles .* whole number ≥ 1"):
+        prediction_error(pa, max_tiles=max_tiles)
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(seed=-1), "seed must be a whole number"),
+    (dict(hw="x"), "hw must be a HardwareConfig"),
+    (dict(against="oracle"), "against must be one of"),
+    (dict(rho_x=2.0), "rho_x"),
+])
+def test_prediction_error_other_arguments(pa, kw, words):
+    with pytest.raises(akfviz.InputError, match=words):
+        prediction_error(pa, **kw)
+
+
+def test_prediction_error_one_tile_is_enough(pa):
+    df = prediction_error(pa, kernels=["DENSE"], max_tiles=np.int64(1))
+    assert (df["n_tiles"] >= 1).all() and df["n_tiles"].sum() <= 5 * 3
