@@ -107,6 +107,9 @@ class Generator:
     func: Callable
     params: tuple[ParamSpec, ...] = field(default_factory=tuple)
     rectangular: bool = True
+    #: Optional cross-parameter check ``check(kind, n, m, values, given)`` run after every
+    #: parameter has been validated (``given``: the names the caller set); raises InputError.
+    check: Callable | None = None
 
     def defaults(self) -> dict:
         out = {"n": DEFAULT_N, "seed": 0}
@@ -168,20 +171,25 @@ def _uniform(rng, n, m, limits, *, density):
 
 
 def _banded(rng, n, m, limits, *, bandwidth, density):
-    """Band ``|i − j| <= bandwidth``; the main diagonal is always full, other band entries
-    are kept with probability ``density``."""
+    """Banded matrix (akf-spec §1): the band ``|i − j| <= bandwidth``; the main diagonal is
+    always full, other band entries are kept with probability ``density``, N(0, 1) values.
+
+    Notes
+    -----
+    Diagonal ``d = j − i`` runs over the rows ``max(0, −d) <= i < min(n, m − d)``; only the
+    diagonals with at least one entry, ``max(−bw, 1 − n) <= d <= min(bw, m − 1)``, are listed.
+    All band positions are built at once (diagonal by diagonal, rows ascending, the order of the
+    keep draws) with ``np.repeat``, in O(nnz) time whatever the shape: each listed diagonal
+    holds at least one entry, so their number never exceeds the band's size.
+    """
     bw = min(bandwidth, max(n, m) - 1)
     _check_nnz(limits, "banded", min(n, m) * (2 * bw + 1))
-    rows, cols = [], []
-    for d in range(-bw, bw + 1):
-        i0, i1 = max(0, -d), min(n, m - d)
-        if i1 <= i0:
-            continue
-        i = np.arange(i0, i1, dtype=np.int64)
-        rows.append(i)
-        cols.append(i + d)
-    rows = np.concatenate(rows)
-    cols = np.concatenate(cols)
+    ds = np.arange(max(-bw, 1 - n), min(bw, m - 1) + 1, dtype=np.int64)
+    i0 = np.maximum(0, -ds)
+    lens = np.minimum(n, m - ds) - i0  # >= 1 for every listed diagonal
+    starts = np.cumsum(lens) - lens
+    rows = np.arange(int(lens.sum()), dtype=np.int64) - np.repeat(starts - i0, lens)
+    cols = rows + np.repeat(ds, lens)
     keep = (rng.random(rows.size) < density) | (rows == cols)
     rows, cols = rows[keep], cols[keep]
     return sp.coo_array((_values(rng, rows.size), (rows, cols)), shape=(n, m))
@@ -259,9 +267,26 @@ def _block_diagonal(rng, n, m, limits, *, block, density):
     return sp.coo_array((_values(rng, rows.size), (rows, cols)), shape=(n, n))
 
 
+# In-block fill draws made per step of the clustered generator (8 bytes each: 32 MB).
+_CLUSTER_DRAWS_PER_STEP = 1 << 22
+
+
 def _clustered(rng, n, m, limits, *, blocks, min_block, max_block, density, noise):
-    """``blocks`` dense-ish blocks (sides uniform in [min_block, max_block], random
-    positions, in-block density ``density``) plus uniform background noise ``noise``."""
+    """Clustered blocks (akf-spec §1): ``blocks`` dense-ish blocks plus uniform noise.
+
+    Block ``b`` has height ``h_b`` and width ``w_b`` uniform in ``[min_block, max_block]``
+    (clipped to ``n`` and ``m``), top-left corner uniform among the positions that fit, and each
+    of its ``h_b·w_b`` entries is kept with probability ``density``; then ``round(noise·n·m)``
+    distinct uniform background positions are added. Positions hit twice are kept once;
+    values are N(0, 1).
+
+    Notes
+    -----
+    The fill draws of consecutive blocks are made together, about ``2**22`` at a time (one
+    ``rng.random`` call per step, not per block), so the time is linear in the number of
+    drawn entries however many blocks there are; the draws are the same, in the same order,
+    as block after block.
+    """
     k_blocks = max(1, n // 64) if blocks is None else blocks
     lo, hi = min(min_block, max_block), max(min_block, max_block)
     _check_nnz(limits, "clustered", k_blocks * hi * hi + noise * n * m)
@@ -269,12 +294,22 @@ def _clustered(rng, n, m, limits, *, blocks, min_block, max_block, density, nois
     widths = np.minimum(rng.integers(lo, hi + 1, size=k_blocks), m)
     r0 = rng.integers(0, n - heights + 1)
     c0 = rng.integers(0, m - widths + 1)
+    sizes = (heights * widths).astype(np.int64)
+    ends = np.cumsum(sizes)
     rows, cols = [], []
-    for h, w, r, c in zip(heights, widths, r0, c0):
-        keep = rng.random(h * w) < density
-        flat = np.flatnonzero(keep)
-        rows.append(r + flat // w)
-        cols.append(c + flat % w)
+    b0 = 0
+    while b0 < k_blocks:
+        base = int(ends[b0 - 1]) if b0 else 0
+        # blocks b0..b1-1 together hold at most the step's draws (always at least one block)
+        b1 = max(b0 + 1, int(np.searchsorted(ends, base + _CLUSTER_DRAWS_PER_STEP, side="right")))
+        local_ends = ends[b0:b1] - base
+        flat = np.flatnonzero(rng.random(int(local_ends[-1])) < density)
+        blk = np.searchsorted(local_ends, flat, side="right")  # block of each kept draw
+        within = flat - (local_ends - sizes[b0:b1])[blk]
+        w = widths[b0:b1][blk]
+        rows.append(r0[b0:b1][blk] + within // w)
+        cols.append(c0[b0:b1][blk] + within % w)
+        b0 = b1
     keys = _distinct_keys(rng, n * m, int(round(noise * n * m)), limits, "clustered")
     rows.append(keys // m)
     cols.append(keys % m)
@@ -285,29 +320,194 @@ def _clustered(rng, n, m, limits, *, blocks, min_block, max_block, density, nois
     return sp.coo_array((_values(rng, key.size), (key // m, key % m)), shape=(n, m))
 
 
+# The power-law generator keeps its classic sample-mean rescaling for exponents of at least
+# POWERLAW_CLASSIC_EXPONENT (the default 2.5 and steeper: outputs unchanged) and, below, when
+# the matrix it gives has a mean row length within POWERLAW_MEAN_TOLERANCE of the requested one.
+POWERLAW_CLASSIC_EXPONENT = 2.5
+POWERLAW_MEAN_TOLERANCE = 0.05
+
+
 def _powerlaw(rng, n, m, limits, *, avg_nnz, exponent, density=None):
-    """Row lengths with a power-law tail ``p(L) ∝ L^(−exponent)`` (Pareto draws rescaled to
-    mean ``avg_nnz``, clipped to [1, m]); columns uniform per row (graph-like). ``density``,
-    when given, sets ``avg_nnz = density · m``."""
+    """Power-law row lengths, graph-like (akf-spec §1).
+
+    Row ``i`` gets length ``L_i = clip(round(s·X_i), 1, m)`` where ``X_i = (1 − u_i)^(−1/(a−1))``,
+    ``u_i ~ U[0, 1)``, is a Pareto draw with tail ``p(L) ∝ L^(−a)`` (``a`` = ``exponent``), and the
+    scale ``s`` brings the mean row length to ``avg_nnz`` (``density``, when given, sets
+    ``avg_nnz = density·m``); columns are uniform per row, values N(0, 1).
+
+    Notes
+    -----
+    The scale is first the classic ``s = avg_nnz / mean(X)`` with the columns of a row drawn
+    with replacement (repeats merged). That result is returned when ``a >= 2.5``
+    (:data:`POWERLAW_CLASSIC_EXPONENT`; the default and steeper exponents give the same matrix as
+    earlier versions) and, for smaller ``a``, when its mean row length is within
+    :data:`POWERLAW_MEAN_TOLERANCE` (5 %) of the target ``clip(avg_nnz, 1, m)``. Otherwise —
+    heavy tails (``a`` near 1 or 2), where one huge draw dominates ``mean(X)``, which has no
+    finite expectation for ``a <= 2`` and overflows for ``a`` near 1 — the same draws ``X_i``
+    are used with ``s`` found by bisection on ``log s`` (from ``log X_i = −log1p(−u_i)/(a−1)``,
+    so nothing overflows) such that ``Σ L_i`` is as close to ``n·clip(avg_nnz, 1, m)`` as the
+    lengths allow, and each row gets exactly ``L_i`` distinct uniform columns. For exponents
+    close to 1 almost all rows then have length 1 or ``m``: the power-law body ``1 < L < m``
+    holds only a few rows.
+    """
     if density is not None:
         avg_nnz = max(density * m, 1e-9)
     _check_nnz(limits, "powerlaw", n * min(avg_nnz, m))
+    target = min(max(avg_nnz, 1.0), float(m))
     u = rng.random(n)
-    raw = (1.0 - u) ** (-1.0 / (exponent - 1.0))
-    lengths = np.clip(np.round(raw / raw.mean() * avg_nnz), 1, m).astype(np.int64)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        raw = (1.0 - u) ** (-1.0 / (exponent - 1.0))
+        raw_mean = raw.mean()
+    if np.isfinite(raw_mean):
+        lengths = np.clip(np.round(raw / raw_mean * avg_nnz), 1, m).astype(np.int64)
+        _check_nnz(limits, "powerlaw", lengths.sum())
+        rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        cols = rng.integers(0, m, size=rows.size, dtype=np.int64)
+        key = sorted_unique(rows * m + cols)
+        if (exponent >= POWERLAW_CLASSIC_EXPONENT
+                or abs(key.size / n - target) <= POWERLAW_MEAN_TOLERANCE * target):
+            return sp.coo_array((_values(rng, key.size), (key // m, key % m)), shape=(n, m))
+        del rows, cols, key
+    log_x = -np.log1p(-u) / (exponent - 1.0)
+    lengths = _powerlaw_lengths(log_x, target * n, m)
     _check_nnz(limits, "powerlaw", lengths.sum())
-    rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
-    cols = rng.integers(0, m, size=rows.size, dtype=np.int64)
-    key = sorted_unique(rows * m + cols)
+    key = _distinct_per_row(rng, lengths, m)
     return sp.coo_array((_values(rng, key.size), (key // m, key % m)), shape=(n, m))
 
 
-def _nm(rng, n, m, limits, *, pattern, density=None):
-    """N:M structured: every group of M consecutive columns of every row holds exactly N
-    nonzeros (the last, shorter group holds min(N, its width)) at random positions.
+def _powerlaw_lengths(log_x: np.ndarray, target_total: float, m: int) -> np.ndarray:
+    """Row lengths ``L_i = clip(round(exp(c + log_x_i)), 1, m)`` with ``c = log s`` chosen by
+    bisection so that ``Σ L_i`` is as close to ``target_total`` as possible.
 
-    With ``density`` (at most N/M), ``round(density·n·m)`` of those positions are kept,
-    chosen uniformly: groups then hold *at most* N nonzeros, still N:M compliant."""
+    ``Σ L_i`` is non-decreasing in ``c``: it is ``n`` for ``c < −max(log_x)`` and ``n·m`` for
+    ``c > log m``. During the bisection only the rows with ``0 <= c + log_x_i <= log m`` are
+    evaluated (the others have length 1 or ``m``), found in the sorted ``log_x``.
+    """
+    n = log_x.size
+    srt = np.sort(log_x)
+    log_m = math.log(m)
+
+    def total(c: float) -> int:
+        i0 = int(np.searchsorted(srt, -c, side="left"))
+        i1 = int(np.searchsorted(srt, log_m - c, side="right"))
+        mid = np.clip(np.rint(np.exp(srt[i0:i1] + c)), 1, m)
+        return i0 + (n - i1) * m + int(mid.sum())
+
+    lo, hi = -float(srt[-1]) - 1.0, log_m + 1.0
+    if target_total <= n:
+        c = lo
+    elif target_total >= n * m:
+        c = hi
+    else:
+        t_lo, t_hi = n, n * m
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            if not lo < mid < hi:
+                break
+            t = total(mid)
+            if t < target_total:
+                lo, t_lo = mid, t
+            else:
+                hi, t_hi = mid, t
+        c = lo if target_total - t_lo <= t_hi - target_total else hi
+    return np.clip(np.rint(np.exp(np.minimum(log_x + c, log_m + 1.0))), 1, m).astype(np.int64)
+
+
+def _distinct_per_row(rng, counts: np.ndarray, m: int) -> np.ndarray:
+    """Sorted keys ``row·m + col``: row ``i`` gets exactly ``counts[i]`` distinct columns,
+    a uniformly random ``counts[i]``-subset of ``range(m)``.
+
+    Rows with ``counts[i] <= m/2`` draw columns with replacement, merge repeats and top up the
+    rows still short with twice their shortfall (at least half the columns are still free, so
+    a few rounds suffice), then drop a uniformly random surplus; longer rows draw the
+    ``m − counts[i]`` columns they leave out the same way. By symmetry every subset of the
+    requested size is equally likely. Time and memory O(Σ counts + n).
+    """
+    n = counts.size
+    dense = counts > m // 2
+    want = np.where(dense, m - counts, counts).astype(np.int64)
+    row_ids = np.arange(n, dtype=np.int64)
+    key = sorted_unique(np.repeat(row_ids, want) * m
+                        + rng.integers(0, m, size=int(want.sum()), dtype=np.int64))
+    while True:
+        missing = want - np.bincount(key // m, minlength=n)
+        short = np.maximum(missing, 0)
+        if not short.any():
+            break
+        extra = np.repeat(row_ids, 2 * short)
+        key = sorted_unique(np.concatenate(
+            [key, extra * m + rng.integers(0, m, size=extra.size, dtype=np.int64)]))
+    have = want - missing
+    if np.any(have > want):  # drop a uniformly random surplus from the rows that overshot
+        row = key // m
+        order = np.lexsort((rng.random(key.size), row))
+        first = np.cumsum(have) - have
+        rank = np.empty(key.size, dtype=np.int64)
+        rank[order] = np.arange(key.size, dtype=np.int64) - first[row[order]]
+        key = key[rank < want[row]]
+    if dense.any():  # long rows: every column except the ones drawn
+        d_rows = np.flatnonzero(dense)
+        in_dense = dense[key // m]
+        out = key[in_dense]
+        grid = np.ones((d_rows.size, m), dtype=bool)
+        grid[np.searchsorted(d_rows, out // m), out % m] = False
+        r, c = np.nonzero(grid)
+        key = np.sort(np.concatenate([key[~in_dense], d_rows[r] * m + c]))
+    return key
+
+
+# N:M groups whose position choices number at most this many are drawn from the enumerated
+# list of combinations (the original method: its outputs are kept bit for bit, e.g. 2:4, 1:4,
+# 4:8, 8:16); above it the positions come from ranking random keys, which never enumerates.
+NM_ENUMERATE_MAX = 100_000
+# Random keys drawn per step of the ranking method (8 bytes each: 32 MB), whatever n and m.
+_NM_KEYS_PER_STEP = 1 << 22
+
+
+def _nm_group_positions(rng, n_groups: int, width: int, k: int) -> np.ndarray:
+    """Positions of ``k`` of ``width`` slots in each of ``n_groups`` groups, ``(n_groups, k)``.
+
+    Every ``k``-subset is equally likely (akf-spec §1, N:M structured). When there are at most
+    :data:`NM_ENUMERATE_MAX` subsets, ``C(width, k) <= NM_ENUMERATE_MAX``, one of the enumerated
+    subsets is picked per group with ``rng.integers`` (the original method, outputs unchanged).
+    Otherwise each slot gets a uniform key ``u ~ U[0, 1)`` and the ``k`` slots with the smallest
+    keys are kept (a uniformly random ``k``-subset by symmetry); keys are drawn in steps of
+    about ``2**22`` so memory stays bounded, and the draws follow the same row-major order
+    whatever the step, so the result depends on the seed only.
+    """
+    if math.comb(width, k) <= NM_ENUMERATE_MAX:
+        combos = np.array(list(itertools.combinations(range(width), k)), dtype=np.int64)
+        return combos[rng.integers(0, combos.shape[0], size=n_groups)]
+    out = np.empty((n_groups, k), dtype=np.int64)
+    step = max(1, _NM_KEYS_PER_STEP // width)
+    for g0 in range(0, n_groups, step):
+        g1 = min(n_groups, g0 + step)
+        keys = rng.random((g1 - g0, width))
+        order = np.argsort(keys, axis=1, kind="stable")[:, :k]
+        out[g0:g1] = np.sort(order, axis=1)
+    return out
+
+
+def _nm(rng, n, m, limits, *, pattern, density=None):
+    """N:M structured matrix (akf-spec §1): every group of M consecutive columns of every row
+    holds exactly N nonzeros (the last, shorter group of width ``w = m mod M`` holds
+    ``min(N, w)``) at uniformly random positions, N(0, 1) values.
+
+    Parameters
+    ----------
+    pattern : str
+        ``"N:M"`` with ``1 <= N < M <= 256``.
+    density : float, optional
+        At most N/M: ``round(density·n·m)`` of the N:M positions are kept, chosen uniformly;
+        groups then hold *at most* N nonzeros, still N:M compliant.
+
+    Notes
+    -----
+    The positions of a group are a uniform ``k``-subset of its ``w`` columns (see
+    :func:`_nm_group_positions`): for ``C(w, k) <= NM_ENUMERATE_MAX`` (2:4, 1:4, 4:8, 8:16 …) by
+    picking one of the enumerated subsets, above it (16:32, 128:256 …) by keeping the ``k``
+    smallest of ``w`` uniform keys, in O(n·m) time and bounded extra memory.
+    """
     n_keep, group = parse_pattern(pattern)
     n_full, rest = divmod(m, group)
     _check_nnz(limits, "nm", n * (n_full * n_keep + min(n_keep, rest)))
@@ -316,9 +516,7 @@ def _nm(rng, n, m, limits, *, pattern, density=None):
         if count == 0 or width == 0:
             continue
         k = min(n_keep, width)
-        combos = np.array(list(itertools.combinations(range(width), k)), dtype=np.int64)
-        pick = rng.integers(0, combos.shape[0], size=(n, count))
-        pos = combos[pick]  # (n, count, k)
+        pos = _nm_group_positions(rng, n * count, width, k).reshape(n, count, k)
         gcol = offset + np.arange(count, dtype=np.int64)[None, :, None] * group + pos
         rows.append(np.broadcast_to(np.arange(n, dtype=np.int64)[:, None, None], gcol.shape).ravel())
         cols.append(gcol.ravel())
@@ -379,6 +577,46 @@ def _llm_with(method):
 
 
 _prune_fn = prune
+
+
+def _check_block_pruning(kind, n, m, values, given):
+    """Refuse block pruning that could only give a whole or an all-zero matrix (akf-spec §1).
+
+    Block pruning cuts the ``n × m`` matrix into ``⌈n/b⌉·⌈m/b⌉`` blocks of side ``b`` and keeps
+    ``round((1 − sparsity)·⌈n/b⌉·⌈m/b⌉)`` of them. When the caller chose ``block`` and it is at
+    least as large as the matrix in both directions, one block covers everything: refused. When
+    the caller chose ``block``, ``sparsity``, ``density`` or ``prune`` and no block would be
+    kept, the result would be an all-zero matrix: refused too. (Defaults alone on a tiny matrix
+    are left alone: an ``n = 1`` matrix cannot be block-pruned to 90 % either way.)
+
+    Raises
+    ------
+    InputError
+        In the two cases above, saying how many blocks there are and what to change.
+    """
+    if values.get("prune", "block") != "block":
+        return
+    b = values["block"]
+    sparsity = values["sparsity"] if values.get("density") is None else 1.0 - values["density"]
+    n_blocks = (-(-n // b)) * (-(-m // b))
+    keep = int(round((1.0 - sparsity) * n_blocks))
+    if "block" in given and b >= n and b >= m:
+        outcome = "nothing: an all-zero matrix" if keep == 0 else "all of it: no pruning"
+        raise InputError(
+            f"Generator {kind!r}: block={b} is not smaller than the {n}×{m} matrix, so one "
+            f"{b}×{b} block would cover the whole matrix and block pruning could only keep all of "
+            f"it or nothing ({outcome} at sparsity {sparsity:g}). "
+            + (f"Choose a block side smaller than the matrix (at most {max(n, m) - 1}; 4 to 32 is "
+               f"typical)." if max(n, m) > 1 else "A 1×1 matrix cannot be block-pruned.")
+        )
+    if keep == 0 and given & {"block", "sparsity", "density", "prune"}:
+        raise InputError(
+            f"Generator {kind!r}: block={b} cuts the {n}×{m} matrix into only {n_blocks} "
+            f"block(s), and sparsity {sparsity:g} keeps round({1.0 - sparsity:g} × {n_blocks}) = 0 "
+            f"of them, so the result would be an all-zero matrix. Use a smaller block or a lower "
+            f"sparsity (a higher density)."
+        )
+
 
 _LLM_COMMON = (
     ParamSpec("df", 3.0, "float", "Student-t degrees of freedom (smaller = heavier tails)",
@@ -477,6 +715,7 @@ GENERATORS: dict[str, Generator] = {
              ParamSpec("prune", "magnitude", "choice", "pruning method",
                        choices=tuple(sorted(PRUNERS))),
              _SPARSITY, _DENSITY_ALIAS, _PATTERN, _PRUNE_BLOCK, *_LLM_COMMON),
+            check=_check_block_pruning,
         ),
         Generator(
             "llm_magnitude", "LLM-like weights, unstructured magnitude pruning",
@@ -490,6 +729,7 @@ GENERATORS: dict[str, Generator] = {
             "llm_block", "LLM-like weights, block pruning (keep the b×b blocks of largest norm)",
             _llm_with("block"), (_m_spec(), _BLOCK_SPARSITY, _DENSITY_ALIAS, _PRUNE_BLOCK,
                                  *_LLM_COMMON),
+            check=_check_block_pruning,
         ),
     )
 }
@@ -593,6 +833,8 @@ def generate(kind: str, n: int = DEFAULT_N, seed: int = 0, *, limits: LoadLimits
     m = values.pop("m", None)
     m = n if m is None else m
     lim.check_shape(n, m, what=f"generated {kind!r} matrix")
+    if g.check is not None:
+        g.check(kind, n, m, values, frozenset(k for k, v in params.items() if v is not None))
     rng = np.random.default_rng(seed)
     A = g.func(rng, n, m, lim, **values)
     A = as_csr(A, name=f"generated {kind!r} matrix", copy=False)
