@@ -312,6 +312,10 @@ def approx_from_mask(ts, idx, keep_fn=None, value_fn=None) -> TileApprox:
                       v=vhat[keep].astype(np.float64), err=err)
 
 
+#: Tiles per call of ``kernel.approx`` in :func:`reproduces_exactly`.
+REPRODUCE_CHUNK = 8192
+
+
 def reproduces_exactly(kernel, ts, idx=None) -> np.ndarray:
     """Per tile of ``idx``: True when ``decode(encode(t))`` equals ``t`` entry for entry —
     the same positions and the same values, bit for bit.
@@ -324,6 +328,9 @@ def reproduces_exactly(kernel, ts, idx=None) -> np.ndarray:
     idx = as_index(ts, idx)
     if kernel.lossless:
         return np.ones(idx.shape[0], dtype=bool)
+    if idx.shape[0] > REPRODUCE_CHUNK:  # bounded memory: some kernels decode tiles densely
+        return np.concatenate([reproduces_exactly(kernel, ts, idx[i:i + REPRODUCE_CHUNK])
+                               for i in range(0, idx.shape[0], REPRODUCE_CHUNK)])
     ap = kernel.approx(ts, idx)
     ptr, pos = gather_entries(ts, idx)
     n0, n1 = np.diff(ptr), np.diff(ap.ptr)

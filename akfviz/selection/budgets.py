@@ -7,9 +7,9 @@ measured on every member tile (:meth:`.costs.SelectionProblem.evaluate`: exact e
 resources), and the answer is the best *feasible* plan seen during the search:
 
 * error budget ``eps``: least resource among the plans with relative error ``≤ eps``
-  (``eps = 0``: only lossless candidates are allowed, the cheapest per unit — an exact plan —
-  or, when no candidate is lossless, per unit the kernels that reproduce every member tile bit
-  for bit — a zero E alone is not enough (:func:`_reproduced`);
+  (``eps = 0``: an exact plan of least resource — per unit the lossless candidates and the lossy
+  ones that reproduce every member tile bit for bit, e.g. NM2:4 on complying tiles; a zero E
+  alone is not enough (:func:`_reproduced`);
   when no plan of the full search is feasible — possible in cluster mode — the search is repeated
   over the lossless candidates, which always reach error 0);
 * resource budget ``b`` (a share of ``R_dense``): least error among the plans with
@@ -50,6 +50,8 @@ class BudgetResult:
     trace: pd.DataFrame
     mode: str
     budget: float
+    #: The candidates the search allowed, (n_units, K) or (K,) bool; None: all of them.
+    mask: np.ndarray | None = None
 
 
 def check_budget(value, name: str, upper=None) -> float:
@@ -162,7 +164,14 @@ def solve_error_budget(problem, eps: float) -> BudgetResult:
     if eps == 0.0:
         if not problem.lossless.any():
             return _exact_without_lossless(problem)
-        mask = problem.lossless
+        # lossless kernels, and per unit the lossy ones that reproduce every member tile bit for
+        # bit (NM2:4 on a complying tile): the least-resource exact plan may use those
+        # (only where they cost less than the unit's cheapest lossless kernel: the check decodes
+        # every member tile, so the others are not worth it)
+        best_lossless = np.where(problem.lossless[None, :], problem.Rn, np.inf).min(axis=1, keepdims=True)
+        lossy_exact = (problem.E == 0.0) & ~problem.lossless[None, :] & (problem.Rn < best_lossless)
+        mask = problem.lossless[None, :] | (_reproduced(problem, lossy_exact) if lossy_exact.any()
+                                            else lossy_exact)
     feasible = lambda e, r: e <= eps  # noqa: E731
     better = lambda a, b: (a[1], a[0]) < (b[1], b[0])  # noqa: E731
     best, lam, trace = _search(problem, feasible, better, mask=mask)
@@ -178,7 +187,7 @@ def solve_error_budget(problem, eps: float) -> BudgetResult:
             f"No plan with these candidate kernels reaches relative error ≤ {eps:g}; the smallest "
             f"reachable is {emin:.3g}. Raise the error budget or add lossless kernels."
         )
-    return BudgetResult(best[0], float(lam), best[1], best[2], trace, "error_budget", eps)
+    return BudgetResult(best[0], float(lam), best[1], best[2], trace, "error_budget", eps, mask)
 
 
 def _exact_without_lossless(problem) -> BudgetResult:
@@ -201,7 +210,7 @@ def _exact_without_lossless(problem) -> BudgetResult:
             "decoded tiles differ from the originals" + (": LOWRANK's factors carry rounding of "
             "about 1e-16 even where the rank fits" if lowrank else "") + "); add e.g. CSC or DENSE"
             + (", or allow a tiny error budget such as 1e-12." if lowrank else "."))
-    return BudgetResult(best[0], float(lam), best[1], best[2], trace, "error_budget", 0.0)
+    return BudgetResult(best[0], float(lam), best[1], best[2], trace, "error_budget", 0.0, exact)
 
 
 def _reproduced(problem, exact: np.ndarray) -> np.ndarray:

@@ -173,7 +173,8 @@ def _reason(rep, names, En, Rn, C, rank, chosen, argmin, context) -> str:
         best = int(np.argsort(rank)[0])
         head = f"{k}: rank {int(rank[chosen])} by cost (C = {C[chosen]:.3g}), {what}; "
         if rep.mode == "error_budget" and rep.error_budget == 0 and not rep.lossless[best]:
-            head += f"{names[best]} costs less but is lossy, and error_budget = 0 allows lossless kernels only"
+            head += (f"{names[best]} costs less but is lossy here, and error_budget = 0 allows only kernels "
+                     "that reproduce every member tile bit for bit")
         elif rep.mode != "weights":
             head += (f"{names[best]} costs less per tile, but the plan as a whole had to meet the "
                      f"{rep.mode.replace('_', ' ')} ({rep.error_budget if rep.mode == 'error_budget' else rep.resource_budget:g})")

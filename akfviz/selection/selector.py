@@ -183,8 +183,9 @@ def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", ke
         Weights of the error share ``E/‖A‖_F²`` and of the resource share ``R/R_dense``.
     error_budget : float ≥ 0, optional
         Maximum relative error ``‖A − Â‖_F/‖A‖_F``; the plan with the least resource within it is
-        found by bisection on ``alpha/beta`` (then ``alpha``/``beta`` are ignored). ``0`` gives an exact
-        plan (lossless kernels only).
+        found by bisection on ``alpha/beta`` (then ``alpha``/``beta`` are ignored). ``0`` gives the exact
+        plan of least resource: lossless kernels, and lossy ones where they reproduce every
+        member tile bit for bit (NM2:4 on complying tiles).
     granularity : {"cluster", "tile"}
         Decide on each LSH cluster's representative (fast) or on every tile (exact reference).
     kernels : list of str, optional
@@ -267,7 +268,7 @@ def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", ke
             solve_resource_budget(prob, resource_budget)
         choice, mode, trace = br.choice, br.mode, br.trace
         alpha_eff, beta_eff = br.multiplier, 1.0
-        argmin = prob.argmin(alpha_eff, beta_eff, mask=prob.lossless if error_budget == 0 else None)
+        argmin = prob.argmin(alpha_eff, beta_eff, mask=br.mask)
         if fusion:
             notes.append("fusion weights are not run in budget modes (the budget is the constraint)")
         if resource_budget is not None and granularity == "cluster" and prob.R_dense > 0 \

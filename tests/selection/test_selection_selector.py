@@ -189,11 +189,32 @@ def test_error_budget_is_respected(pa, granularity, eps):
     plan = select(pa, error_budget=eps, granularity=granularity)
     assert plan.relative_error <= eps + 1e-12
     if eps == 0:
+        from akfviz.kernels.base import reproduces_exactly
+
         assert plan.relative_error == 0.0
-        assert all(get_kernel(k).lossless for k in plan.tile_kernels)
+        ts, kernels = pa.tileset, np.asarray(plan.tile_kernels)
+        for k in set(kernels):      # lossless kernels, or lossy ones exact on their tiles
+            assert reproduces_exactly(get_kernel(k), ts, np.flatnonzero(kernels == k)).all(), k
     tr = plan.selection.budget_trace
     feas = tr[tr["feasible"]]
     assert plan.resource == pytest.approx(feas["resource"].min(), rel=1e-9)
+
+
+@pytest.mark.parametrize("granularity", ["tile", "cluster"])
+def test_an_exact_budget_uses_lossy_kernels_where_they_are_exact_and_cheaper(granularity):
+    # the 2:4-pruned MiniLM projection: NM2:4 stores every complying tile exactly in fewer bytes
+    # than any lossless kernel; error_budget=0 allowed lossless kernels only (BITMAP, 1.6 % more)
+    from akfviz.workloads.samples import load_sample
+
+    pa = akfviz.analyze(load_sample("minilm_attnq0_nm24"), tile=32)
+    plan = select(pa, error_budget=0, granularity=granularity)
+    only_lossless = select(pa, error_budget=0, granularity=granularity,
+                           kernels=[k for k in DEFAULT_CANDIDATES if get_kernel(k).lossless])
+    assert plan.relative_error == 0.0 and only_lossless.relative_error == 0.0
+    assert "NM2:4" in set(plan.tile_kernels)
+    assert plan.resource < only_lossless.resource
+    x = np.random.default_rng(0).standard_normal(pa.A.shape[1])
+    np.testing.assert_allclose(plan.matvec(x), pa.A @ x, rtol=1e-12, atol=1e-12)
 
 
 def test_error_budget_uses_less_resource_when_looser(pa):
