@@ -14,7 +14,9 @@ everything the selector and the app need to know about a tile's sparsity pattern
 ``bandwidth``       ``max |c − r|``
 ``nm4``, ``nm8``    most nonzeros in any group of M = 4 / 8 consecutive local columns
                     (``c // M``) of one row: the smallest N for which the tile is N:M along
-                    the reduction dimension
+                    the reduction dimension. Groups are tile-local: they line up with
+                    the matrix's own N:M groups when T is a multiple of M (every power
+                    of two ≥ 8); with e.g. T = 6 or 10 a 2:4 matrix can show nm4 = 3 or 4
 ``fro2``            ``Σ v²`` (squared Frobenius norm)
 ``top_mass``        share of ``Σ v²`` held by the ``max(1, floor(q·k))`` largest ``|v|``
 ``signature``       g×g coarse occupancy grid as uint64 bits: cell
