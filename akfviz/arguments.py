@@ -33,6 +33,13 @@ def check_seed(value, name: str = "seed") -> int:
     return int(value)
 
 
+def check_whole(value, name: str, lo: int = 0) -> int:
+    """``value`` as an int ≥ ``lo``: a Python or numpy integer (not a bool, a fraction or NaN)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < lo:
+        raise InputError(f"{name} must be a whole number ≥ {lo}, got {value!r}.")
+    return int(value)
+
+
 def check_real(value, name: str, lo: float = 0.0, hi: float | None = None) -> float:
     """``value`` as a finite float in ``[lo, hi]`` (``hi=None``: no upper bound).
 

@@ -18,7 +18,6 @@ import itertools
 import json
 import math
 import os
-import sys
 import time
 from collections.abc import Mapping as _MappingABC
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..arguments import check_seed
+from ..arguments import check_seed, check_whole
 from ..errors import InputError
 from ..npu.hardware import _INT_LIMITS as _HW_INT_LIMITS
 from ..npu.hardware import HardwareConfig
@@ -136,10 +135,7 @@ REQUIRED_COLUMNS = ["cycles", "energy_pj", "error_pct"]
 
 
 def _check_max_points(max_points) -> int:
-    if isinstance(max_points, (bool, np.bool_)) or not isinstance(max_points, (int, np.integer)) \
-            or max_points < 1:
-        raise InputError(f"max_points must be a whole number ≥ 1, got {max_points!r}.")
-    return int(max_points)
+    return check_whole(max_points, "max_points", 1)
 
 
 def _value_list(name: str, vals, max_points: int) -> list:
@@ -167,7 +163,7 @@ def _value_list(name: str, vals, max_points: int) -> list:
             "(a one-value sweep is a list of one value)."
         ) from None
     # never materialise more values than a sweep may have points (range(10**12) must not hang)
-    out = list(itertools.islice(it, max_points + 1 if max_points < sys.maxsize else None))
+    out = list(itertools.islice(it, max_points + 1))
     if len(out) > max_points:
         raise InputError(
             f"Sweep parameter '{name}' has more than {max_points} values, so the sweep would have "

@@ -390,12 +390,10 @@ def _anneal(pe, bi, bj, work, ev, outr, payload, red, src, red_load, rows, cols,
 
 # --------------------------------------------------------------------------- public
 def _whole(value, name: str, lo: int):
-    """``value`` (None kept) as an int ≥ ``lo``; a bool, a fraction or NaN is refused."""
-    if value is None:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < lo:
-        raise InputError(f"{name} must be a whole number ≥ {lo}, got {value!r}.")
-    return int(value)
+    """``value`` (None kept: the default applies) as an int ≥ ``lo``."""
+    from ..arguments import check_whole
+
+    return None if value is None else check_whole(value, name, lo)
 
 
 def map_tiles(work, hw, *, rho_x: float = 1.0, method: str = "anneal", seed: int = 0,

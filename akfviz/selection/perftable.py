@@ -533,15 +533,11 @@ def prediction_error(pa, hw=None, *, table: PerformanceTable | None = None, kern
         ``seed`` not a whole number ≥ 0, ``rho_x`` outside (0, 1] (or not 1 with
         ``against="simulator"``), an unknown ``against``, ``hw`` not a HardwareConfig.
     """
-    from ..arguments import check_seed
+    from ..arguments import check_seed, check_whole
     from ..kernels.registry import get_kernel, kernel_names
     from ..npu.hardware import HardwareConfig
 
-    if isinstance(max_tiles, (bool, np.bool_)) or not isinstance(max_tiles, (int, np.integer)) \
-            or max_tiles < 1:
-        raise InputError(
-            f"max_tiles (how many tiles to price per kernel) must be a whole number ≥ 1, got {max_tiles!r}.")
-    max_tiles = int(max_tiles)
+    max_tiles = check_whole(max_tiles, "max_tiles (how many tiles to price per kernel)", 1)
     seed = check_seed(seed)
     rho_x = check_rho_x(rho_x)
     if not isinstance(against, str) or against not in _PRICERS:
