@@ -77,6 +77,18 @@ def check_pa(pa):
     return pa
 
 
+def tie_break(alpha, beta, En, Rn):
+    """The second key on exact ties of ``C = alpha·En + beta·Rn`` (None: the first candidate):
+    with beta = 0 the resource decides between kernels of equal error share, with alpha = 0 the
+    error decides between kernels of equal resource. ``alpha = inf`` already ranks by resource
+    within the least error (:meth:`CostProblem.cost`)."""
+    if beta == 0 and not np.isinf(alpha):
+        return Rn
+    if alpha == 0:
+        return En
+    return None
+
+
 class SelectionProblem:
     """Cost matrices of one selection (see the module docstring).
 
@@ -212,11 +224,9 @@ class SelectionProblem:
         C = self.cost(alpha, beta)
         if mask is not None:
             C = np.where(mask if mask.ndim == 2 else mask[None, :], C, np.inf)
-        if beta == 0 and not np.isinf(alpha):  # resource only breaks ties
-            C = np.where(C == C.min(axis=1, keepdims=True), self.Rn, np.inf)
-        if alpha == 0:  # error only breaks ties
-            C2 = np.where(C == C.min(axis=1, keepdims=True), self.En, np.inf)
-            C = C2
+        key = tie_break(alpha, beta, self.En, self.Rn)
+        if key is not None:
+            C = np.where(C == C.min(axis=1, keepdims=True), key, np.inf)
         return np.argmin(C, axis=1).astype(np.int64) if self.n_units else np.zeros(0, np.int64)
 
     # ---------------------------------------------------------------- member sums

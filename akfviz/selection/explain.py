@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from .costs import tie_break
 
 COLUMNS = ["kernel", "family", "lossless", "E", "E_norm", "R", "R_norm", "C", "chosen", "rank", "reason"]
 
@@ -121,7 +122,8 @@ def explain(plan, tile=None, cluster=None) -> pd.DataFrame:
                        f"tile {int(rep.units[u])}")
     E, R, En, Rn = (np.asarray(a, dtype=np.float64) for a in row)
     C = _cost(rep, En, Rn)
-    order = np.lexsort((np.arange(K), _tie_break(rep, En, Rn), C))
+    key = tie_break(rep.alpha, rep.beta, En, Rn)
+    order = np.lexsort((np.arange(K), np.zeros(K) if key is None else key, C))
     rank = np.empty(K, dtype=np.int64)
     rank[order] = np.arange(1, K + 1)
     df = pd.DataFrame({
@@ -131,16 +133,6 @@ def explain(plan, tile=None, cluster=None) -> pd.DataFrame:
     })
     df.loc[chosen, "reason"] = _reason(rep, names, En, Rn, C, rank, chosen, argmin, context)
     return df.sort_values("rank").reset_index(drop=True)[COLUMNS]
-
-
-def _tie_break(rep, En, Rn):
-    """The selector's second key on exact cost ties (``CostProblem.argmin``): the lower resource
-    when beta = 0, the lower error when alpha = 0, else none (the first candidate)."""
-    if rep.beta == 0 and not np.isinf(rep.alpha):
-        return Rn
-    if rep.alpha == 0:
-        return En
-    return np.zeros_like(En)
 
 
 def _cost(rep, En, Rn):
