@@ -544,10 +544,7 @@ def simulate_dense(shape, tile: int = 32, hw: HardwareConfig | None = None, x=No
 
     Other keyword arguments are passed to :func:`simulate`.
     """
-    try:
-        m, ncols = (int(s) for s in shape)
-    except (TypeError, ValueError):
-        raise InputError(f"shape must be (rows, cols), got {shape!r}.") from None
+    m, ncols = _as_shape(shape)
     tile = int(tile)
     if m < 1 or ncols < 1 or tile < 1:
         raise InputError(f"simulate_dense needs a positive shape and tile, got {shape}, {tile}.")
