@@ -7,8 +7,10 @@ from .._jit import njit_cached
 
 #: Thresholds of the structure-class rule (documented in :mod:`.structure`).
 DIAG_FILL = 0.6
+DIAG_MAX_SHARE = 0.75
 NM_MIN_DENSITY = 0.3
 BLOCK_FILL = 0.5
+BLOCK_MAX_SHARE = 0.8
 
 
 @njit_cached
@@ -16,7 +18,7 @@ def _class_of(hi, wi, k, nd, nm4, s, grid):
     """Structure class id of one tile (rule in :mod:`.structure`)."""
     m = min(hi, wi)
     area = hi * wi
-    if nd > 0 and nd * 2 <= m and k >= DIAG_FILL * nd * m:
+    if nd > 0 and nd <= DIAG_MAX_SHARE * m and k >= DIAG_FILL * nd * m:
         return 0
     if nm4 <= 2 and k >= NM_MIN_DENSITY * area:
         return 1
@@ -27,7 +29,7 @@ def _class_of(hi, wi, k, nd, nm4, s, grid):
     gh = min(grid, hi)
     gw = min(grid, wi)
     cell_area = area / (gh * gw)
-    if cells > 0 and k >= BLOCK_FILL * cells * cell_area:
+    if cells > 0 and k >= BLOCK_FILL * cells * cell_area and cells <= BLOCK_MAX_SHARE * gh * gw:
         return 2
     return 3
 
@@ -38,55 +40,78 @@ def _classify_kernel(h, w, nnz, n_diag, nm4, sig, grid, out):
         out[i] = _class_of(h[i], w[i], nnz[i], n_diag[i], nm4[i], sig[i], grid)
 
 
+#: Index of the payload-bytes measure in the table's measure axis (energy, cycles, bytes); the overflow
+#: term of the other two measures is computed from it.
+BYTES = 2
+
+
 @njit_cached
-def _horner_matrix(coef, lo, hi, cls, x, scale, kids, out):
-    """out[i, j] = scale[i] · max(0, p_{kids[j], cls[i]}(log10 clip(x[i], lo, hi))) by Horner's rule
-    (the polynomials are in log10 density, see :mod:`.perftable`)."""
+def _poly(coef, k, c, m, x):
+    """``p_{k, c, m}(x)`` by Horner's rule; ``coef`` is (kernels, classes, measures, degree + 1)."""
+    acc = coef[k, c, m, 0]
+    for d in range(1, coef.shape[3]):
+        acc = acc * x + coef[k, c, m, d]
+    return acc
+
+
+@njit_cached
+def _value(coef, lin, floor, ovf, k, c, m, xd, xl, scale):
+    """One tile's predicted resource in measure ``m`` (see :mod:`.perftable`):
+
+    ``scale · max(p_m(x), floor_m) + overflow term``, with ``x`` the clipped density ``xd`` for the fits
+    flagged in ``lin`` and its log10 ``xl`` for the others, where the overflow term prices the payload bytes that
+    do not fit in one PE's SRAM, ``o = max(0, scale · max(p_bytes(x), floor_bytes) − ovf[0])``: for energy
+    ``o · ovf[2] + ceil(o / ovf[1]) · ovf[3]`` (DRAM bytes and the leakage while they stream), for cycles
+    ``ceil(o / ovf[1])``, none for bytes. ``ovf = (sram bytes per PE, DRAM bytes per cycle, DRAM pJ per
+    byte, leakage pJ per PE-cycle)``."""
+    v = scale * max(_poly(coef, k, c, m, xd if lin[k, c, m] else xl), floor[k, c, m])
+    if m == BYTES:
+        return v
+    o = scale * max(_poly(coef, k, c, BYTES, xd if lin[k, c, BYTES] else xl), floor[k, c, BYTES]) - ovf[0]
+    if o > 0.0:
+        stream = math.ceil(o / ovf[1])
+        if m == 0:
+            v += o * ovf[2] + stream * ovf[3]
+        else:
+            v += stream
+    return v
+
+
+@njit_cached
+def _horner_matrix(coef, lin, floor, ovf, m, lo, hi, cls, x, scale, kids, out):
+    """out[i, j] = :func:`_value` of kernel ``kids[j]`` on tile ``i`` at log10 of its clipped density (the
+    polynomials are in log10 density, see :mod:`.perftable`)."""
     n = x.shape[0]
     nk = kids.shape[0]
-    nd = coef.shape[2]
     for i in range(n):
         c = cls[i]
-        xi = math.log10(min(max(x[i], lo[c]), hi[c]))
+        xd = min(max(x[i], lo[c]), hi[c])
+        xl = math.log10(xd)
         for j in range(nk):
-            k = kids[j]
-            acc = coef[k, c, 0]
-            for d in range(1, nd):
-                acc = acc * xi + coef[k, c, d]
-            out[i, j] = scale[i] * max(acc, 0.0)
+            out[i, j] = _value(coef, lin, floor, ovf, kids[j], c, m, xd, xl, scale[i])
 
 
 @njit_cached
-def _horner_chosen(coef, lo, hi, cls, x, scale, kid, out):
-    """out[i] = scale[i] · max(0, p_{kid[i], cls[i]}(log10 clip(x[i]))) — one kernel per tile."""
-    n = x.shape[0]
-    nd = coef.shape[2]
-    for i in range(n):
+def _horner_chosen(coef, lin, floor, ovf, m, lo, hi, cls, x, scale, kid, out):
+    """out[i] = :func:`_value` of kernel ``kid[i]`` on tile ``i`` — one kernel per tile."""
+    for i in range(x.shape[0]):
         c = cls[i]
-        k = kid[i]
-        xi = math.log10(min(max(x[i], lo[c]), hi[c]))
-        acc = coef[k, c, 0]
-        for d in range(1, nd):
-            acc = acc * xi + coef[k, c, d]
-        out[i] = scale[i] * max(acc, 0.0)
+        xd = min(max(x[i], lo[c]), hi[c])
+        out[i] = _value(coef, lin, floor, ovf, kid[i], c, m, xd, math.log10(xd), scale[i])
 
 
 @njit_cached
-def _horner_group_sums(coef, lo, hi, cls, x, scale, kids, group, out):
-    """out[group[i], j] += scale[i] · max(0, p_{kids[j], cls[i]}(log10 clip(x[i]))) (per-cluster sums)."""
+def _horner_group_sums(coef, lin, floor, ovf, m, lo, hi, cls, x, scale, kids, group, out):
+    """out[group[i], j] += :func:`_value` of kernel ``kids[j]`` on tile ``i`` (per-cluster sums)."""
     n = x.shape[0]
     nk = kids.shape[0]
-    nd = coef.shape[2]
     for i in range(n):
         c = cls[i]
         g = group[i]
-        xi = math.log10(min(max(x[i], lo[c]), hi[c]))
+        xd = min(max(x[i], lo[c]), hi[c])
+        xl = math.log10(xd)
         for j in range(nk):
-            k = kids[j]
-            acc = coef[k, c, 0]
-            for d in range(1, nd):
-                acc = acc * xi + coef[k, c, d]
-            out[g, j] += scale[i] * max(acc, 0.0)
+            out[g, j] += _value(coef, lin, floor, ovf, kids[j], c, m, xd, xl, scale[i])
 
 
 @njit_cached
@@ -115,29 +140,28 @@ def _random_below(hi, wi, grid):
 
 
 @njit_cached
-def _chosen_value(coef, mweight, lo, hi, kid, c, k, area, T2):
-    """``Σ_m mweight[m] · max(0, p_{m, kid, c}(log10 clip(k / area))) · area / T²`` (one tile's weighted
-    resource)."""
-    nd = coef.shape[3]
-    x = math.log10(min(max(k / area, lo[c]), hi[c]))
+def _chosen_value(coef, lin, floor, ovf, mweight, lo, hi, kid, c, k, area, T2):
+    """``Σ_m mweight[m] · value_m`` of one tile with ``k`` nonzeros in ``area`` cells (:func:`_value` at
+    ``scale = area / T²``; ``mweight`` has one weight per measure of the table, 0 = unused)."""
+    xd = min(max(k / area, lo[c]), hi[c])
+    xl = math.log10(xd)
+    scale = area / T2
     val = 0.0
-    for m in range(coef.shape[0]):
-        acc = coef[m, kid, c, 0]
-        for d in range(1, nd):
-            acc = acc * x + coef[m, kid, c, d]
-        val += mweight[m] * max(acc, 0.0)
-    return val * area / T2
+    for m in range(mweight.shape[0]):
+        if mweight[m] != 0.0:
+            val += mweight[m] * _value(coef, lin, floor, ovf, kid, c, m, xd, xl, scale)
+    return val
 
 
 @njit_cached
-def _full_tile_lut(coef, mweight, lo, hi, kids, T, T2, lut):
+def _full_tile_lut(coef, lin, floor, ovf, mweight, lo, hi, kids, T, T2, lut):
     """lut[j, c, k] = :func:`_chosen_value` of a full ``T×T`` tile with ``k`` nonzeros, class ``c`` and
     table kernel ``kids[j]`` (the same float operations, so a lookup equals the direct evaluation)."""
     area = T * T
     for j in range(kids.shape[0]):
         for c in range(lut.shape[1]):
             for k in range(lut.shape[2]):
-                lut[j, c, k] = _chosen_value(coef, mweight, lo, hi, kids[j], c, k, area, T2)
+                lut[j, c, k] = _chosen_value(coef, lin, floor, ovf, mweight, lo, hi, kids[j], c, k, area, T2)
 
 
 @njit_cached
@@ -156,9 +180,9 @@ def _first_codes(unit_of_tile, kid_of_unit, n_used, code_of_kid):
 
 
 @njit_cached
-def _chosen_total(coef, mweight, lo, hi, h, w, nnz, n_diag, nm4, sig, grid, unit_of_tile, kid_of_unit,
+def _chosen_total(coef, lin, floor, ovf, mweight, lo, hi, h, w, nnz, n_diag, nm4, sig, grid, unit_of_tile, kid_of_unit,
                   T, lut, slot_of_kid, n_chunks, codes, code_of_kid):
-    """Σ_t Σ_m mweight[m] · (h_t w_t / T²) · max(0, p_{m, k(t), s(t)}(log10 clip(d_t))) over all tiles, with the
+    """Σ_t Σ_m mweight[m] · value_m(t, k(t)) (:func:`_chosen_value`) over all tiles, with the
     class s(t) and density d_t computed on the fly and k(t) = kid_of_unit[unit_of_tile[t]].
 
     Full ``T×T`` tiles take their value from ``lut[slot_of_kid[k], s, nnz]`` (:func:`_full_tile_lut`) when
@@ -195,5 +219,5 @@ def _chosen_total(coef, mweight, lo, hi, h, w, nnz, n_diag, nm4, sig, grid, unit
         else:
             c = 3 if kn < _random_below(hi_, wi_, grid) else \
                 _class_of(hi_, wi_, kn, n_diag[i], nm4[i], sig[i], grid)
-            acc += _chosen_value(coef, mweight, lo, hi, k, c, kn, hi_ * wi_, T2)
+            acc += _chosen_value(coef, lin, floor, ovf, mweight, lo, hi, k, c, kn, hi_ * wi_, T2)
     return tot + acc

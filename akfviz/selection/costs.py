@@ -77,13 +77,22 @@ def check_pa(pa):
     return pa
 
 
-def tie_break(alpha, beta, En, Rn):
+def tie_break(alpha, beta, En, Rn, lossless=None):
     """The second key on exact ties of ``C = alpha·En + beta·Rn`` (None: the first candidate):
     with beta = 0 the resource decides between kernels of equal error share, with alpha = 0 the
     error decides between kernels of equal resource. ``alpha = inf`` already ranks by resource
-    within the least error (:meth:`CostProblem.cost`)."""
+    within the least error (:meth:`CostProblem.cost`).
+
+    ``lossless`` (K,) bool, given in cluster mode: with beta = 0, a lossless kernel wins a tie over a lossy
+    one before the resource decides. A lossy kernel can have zero error on the representative (QUANT8 on
+    a one-nonzero tile, LOWRANK1 on a single dense row) and not on the members it is applied to: a held-out
+    probe asked for error only (beta = 0) and got a 5 % error plan while CSC was a candidate."""
     if beta == 0 and not np.isinf(alpha):
-        return Rn
+        if lossless is None or np.all(lossless) or not np.any(lossless):
+            return Rn
+        Rn = np.asarray(Rn, dtype=np.float64)
+        offset = (float(np.max(Rn)) if Rn.size else 0.0) + 1.0
+        return Rn + np.where(np.asarray(lossless, dtype=bool), 0.0, offset)
     if alpha == 0:
         return En
     return None
@@ -122,7 +131,7 @@ class SelectionProblem:
         self.hw_hash = hw.config_hash()
         self.table = performance_table(hw, self.T, rho_x=self.rho_x, seed=seed, hw_hash=self.hw_hash)
         self.R_dense_by_measure = dense_resource(pa.tileset.shape, self.T, hw, rho_x=self.rho_x,
-                                                 hw_hash=self.hw_hash)
+                                                 hw_hash=self.hw_hash, seed=seed)
         self.R_dense = 1.0 if resource == "mix" else self.R_dense_by_measure[resource]
         self.fro2 = float(pa.fro_norm) ** 2
         self.timings["table"] = time.perf_counter() - t0
@@ -224,7 +233,8 @@ class SelectionProblem:
         C = self.cost(alpha, beta)
         if mask is not None:
             C = np.where(mask if mask.ndim == 2 else mask[None, :], C, np.inf)
-        key = tie_break(alpha, beta, self.En, self.Rn)
+        key = tie_break(alpha, beta, self.En, self.Rn,
+                        lossless=self.lossless if self.granularity == "cluster" else None)
         if key is not None:
             C = np.where(C == C.min(axis=1, keepdims=True), key, np.inf)
         return np.argmin(C, axis=1).astype(np.int64) if self.n_units else np.zeros(0, np.int64)

@@ -5,12 +5,22 @@ For one hardware configuration, tile side ``T`` and activation density ``rho_x``
 resource cost on a tile is modelled as a polynomial in the logarithm of the tile's density, one
 polynomial per (kernel, structure class, measure):
 
-.. math::  R_m(t, k) \\approx \\frac{h_t w_t}{T^2}\\; p_{k, s(t), m}(\\log_{10} \\mathrm{clip}(d_t))
+.. math::  R_m(t, k) \\approx \\frac{h_t w_t}{T^2}\\; \\max\\big(p_{k, s(t), m}(\\log_{10} \\mathrm{clip}(d_t)),\\;
+           f_{k, s(t), m}\\big) + \\mathrm{overflow}_m(t, k)
 
 with ``s(t)`` the structure class of the tile (:mod:`.structure`), ``d_t`` its density clipped to the
-density range the class was calibrated on, and the factor ``h·w/T²`` shrinking the cost of edge
-tiles. Why log10 density (the spec says "a polynomial in density"): the calibration densities span
-three decades, and costs that saturate (DIA's occupied diagonals, BLOCK's occupied blocks) rise
+density range the class was calibrated on, the factor ``h·w/T²`` shrinking the cost of edge
+tiles, and ``f`` the fit's floor: the smallest cost among its calibration points (a quartic can dip
+between its points; at T = 5 one went below zero and made CSC free). The polynomials price a tile whose
+payload fits in the PE's SRAM; the payload that does not fit is priced exactly from the predicted
+payload bytes ``b`` (the ``bytes`` polynomial): with ``o = max(0, b − sram_bytes_per_pe)``, energy adds
+``o · e_dram + ceil(o / dram_bytes_per_cycle) · e_leakage`` and cycles add
+``ceil(o / dram_bytes_per_cycle)`` — the terms of :func:`akfviz.npu.costmodel.unit_costs`. (A single
+polynomial cannot follow the step where the payload stops fitting: with 2 KB of SRAM it priced a full
+CSC tile at 47,188 pJ against 526,647.)
+
+Why log10 density (the spec says "a polynomial in density"): the calibration densities span three
+decades, and costs that saturate (DIA's occupied diagonals, BLOCK's occupied blocks) rise
 steeply below 10 % and stay flat above. A quartic in the density itself fits the 12 calibration
 points but swings between them — on 40 held-out densities it was off by up to 221 % (DIA, random
 tiles, energy: 32,000 pJ predicted at density 0.8 where the cost is 10,000); in log10 density the
@@ -19,22 +29,24 @@ Measures: ``energy`` (pJ), ``cycles`` and ``bytes`` (payload bytes) — the colu
 ``energy_pj``, ``cycles``, ``bytes`` of :func:`akfviz.npu.costmodel.unit_costs`.
 
 Calibration (hardware-driven, no user samples): for each class and a grid of 12 densities
-log-spaced over the class's density range (``1/T²`` … 1 for
-``random`` and ``block``, ``1/T`` … 0.4 for ``diagonal``, 0.3 … 0.5 for ``nm``), 3 seeded synthetic ``T×T`` tiles are made
+log-spaced over the class's density range (``1/T²`` … 1 for ``random``, ``1/T²`` … 0.75 for
+``block``, ``1/T`` … 0.55 for ``diagonal``, 0.3 … 0.5 for ``nm``), 3 seeded synthetic ``T×T`` tiles are made
 (:func:`.structure.synthetic_tile`), laid on the diagonal of one matrix and tiled by
 :func:`akfviz.analyze` (``build_tiles`` + features, so the classes come from the same rule); each kernel's :meth:`npu_work` of those tiles is priced by
 ``unit_costs`` — the closed form of the NPU engine for one tile alone on a PE, with each routed
 column firing with probability ``rho_x``. The polynomial (degree ≤ 4) is fitted by *relative* least
-squares (each point weighted by ``1/|y|``), so that cheap low-density tiles are fitted as well as
-expensive ones; the relative RMS error of each fit is kept in :attr:`PerformanceTable.fit_error`.
-Evaluation is Horner's rule in numba, vectorised over tiles (and kernels). Negative polynomial values
-are clamped to 0.
+squares (each point weighted by ``1/|y|``) to the on-chip part of the cost (the overflow terms
+subtracted), so that cheap low-density tiles are fitted as well as expensive ones; the relative RMS
+and largest error of the whole prediction (overflow included) at the calibration points are kept in
+:attr:`PerformanceTable.fit_error`. Evaluation is Horner's rule in numba, vectorised over tiles (and
+kernels).
 
 Lossy kernels' *errors* are not in the table: the selector computes them exactly with
 ``batch_error``.
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections import OrderedDict
@@ -99,11 +111,18 @@ class PerformanceTable:
     kernels, classes, measures : tuple of str
         Axis labels of :attr:`coef`.
     coef : ndarray (n_kernels, n_classes, n_measures, MAX_DEGREE + 1)
-        Coefficients of the polynomials in ``log10`` density (:func:`density_variable`), highest power
-        first (``numpy.polyval`` order; unused leading
-        coefficients are 0).
+        Coefficients of the polynomials, highest power first (``numpy.polyval`` order; unused leading
+        coefficients are 0), in ``log10`` density or, where :attr:`linear` is set, in the density itself
+        (:func:`density_variable` gives the log10).
+    linear : ndarray of bool (n_kernels, n_classes, n_measures)
+        Fits whose variable is the density (a polynomial of degree ≤ 2), not its log10.
     domain : ndarray (n_classes, 2)
         Density range calibrated per class; evaluation clips the density into it.
+    floor : ndarray (n_kernels, n_classes, n_measures)
+        Smallest on-chip cost among each fit's calibration points; a prediction never goes below it.
+    overflow : ndarray (4,)
+        ``(sram_bytes_per_pe, dram_bytes_per_cycle, DRAM pJ per byte, leakage pJ per PE-cycle)`` of the
+        hardware: the payload beyond the SRAM is priced with them (module docstring).
     calibration : DataFrame
         One row per (kernel, calibration tile): ``kernel, class, density, energy, cycles, bytes,
         classified_as`` (the class the rule of :mod:`.structure` gives the synthetic tile).
@@ -122,7 +141,10 @@ class PerformanceTable:
     classes: tuple
     measures: tuple
     coef: np.ndarray
+    linear: np.ndarray
     domain: np.ndarray
+    floor: np.ndarray
+    overflow: np.ndarray
     calibration: pd.DataFrame
     fit_error: pd.DataFrame
     source: str = "akfviz.npu.costmodel.unit_costs"
@@ -140,10 +162,24 @@ class PerformanceTable:
             out.append(lut[n])
         return np.asarray(out, dtype=np.int64)
 
-    def _measure_coef(self, measure: str) -> np.ndarray:
-        if measure not in self.measures:
+    def _measure_index(self, measure) -> int:
+        if not isinstance(measure, str) or measure not in self.measures:
             raise InputError(f"Unknown measure {measure!r}; the table has {', '.join(self.measures)}.")
-        return np.ascontiguousarray(self.coef[:, :, self.measures.index(measure), :])
+        return self.measures.index(measure)
+
+    def _args(self):
+        """The arrays every numba evaluation takes: coefficients, floors, overflow prices, domain."""
+        return (np.ascontiguousarray(self.coef), np.ascontiguousarray(self.linear),
+                np.ascontiguousarray(self.floor),
+                np.ascontiguousarray(self.overflow, dtype=np.float64),
+                self.domain[:, 0].copy(), self.domain[:, 1].copy())
+
+    @staticmethod
+    def _densities(density) -> np.ndarray:
+        x = np.ascontiguousarray(density, dtype=np.float64)
+        if x.size and not np.all(np.isfinite(x)):
+            raise InputError("Tile densities must be finite numbers (got NaN or infinity).")
+        return x
 
     def evaluate(self, kernels, cls, density, scale=None, measure: str = "energy") -> np.ndarray:
         """Predicted resource of every tile under every kernel: array ``(n_tiles, len(kernels))``.
@@ -159,32 +195,34 @@ class PerformanceTable:
         measure : {"energy", "cycles", "bytes"}
         """
         cls = np.ascontiguousarray(cls, dtype=np.int64)
-        x = np.ascontiguousarray(density, dtype=np.float64)
+        x = self._densities(density)
         s = np.ones(x.size) if scale is None else np.ascontiguousarray(scale, dtype=np.float64)
         kids = self.kernel_ids(kernels)
+        m = self._measure_index(measure)
+        coef, lin, floor, ovf, lo, hi = self._args()
         out = np.empty((x.size, kids.size))
-        _horner_matrix(self._measure_coef(measure), self.domain[:, 0].copy(), self.domain[:, 1].copy(),
-                       cls, x, s, kids, out)
+        _horner_matrix(coef, lin, floor, ovf, m, lo, hi, cls, x, s, kids, out)
         return out
 
     def evaluate_chosen(self, kernel_index, cls, density, scale=None, measure: str = "energy"):
         """Predicted resource of each tile under its own kernel (``kernel_index`` into :attr:`kernels`)."""
         kid = np.ascontiguousarray(kernel_index, dtype=np.int64)
-        x = np.ascontiguousarray(density, dtype=np.float64)
+        x = self._densities(density)
         s = np.ones(x.size) if scale is None else np.ascontiguousarray(scale, dtype=np.float64)
+        m = self._measure_index(measure)
+        coef, lin, floor, ovf, lo, hi = self._args()
         out = np.empty(x.size)
-        _horner_chosen(self._measure_coef(measure), self.domain[:, 0].copy(), self.domain[:, 1].copy(),
-                       np.ascontiguousarray(cls, dtype=np.int64), x, s, kid, out)
+        _horner_chosen(coef, lin, floor, ovf, m, lo, hi, np.ascontiguousarray(cls, dtype=np.int64), x, s, kid, out)
         return out
 
     def group_sums(self, kernels, cls, density, scale, group, n_groups, measure="energy"):
         """Σ over the tiles of each group (e.g. cluster) of the predicted resource, per kernel."""
         kids = self.kernel_ids(kernels)
+        m = self._measure_index(measure)
+        coef, lin, floor, ovf, lo, hi = self._args()
         out = np.zeros((int(n_groups), kids.size))
-        _horner_group_sums(self._measure_coef(measure), self.domain[:, 0].copy(), self.domain[:, 1].copy(),
-                           np.ascontiguousarray(cls, dtype=np.int64),
-                           np.ascontiguousarray(density, dtype=np.float64),
-                           np.ascontiguousarray(scale, dtype=np.float64), kids,
+        _horner_group_sums(coef, lin, floor, ovf, m, lo, hi, np.ascontiguousarray(cls, dtype=np.int64),
+                           self._densities(density), np.ascontiguousarray(scale, dtype=np.float64), kids,
                            np.ascontiguousarray(group, dtype=np.int64), out)
         return out
 
@@ -216,21 +254,21 @@ class PerformanceTable:
         n = int(tiles.shape[0])
         if n == 0:
             return 0.0, (np.zeros(0, np.int8) if codes else None), (np.zeros(0, np.int64) if codes else None)
-        ms = [m for m in weights if weights[m] != 0]
-        coef = np.ascontiguousarray(np.stack([self._measure_coef(m) for m in ms]))
-        mw = np.array([float(weights[m]) for m in ms])
+        mw = np.zeros(len(self.measures))
+        for meas, wt in weights.items():
+            mw[self._measure_index(meas)] = float(wt)
+        coef, lin, floor, ovf, lo, hi = self._args()
         cols = [np.ascontiguousarray(tiles[c].to_numpy(), dtype=np.int64)
                 for c in ("h", "w", "nnz", "n_diagonals", "nm4")]
         sig = np.ascontiguousarray(tiles["signature"].to_numpy(), dtype=np.uint64)
         kou = np.ascontiguousarray(kernel_of_unit, dtype=np.int64)
-        lo, hi = self.domain[:, 0].copy(), self.domain[:, 1].copy()
         T = int(self.tile)
         used = np.unique(kou)
         slot = np.zeros(len(self.kernels), dtype=np.int64)
         if used.size * len(self.classes) * (T * T + 1) <= n // 4:
             slot[used] = np.arange(used.size)
             lut = np.empty((used.size, len(self.classes), T * T + 1))
-            _full_tile_lut(coef, mw, lo, hi, used, np.int64(T), float(T) ** 2, lut)
+            _full_tile_lut(coef, lin, floor, ovf, mw, lo, hi, used, np.int64(T), float(T) ** 2, lut)
         else:
             lut = np.empty((0, len(self.classes), 1))
         if len(self.kernels) > 127:  # pragma: no cover - int8 codes hold 127 kernels
@@ -239,7 +277,7 @@ class PerformanceTable:
         out = np.empty(n if codes else 0, dtype=np.int8)
         code_of_kid = np.full(len(self.kernels), -1, dtype=np.int8)
         n_codes = _first_codes(uot, kou, np.int64(used.size), code_of_kid) if codes else 0
-        total = _chosen_total(coef, mw, lo, hi, *cols, sig, np.int64(grid), uot, kou, np.int64(T),
+        total = _chosen_total(coef, lin, floor, ovf, mw, lo, hi, *cols, sig, np.int64(grid), uot, kou, np.int64(T),
                               lut, slot, np.int64(64), out, code_of_kid)
         if not codes:
             return float(total), None, None
@@ -256,16 +294,17 @@ class PerformanceTable:
         return self.evaluate([kernel], np.full(d.size, class_id(cls)), d, measure=measure)[:, 0]
 
     def fits_frame(self) -> pd.DataFrame:
-        """One row per fit: ``kernel, class, measure, c4 … c0`` (coefficient of (log10 density)**p,
-        highest first), the class's calibrated density range ``d_min, d_max``, and ``degree,
-        n_points, rel_rms, max_rel``."""
+        """One row per fit: ``kernel, class, measure, variable`` (density or log10 density), ``c4 … c0``
+        (coefficient of variable**p, highest first), the fit's ``floor``, the class's calibrated density range ``d_min, d_max``, and
+        ``degree, n_points, rel_rms, max_rel``."""
         rows = []
         for i, k in enumerate(self.kernels):
             for j, c in enumerate(self.classes):
                 for m, meas in enumerate(self.measures):
-                    rows.append((k, c, meas, *self.coef[i, j, m], *self.domain[j]))
-        cols = (["kernel", "class", "measure"] + [f"c{p}" for p in range(MAX_DEGREE, -1, -1)]
-                + ["d_min", "d_max"])
+                    rows.append((k, c, meas, "density" if self.linear[i, j, m] else "log10 density",
+                                 *self.coef[i, j, m], self.floor[i, j, m], *self.domain[j]))
+        cols = (["kernel", "class", "measure", "variable"] + [f"c{p}" for p in range(MAX_DEGREE, -1, -1)]
+                + ["floor", "d_min", "d_max"])
         df = pd.DataFrame(rows, columns=cols)
         return df.merge(self.fit_error, on=["kernel", "class", "measure"], how="left")
 
@@ -286,36 +325,71 @@ def _calibration_set(T: int, seed: int):
     return items
 
 
-def _price(kernel, ts, idx, hw, rho_x) -> np.ndarray:
-    """(len(idx), 3) energy, cycles, bytes of each tile under ``kernel`` (0 for tiles it does not place)."""
+def _price(kernel, ts, idx, hw, rho_x, overflow: bool = False) -> np.ndarray:
+    """(len(idx), 3) energy, cycles, bytes of each tile under ``kernel`` (0 for tiles it does not place);
+    with ``overflow=True`` a fourth column: the payload bytes beyond the PE's SRAM."""
     from ..npu.costmodel import unit_costs
 
+    cols = list(MEASURES.values()) + (["dram_bytes"] if overflow else [])
     work = kernel.npu_work(ts, idx)
-    out = np.zeros((len(idx), len(MEASURES)))
+    out = np.zeros((len(idx), len(cols)))
     if work.n_tiles == 0:
         return out
     uc = unit_costs(work, hw, rho_x)
     pos = np.full(ts.n_tiles, -1, dtype=np.int64)
     pos[idx] = np.arange(len(idx))
     rows = pos[np.asarray(work.tile_index, dtype=np.int64)]
-    for m, col in enumerate(MEASURES.values()):
+    for m, col in enumerate(cols):
         np.add.at(out[:, m], rows, uc[col].to_numpy(dtype=np.float64))
     return out
 
 
-def _fit(x, y):
-    """Relative least-squares polynomial fit; returns (coef padded to MAX_DEGREE+1, degree, rel errors)."""
+def overflow_prices(hw) -> np.ndarray:
+    """``(sram_bytes_per_pe, dram_bytes_per_cycle, DRAM pJ per byte, leakage pJ per PE-cycle)``: what the
+    table needs to price the payload that does not fit in a PE's SRAM (module docstring)."""
+    return np.array([float(hw.sram_bytes_per_pe), float(hw.dram_bytes_per_cycle),
+                     float(hw.energy["dram"]), float(hw.energy["leakage"])])
+
+
+def _on_chip(P: np.ndarray, ovf: np.ndarray) -> np.ndarray:
+    """The calibration costs without their overflow terms (``P`` from ``_price(..., overflow=True)``)."""
+    stream = np.ceil(P[:, 3] / ovf[1])
+    out = P[:, :3].copy()
+    out[:, 0] -= P[:, 3] * ovf[2] + stream * ovf[3]
+    out[:, 1] -= stream
+    return np.maximum(out, 0.0)
+
+
+#: Largest degree of a fit in the density itself (low, so that it cannot swing between its points).
+LINEAR_DEGREE = 2
+
+
+def _fit_in(x, y, max_degree):
+    """Relative least-squares polynomial of degree ≤ ``max_degree`` in ``x``; returns (coef padded to
+    MAX_DEGREE+1, degree, worst relative error at the points after the floor ``min(y)``)."""
     coef = np.zeros(MAX_DEGREE + 1)
     ymax = float(np.max(np.abs(y))) if y.size else 0.0
     if ymax == 0.0:
-        return coef, 0, np.zeros(y.size)
-    deg = int(min(MAX_DEGREE, np.unique(x).size - 1))
+        return coef, 0, 0.0
+    deg = int(min(max_degree, np.unique(x).size - 1))
     denom = np.maximum(np.abs(y), 1e-9 * ymax)
     V = np.vander(x, deg + 1)
     c, *_ = np.linalg.lstsq(V / denom[:, None], y / denom, rcond=None)
     coef[MAX_DEGREE - deg:] = c
-    pred = np.maximum(np.polyval(c, x), 0.0)
-    return coef, deg, (pred - y) / denom
+    pred = np.maximum(np.polyval(c, x), float(np.min(y)))
+    return coef, deg, float(np.max(np.abs(pred - y) / denom))
+
+
+def _fit(density, y):
+    """The fit of one (kernel, class, measure): a quartic in log10 density, or a polynomial of degree ≤ 2
+    in the density itself when that is closer at the calibration points (costs that are affine in the
+    nonzero count — CSC's bytes, PRUNE's work — are exact in the density and bend in its log: the quartic
+    in log10 density missed CSC's bytes at density 1 by 21 %). Returns (coef, degree, linear)."""
+    c_log, d_log, e_log = _fit_in(density_variable(density), y, MAX_DEGREE)
+    c_lin, d_lin, e_lin = _fit_in(np.asarray(density, dtype=np.float64), y, LINEAR_DEGREE)
+    if e_lin < e_log:
+        return c_lin, d_lin, True
+    return c_log, d_log, False
 
 
 def density_variable(density) -> np.ndarray:
@@ -361,15 +435,20 @@ def calibrate(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int = 0, ker
     cls_id = np.array([STRUCTURE_CLASSES[c].cid for c in cls_name], dtype=np.int64)
     classified = classify_tiles(pa.tiles_as_analysed(), grid=int(getattr(pa.lsh, "grid", 8)))
 
-    priced = {k: _price(get_kernel(k), ts, idx, hw, rho_x) for k in names}
+    ovf = overflow_prices(hw)
+    priced = {k: _price(get_kernel(k), ts, idx, hw, rho_x, overflow=True) for k in names}
     coef = np.zeros((len(names), len(CLASS_NAMES), len(MEASURES), MAX_DEGREE + 1))
+    linear = np.zeros((len(names), len(CLASS_NAMES), len(MEASURES)), dtype=np.bool_)
+    floor = np.zeros((len(names), len(CLASS_NAMES), len(MEASURES)))
     domain = np.zeros((len(CLASS_NAMES), 2))
-    fit_rows, cal_frames = [], []
+    degrees = {}
+    cal_frames = []
     for j, cname in enumerate(CLASS_NAMES):
         sel = cls_id == j
         domain[j] = (density[sel].min(), density[sel].max())
     for i, k in enumerate(names):
         P = priced[k]
+        on_chip = _on_chip(P, ovf)
         cal_frames.append(pd.DataFrame({
             "kernel": k, "class": cls_name, "density": density, "energy": P[:, 0],
             "cycles": P[:, 1], "bytes": P[:, 2],
@@ -377,19 +456,33 @@ def calibrate(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int = 0, ker
         for j, cname in enumerate(CLASS_NAMES):
             sel = cls_id == j
             for m, meas in enumerate(MEASURES):
-                c, deg, rel = _fit(density_variable(density[sel]), P[sel, m])
+                c, degrees[k, cname, meas], linear[i, j, m] = _fit(density[sel], on_chip[sel, m])
                 coef[i, j, m] = c
-                fit_rows.append((k, cname, meas, deg, int(sel.sum()),
+                floor[i, j, m] = float(on_chip[sel, m].min())
+    table = PerformanceTable(
+        hw_hash=hw.config_hash(), tile=T, rho_x=rho_x, seed=int(seed), kernels=names, classes=CLASS_NAMES,
+        measures=MEASURE_NAMES, coef=coef, linear=linear, domain=domain, floor=floor, overflow=ovf,
+        calibration=pd.concat(cal_frames, ignore_index=True),
+        fit_error=pd.DataFrame(columns=["kernel", "class", "measure", "degree", "n_points", "rel_rms",
+                                        "max_rel"]),
+    )
+    # the fit error of the whole prediction (overflow included), as `predict` gives it at the points
+    fit_rows = []
+    for i, k in enumerate(names):
+        pred = {meas: table.evaluate([k], cls_id, density, measure=meas)[:, 0] for meas in MEASURES}
+        for j, cname in enumerate(CLASS_NAMES):
+            sel = cls_id == j
+            for m, meas in enumerate(MEASURES):
+                y = priced[k][sel, m]
+                ymax = float(np.max(np.abs(y))) if y.size else 0.0
+                denom = np.maximum(np.abs(y), 1e-9 * ymax) if ymax > 0 else np.ones(y.size)
+                rel = (pred[meas][sel] - y) / denom
+                fit_rows.append((k, cname, meas, degrees[k, cname, meas], int(sel.sum()),
                                  float(np.sqrt(np.mean(rel ** 2))) if rel.size else 0.0,
                                  float(np.max(np.abs(rel))) if rel.size else 0.0))
     fit_error = pd.DataFrame(fit_rows, columns=["kernel", "class", "measure", "degree", "n_points",
                                                 "rel_rms", "max_rel"])
-    return PerformanceTable(
-        hw_hash=hw.config_hash(), tile=T, rho_x=rho_x, seed=int(seed), kernels=names, classes=CLASS_NAMES,
-        measures=MEASURE_NAMES, coef=coef, domain=domain,
-        calibration=pd.concat(cal_frames, ignore_index=True), fit_error=fit_error,
-        build_seconds=time.perf_counter() - t0,
-    )
+    return dataclasses.replace(table, fit_error=fit_error, build_seconds=time.perf_counter() - t0)
 
 
 def check_rho_x(rho_x) -> float:
@@ -443,12 +536,17 @@ def clear_cache() -> None:
         _DENSE.clear()
 
 
-def dense_resource(shape, tile: int, hw=None, *, rho_x: float = 1.0, hw_hash: str | None = None) -> dict:
+def dense_resource(shape, tile: int, hw=None, *, rho_x: float = 1.0, hw_hash: str | None = None,
+                   seed: int = 0) -> dict:
     """``R_dense``: the resource of the whole matrix with every tile — empty ones included — as DENSE.
 
-    Computed without enumerating tiles: a DENSE tile's cost depends only on its shape, and a matrix
-    has at most four tile shapes (``T×T``, the last block row, the last block column, the corner).
-    Each shape is priced once with ``unit_costs`` (exact, not the table) and multiplied by its count.
+    Priced by the same performance table as the tiles (:func:`performance_table` of ``hw``, ``tile``,
+    ``rho_x``, ``seed``), so that a plan with every tile DENSE on a matrix without empty tiles has a
+    resource share of exactly 1 (up to rounding) whatever its shape. Computed without enumerating tiles:
+    DENSE's cost does not depend on a tile's contents, and a matrix has at most four tile shapes
+    (``T×T``, the last block row, the last block column, the corner), each priced once and multiplied
+    by its count. (Exact pricing of the edge shapes with ``unit_costs`` disagreed with the table's
+    ``h·w/T²`` scaling of edge tiles: an all-DENSE 33×33 plan had a share of 0.72.)
 
     Returns
     -------
@@ -460,13 +558,14 @@ def dense_resource(shape, tile: int, hw=None, *, rho_x: float = 1.0, hw_hash: st
     hw = HardwareConfig() if hw is None else hw
     n, m = (int(shape[0]), int(shape[1]))
     T = int(tile)
-    key = (hw_hash or hw.config_hash(), n, m, T, float(rho_x))
-    return _lru_get(_DENSE, key, lambda: _dense_resource(n, m, T, hw, rho_x))
+    hw_hash = hw_hash or hw.config_hash()
+    key = (hw_hash, n, m, T, float(rho_x), int(seed))
+    return _lru_get(_DENSE, key, lambda: _dense_resource(
+        n, m, T, performance_table(hw, T, rho_x=rho_x, seed=seed, hw_hash=hw_hash)))
 
 
-def _dense_resource(n, m, T, hw, rho_x):
-    from ..analysis.tiling import build_tiles
-    from ..kernels.registry import get_kernel
+def _dense_resource(n, m, T, table):
+    from .structure import class_id
 
     nbr, nbc = -(-n // T), -(-m // T)
     hl, wl = n - (nbr - 1) * T, m - (nbc - 1) * T
@@ -474,13 +573,15 @@ def _dense_resource(n, m, T, hw, rho_x):
     rows.append((hl, 1))
     cols = [(T, nbc - 1)] if nbc > 1 else []
     cols.append((wl, 1))
-    H = sum(r for r, _ in rows)
-    W = sum(c for c, _ in cols)
-    ts = build_tiles(sp.csr_array(np.ones((H, W))), T)
-    P = _price(get_kernel("DENSE"), ts, np.arange(ts.n_tiles, dtype=np.int64), hw, rho_x)
-    counts = np.array([rc * cc for _, rc in rows for _, cc in cols], dtype=np.float64)
-    tot = counts @ P
-    return {meas: float(tot[i]) for i, meas in enumerate(MEASURES)}
+    shapes = [(h * w, rc * cc) for h, rc in rows for w, cc in cols]
+    scale = np.array([a for a, _ in shapes], dtype=np.float64) / float(T * T)
+    counts = np.array([c for _, c in shapes], dtype=np.float64)
+    cls = np.full(len(shapes), class_id("random"), dtype=np.int64)
+    out = {}
+    for meas in MEASURES:
+        per_shape = table.evaluate(["DENSE"], cls, np.ones(len(shapes)), scale, measure=meas)[:, 0]
+        out[meas] = float(counts @ per_shape)
+    return out
 
 
 # --------------------------------------------------------------------------- accuracy on a matrix

@@ -6,8 +6,9 @@ Cost of kernel ``k`` on tile ``t``::
 
 ``E`` is exact (``batch_error``), ``R`` comes from the performance table in the chosen measure
 (energy pJ, cycles, payload bytes, or ``mix`` = the mean of the three, each as a share of Dense), and
-``R_dense`` is the whole matrix under DENSE with every tile slot — empty ones included — priced by
-shape (four shapes at most, see :func:`.perftable.dense_resource`), never by enumerating empty tiles.
+``R_dense`` is the whole matrix under DENSE with every tile slot — empty ones included — priced by the
+same table, by shape (four shapes at most, see :func:`.perftable.dense_resource`), never by
+enumerating empty tiles.
 
 Granularity ``"tile"``: exact argmin per tile (the reference). Granularity ``"cluster"``: the
 argmin on each LSH cluster's representative, applied to every member; the plan then measures the
@@ -75,7 +76,8 @@ class SelectionReport:
         Total table resource of the plan and its share of ``R_dense``.
     predicted_error : float
         Relative error of the choice summed from exact member errors (equals the plan's
-        ``relative_error``).
+        ``relative_error`` up to rounding: a LOWRANK kernel on a tile of rank ≤ r counts as error 0,
+        while its SVD factors reproduce the tile to rounding, ~1e-16).
     error_budget, resource_budget : float or None
     fusion : FusionResult or None
     budget_trace : DataFrame or None
@@ -271,7 +273,7 @@ def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", ke
         argmin = prob.argmin(alpha_eff, beta_eff, mask=br.mask)
         if fusion:
             notes.append("fusion weights are not run in budget modes (the budget is the constraint)")
-        if resource_budget is not None and granularity == "cluster" and prob.R_dense > 0 \
+        if resource_budget is not None and granularity == "cluster" and prob.R_dense > 0 and prob.n_units \
                 and br.resource < 0.8 * resource_budget * prob.R_dense:
             notes.append(f"the plan uses {br.resource / prob.R_dense:.3g} of the {resource_budget:g} allowed: "
                          f"cluster mode switches whole clusters (the largest holds {int(prob.unit_size.max()):,} of "

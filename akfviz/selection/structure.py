@@ -9,12 +9,15 @@ therefore put in one of four classes, decided from the features of
 ==========  ==================================================================================
 class       rule (checked in this order)
 ==========  ==================================================================================
-diagonal    ``nnz / (n_diagonals · min(h, w)) ≥ 0.6`` and ``n_diagonals ≤ min(h, w) / 2``:
+diagonal    ``nnz / (n_diagonals · min(h, w)) ≥ 0.6`` and ``n_diagonals ≤ 0.75 · min(h, w)``:
             the nonzeros fill a few diagonals (bands, stencils, diagonal blocks).
 nm          ``nm4 ≤ 2`` and ``density ≥ 0.3``: every group of 4 consecutive columns in a row has at
             most 2 nonzeros, and the tile is full enough for that to be a pattern, not chance.
-block       ``nnz / (occupied coarse cells · cell area) ≥ 0.5``: the entries sit in few, well-filled
-            cells of the g×g occupancy signature (for T = 32, g = 8 the cells are 4×4 blocks).
+block       ``nnz / (occupied coarse cells · cell area) ≥ 0.5`` and at most 80 % of the g×g cells
+            occupied: the entries sit in few, well-filled cells of the occupancy signature (for T = 32,
+            g = 8 the cells are 4×4 blocks). A tile above 50 % density whose entries are scattered fills
+            every cell about equally; it is ``random`` (the BLOCK kernel then stores every block, as DENSE
+            does — a held-out probe found such tiles priced as sparse blocks, 38 % too cheap).
 random      everything else (scattered, unstructured entries).
 ==========  ==================================================================================
 
@@ -29,7 +32,8 @@ from typing import Callable
 import numpy as np
 
 from ..errors import InputError
-from ._kernels import BLOCK_FILL, DIAG_FILL, NM_MIN_DENSITY, _classify_kernel
+from ._kernels import (BLOCK_FILL, BLOCK_MAX_SHARE, DIAG_FILL, DIAG_MAX_SHARE, NM_MIN_DENSITY,
+                       _classify_kernel)
 
 
 
@@ -119,11 +123,11 @@ def _gen_nm(T, density, rng, n=2, m=4):
 #: The registry of structure classes, in the order their rules are checked (``random`` last).
 STRUCTURE_CLASSES: dict[str, StructureClass] = {
     "diagonal": StructureClass(0, "diagonal", "nonzeros fill a few diagonals (band, stencil)",
-                               _gen_diagonal, 0.4, lambda T: min(1.0, 1.0 / T)),
+                               _gen_diagonal, 0.55, lambda T: min(1.0, 1.0 / T)),
     "nm": StructureClass(1, "nm", "at most 2 nonzeros per group of 4 columns, density ≥ 0.3 (N:M)",
                          _gen_nm, 0.5, lambda T: NM_MIN_DENSITY),
     "block": StructureClass(2, "block", "entries packed in few well-filled coarse cells (dense blocks)",
-                            _gen_block, 1.0, lambda T: 1.0 / (T * T)),
+                            _gen_block, 0.75, lambda T: 1.0 / (T * T)),
     "random": StructureClass(3, "random", "scattered, unstructured nonzeros", _gen_random, 1.0,
                              lambda T: 1.0 / (T * T)),
 }
@@ -192,7 +196,7 @@ def classify_dense(tile: np.ndarray, grid: int = 8) -> int:
     k = r.size
     m = min(h, w)
     nd = np.unique(c - r).size
-    if nd > 0 and nd * 2 <= m and k >= DIAG_FILL * nd * m:
+    if nd > 0 and nd <= DIAG_MAX_SHARE * m and k >= DIAG_FILL * nd * m:
         return 0
     nm4 = 0
     for i in range(h):
@@ -202,6 +206,6 @@ def classify_dense(tile: np.ndarray, grid: int = 8) -> int:
         return 1
     gh, gw = min(grid, h), min(grid, w)
     cells = {(ri * grid // h, ci * grid // w) for ri, ci in zip(r, c)}
-    if cells and k >= BLOCK_FILL * len(cells) * (h * w / (gh * gw)):
+    if cells and k >= BLOCK_FILL * len(cells) * (h * w / (gh * gw)) and len(cells) <= BLOCK_MAX_SHARE * gh * gw:
         return 2
     return 3

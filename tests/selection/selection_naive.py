@@ -6,15 +6,29 @@ from akfviz.selection.structure import classify_dense
 
 
 def naive_table_value(table, kernel, cls, density, scale, measure):
-    """np.polyval of the stored coefficients at log10 of the density clipped to the class's domain,
-    clamped at 0."""
+    """np.polyval of the stored coefficients at the density clipped to the class's domain (or its log10),
+    at least the fit's floor, times the scale; plus, for energy and cycles, the payload bytes beyond the
+    SRAM priced at DRAM energy / bandwidth (perftable's module docstring)."""
     import math
 
     i = table.kernels.index(kernel)
-    m = table.measures.index(measure)
     lo, hi = table.domain[cls]
-    x = math.log10(min(max(density, lo), hi))
-    return scale * max(0.0, float(np.polyval(table.coef[i, cls, m], x)))
+    d = min(max(density, lo), hi)
+
+    def part(meas):
+        m = table.measures.index(meas)
+        x = d if table.linear[i, cls, m] else math.log10(d)
+        return scale * max(float(np.polyval(table.coef[i, cls, m], x)), float(table.floor[i, cls, m]))
+
+    value = part(measure)
+    if measure == "bytes":
+        return value
+    sram, bw, e_dram, leak = (float(v) for v in table.overflow)
+    over = part("bytes") - sram
+    if over > 0:
+        stream = math.ceil(over / bw)
+        value += over * e_dram + stream * leak if measure == "energy" else stream
+    return value
 
 
 def naive_tile_costs(pa, table, names, alpha, beta, R_dense, measure="energy"):

@@ -89,7 +89,24 @@ def test_classification_matches_dense_reference():
     want = np.array([classify_dense(pa.tileset.dense(t)) for t in range(pa.n_tiles)])
     np.testing.assert_array_equal(got, want)
     assert set(got) == {0, 1, 2, 3}  # every class occurs
-    assert classify_dense(three_of_four) == 2 and classify_dense(two_of_four) == 1
+    # 3:4 at density 0.75 occupies every 4×4 cell: BLOCK would store every block, so not "block"
+    assert classify_dense(three_of_four) == 3 and classify_dense(two_of_four) == 1
+
+
+def test_scattered_dense_tiles_are_random_and_wide_bands_diagonal():
+    # a held-out probe: uniform tiles above 50 % density were "block" (priced as sparse blocks, 38 % too
+    # cheap), and the diagonal tiles of a 17-diagonal band were "block" too (DIA priced 2.5x too dear)
+    rng = np.random.default_rng(5)
+    for d in (0.55, 0.7, 0.9):
+        t = (rng.random((32, 32)) < d) * 1.0
+        assert classify_dense(t) == 3
+    band = sum(np.eye(32, k=o) for o in range(-8, 9))
+    assert classify_dense(band) == 0
+    assert classify_dense(synthetic_tile("block", 32, 0.6, seed=1)) == 2
+    pa = akfviz.analyze(akfviz.generate("banded", n=512, seed=2), tile=32)
+    cls = classify_tiles(pa.tiles)
+    on_diag = (pa.tiles["bi"] == pa.tiles["bj"]).to_numpy()
+    assert (cls[on_diag] == 0).all()
 
 
 # ------------------------------------------------------------------ Horner
@@ -167,16 +184,33 @@ def test_table_cache_by_hardware_hash(table):
     assert not np.allclose(t2.coef, table.coef)  # cycles change with the MAC lanes
 
 
-def test_dense_resource_equals_every_slot_priced():
+def test_dense_resource_equals_every_slot_priced_by_the_table():
     hw = HardwareConfig()
-    for shape, T in (((70, 50), 32), ((64, 64), 32), ((5, 3), 8)):
+    for shape, T in (((70, 50), 32), ((64, 64), 32), ((5, 3), 8), ((33, 33), 32)):
         A = sp.csr_array(np.ones(shape))
         pa = akfviz.analyze(A, tile=T)
-        uc = unit_costs(get_kernel("DENSE").npu_work(pa.tileset, np.arange(pa.n_tiles)), hw)
+        tab = ptab.performance_table(hw, T)
         got = ptab.dense_resource(shape, T, hw)
-        assert got["energy"] == pytest.approx(uc["energy_pj"].sum(), rel=1e-12)
-        assert got["cycles"] == pytest.approx(uc["cycles"].sum(), rel=1e-12)
-        assert got["bytes"] == pytest.approx(uc["bytes"].sum(), rel=1e-12)
+        cls = np.full(pa.n_tiles, 3)
+        for meas in ptab.MEASURE_NAMES:
+            want = tab.evaluate(["DENSE"], cls, np.ones(pa.n_tiles), ptab.tile_scale(pa.tiles, T),
+                                measure=meas)[:, 0].sum()
+            assert got[meas] == pytest.approx(want, rel=1e-12)
+        if shape[0] % T == 0 and shape[1] % T == 0:  # full tiles: the table's DENSE is exact
+            uc = unit_costs(get_kernel("DENSE").npu_work(pa.tileset, np.arange(pa.n_tiles)), hw)
+            assert got["energy"] == pytest.approx(uc["energy_pj"].sum(), rel=1e-9)
+            assert got["cycles"] == pytest.approx(uc["cycles"].sum(), rel=1e-9)
+            assert got["bytes"] == pytest.approx(uc["bytes"].sum(), rel=1e-9)
+
+
+@pytest.mark.parametrize("shape", [(33, 33), (200, 330), (64, 96)])
+@pytest.mark.parametrize("resource", ["energy", "cycles", "bytes", "mix"])
+def test_all_dense_plan_of_a_dense_matrix_has_share_one(shape, resource):
+    # a held-out probe: R_dense priced edge tiles exactly while the tiles were priced by the table, so
+    # an all-DENSE 33x33 plan had a resource share of 0.72
+    pa = akfviz.analyze(sp.csr_array(np.ones(shape)), tile=32)
+    plan = akfviz.select(pa, kernels=["DENSE"], resource=resource, fusion=False)
+    assert plan.selection.resource_share == pytest.approx(1.0, rel=1e-9)
 
 
 def test_prediction_error_on_a_matrix(table):

@@ -18,6 +18,7 @@ from akfviz.selection._kernels import _class_of, _random_below
 from akfviz.selection.costs import SelectionProblem, resolve_candidates
 from akfviz.selection.perftable import MEASURE_NAMES
 from akfviz.selection.structure import classify_dense
+from selection_naive import naive_table_value
 
 HW = HardwareConfig()
 
@@ -61,17 +62,9 @@ def _ref_total(prob, choice):
         h, w = int(ts.h[t]), int(ts.w[t])
         nnz = int(ts.ptr[t + 1] - ts.ptr[t])
         c = classify_dense(ts.dense(t), grid=prob.grid)
-        x = np.log10(min(max(nnz / (h * w), tab.domain[c, 0]), tab.domain[c, 1]))
-        k = kid[prob.unit_of_tile[t]]
-        val = 0.0
-        for m, wt in wts.items():
-            if wt != 0:
-                coef = tab.coef[k, c, tab.measures.index(m)]
-                acc_p = coef[0]
-                for d in coef[1:]:
-                    acc_p = acc_p * x + d
-                val += wt * max(acc_p, 0.0)
-        acc += val * (h * w) / float(prob.T) ** 2
+        k = tab.kernels[kid[prob.unit_of_tile[t]]]
+        scale = (h * w) / float(prob.T) ** 2
+        acc += sum(wt * naive_table_value(tab, k, c, nnz / (h * w), scale, m) for m, wt in wts.items() if wt != 0)
     return total + acc
 
 
