@@ -60,6 +60,10 @@ from .._jit import njit_cached, njit_inline, njit_parallel, serial_twin
 from ..kernels.base import gather_entries
 from ..kernels.quant import quant_value, tile_scale
 
+# numba's on-disk cache of this module's kernels is keyed on this file, not on the helpers inlined
+# from kernels/quant.py: edit this file (e.g. this comment) when those helpers change. Last change:
+# tile_scale's floor of 5e-324 (tiles of tiny subnormals divided by a zero scale).
+
 # Per-format tile kernels are ``njit_inline``: inlined into the drivers (a call per tile
 # costs more than a small tile's work).
 

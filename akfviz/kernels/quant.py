@@ -21,10 +21,18 @@ from .csc import CSCPayload, csc_bytes, csc_decode, csc_encode, csc_work
 QMAX = 127
 
 
+#: The smallest positive float64 (a subnormal): the least scale, see :func:`quant_scale`.
+TINY = 5e-324
+
+
 def quant_scale(maxabs):
-    """Per-tile scale ``max|v| / 127`` (1.0 for an all-zero tile, whose codes are all 0)."""
+    """Per-tile scale ``max(max|v| / 127, 5e-324)`` (1.0 for an all-zero tile, whose codes are all 0).
+
+    The floor matters only on tiles of tiny subnormals (``max|v| ≤ 63·5e-324``), where ``max|v| / 127``
+    rounds to 0: their values are then whole multiples of the smallest subnormal, stored exactly with
+    codes ≤ 63 (a held-out probe crashed ``select`` with a division by zero on such a tile)."""
     maxabs = np.asarray(maxabs, dtype=np.float64)
-    return np.where(maxabs > 0, maxabs / QMAX, 1.0)
+    return np.where(maxabs > 0, np.maximum(maxabs / QMAX, TINY), 1.0)
 
 
 def quant_codes(v, scale):
@@ -45,13 +53,14 @@ def quant_value(v, sc):
 
 @njit_inline
 def tile_scale(tv, s0, s1):
-    """``s = max|v| / 127`` over ``tv[s0:s1]`` (1.0 for an all-zero tile)."""
+    """``s = max(max|v| / 127, 5e-324)`` over ``tv[s0:s1]`` (1.0 for an all-zero tile; see
+    :func:`quant_scale`)."""
     mx = 0.0
     for p in range(s0, s1):
         a = abs(tv[p])
         if a > mx:
             mx = a
-    return mx / 127.0 if mx > 0.0 else 1.0
+    return max(mx / 127.0, 5e-324) if mx > 0.0 else 1.0
 
 
 @njit_inline

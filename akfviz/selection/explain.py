@@ -122,7 +122,8 @@ def explain(plan, tile=None, cluster=None) -> pd.DataFrame:
                        f"tile {int(rep.units[u])}")
     E, R, En, Rn = (np.asarray(a, dtype=np.float64) for a in row)
     C = _cost(rep, En, Rn)
-    key = tie_break(rep.alpha, rep.beta, En, Rn)
+    key = tie_break(rep.alpha, rep.beta, En, Rn,
+                    lossless=rep.lossless if rep.granularity == "cluster" else None)
     order = np.lexsort((np.arange(K), np.zeros(K) if key is None else key, C))
     rank = np.empty(K, dtype=np.int64)
     rank[order] = np.arange(1, K + 1)
@@ -152,7 +153,11 @@ def _reason(rep, names, En, Rn, C, rank, chosen, argmin, context) -> str:
             j = int(others[0])
             if C[j] == C[chosen]:
                 key = "resource" if rep.beta == 0 else "error" if rep.alpha == 0 else None
-                cmp = (f"costs the same; ties go to the lower {key}" if key else
+                if key == "resource" and rep.granularity == "cluster" and rep.lossless[chosen] \
+                        and not rep.lossless[j]:
+                    key = "lossless kernel (a lossy one exact on the representative may not be on its members)"
+                cmp = (f"costs the same; ties go to the lower {key}" if key and not key.startswith("lossless")
+                       else f"costs the same; ties go to a {key}" if key else
                        "costs the same; ties go to the first candidate")
             elif np.isfinite(C[j]) and C[chosen] > 0:
                 cmp = f"costs {C[j] / C[chosen]:.3g}× more"

@@ -199,3 +199,31 @@ def test_payload_bytes_hand_counts():
     assert get_kernel("LOWRANK2").payload_bytes(get_kernel("LOWRANK2").encode(t)) == 128 + 8
     # QUANT8: 3·(1+1) + 3·2 + 2 + 4 (scale)
     assert get_kernel("QUANT8").payload_bytes(get_kernel("QUANT8").encode(t)) == 6 + 6 + 2 + 4
+
+
+@pytest.mark.parametrize("steps", [1, 2, 63, 64, 200])
+def test_quant8_on_tiles_of_tiny_subnormals(steps):
+    # a held-out probe: max|v| / 127 rounds to 0 when max|v| <= 63 subnormal steps, and select() crashed
+    # with ZeroDivisionError; single-tile encode stored scale 0
+    import akfviz
+    import scipy.sparse as sp
+
+    tiny = steps * 5e-324
+    t = np.zeros((4, 4))
+    t[1, 2] = tiny
+    t[3, 0] = -tiny
+    for name in ("QUANT8", "QUANT8D"):
+        k = get_kernel(name)
+        back = k.decode(k.encode(t))
+        assert np.all(np.isfinite(back))
+        assert k.error(t) == pytest.approx(float(((t - back) ** 2).sum()), abs=1e-300)
+        if steps <= 63:
+            assert np.array_equal(back, t)  # whole multiples of the smallest subnormal: exact
+    A = sp.csr_array(([1.0, tiny], ([0, 40], [0, 40])), shape=(64, 64))
+    pa = akfviz.analyze(A, tile=32)
+    plan = akfviz.select(pa)
+    x = np.ones(64)
+    y = plan.matvec(x)
+    assert np.all(np.isfinite(y)) and y[0] == 1.0
+    forced = akfviz.select(pa, kernels=["QUANT8"])
+    assert np.all(np.isfinite(forced.matvec(x)))

