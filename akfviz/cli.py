@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -103,6 +104,10 @@ def _seed(text: str) -> int:
 def _hw(args):
     from .npu.hardware import HardwareConfig
 
+    for opt in ("hw", "preset"):
+        if getattr(args, opt, None) == "":
+            raise InputError(f"--{opt} is empty (an unset shell variable?); give a "
+                             + ("TOML file name." if opt == "hw" else "preset name, e.g. horowitz-45nm."))
     if getattr(args, "hw", None):
         if getattr(args, "preset", None):
             raise InputError("Give either --hw FILE or --preset NAME, not both: a TOML file describes "
@@ -235,7 +240,10 @@ def cmd_simulate(args):
 
     A, src = _matrix(args)
     hw = _hw(args)
-    plan = select(analyze(A, tile=args.tile), hw=hw, **_selector_kwargs(args))
+    kw = _selector_kwargs(args)
+    if args.rho_x > 0:  # choose kernels for the input that will run (the table needs rho_x > 0)
+        kw["rho_x"] = args.rho_x
+    plan = select(analyze(A, tile=args.tile), hw=hw, **kw)
     res = simulate(plan, hw, iterations=args.iterations, persistent=not args.non_persistent,
                    fused=not args.unfused, rho_x=args.rho_x, seed=args.seed)
     _emit({"source": src, "plan": plan.to_dict(), "simulation": res.to_dict()}, args, table=res.pe_frame,
@@ -424,6 +432,10 @@ def main(argv=None) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. "| head": the reader left; say nothing more, write nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     except OSError as exc:  # writing --out: permissions, full disk, …
         if not getattr(args, "out", None):
             raise

@@ -283,3 +283,35 @@ def test_a_table_printed_to_the_terminal_claims_no_file(capsys):
 def test_the_default_generated_size_is_1024_rows(capsys):
     code, out, _ = run(capsys, "analyze", "--generate", "banded")
     assert code == 0 and json.loads(out)["shape"] == [1024, 1024]
+
+
+@pytest.mark.parametrize("cmd", [["calibrate"], ["select", *GEN]])
+@pytest.mark.parametrize("opt", ["--hw", "--preset"])
+def test_empty_hardware_options_are_refused(capsys, cmd, opt):
+    # a held-out probe: --hw "" (an unset shell variable) silently ran on the default hardware
+    code, _, err = run(capsys, *cmd, opt, "")
+    assert code == 2 and "empty" in err
+
+
+def test_select_json_names_its_measure_hardware_and_notes(capsys):
+    code, out, _ = run(capsys, "select", *GEN, "--resource", "bytes")
+    assert code == 0
+    sel = json.loads(out)["selection"]
+    assert sel["measure"] == "bytes" and len(sel["hw_hash"]) == 64
+    assert sel["R_dense"] > 0 and 0 <= sel["resource_share"] and isinstance(sel["notes"], list)
+
+
+def test_simulate_chooses_kernels_for_its_activation_density(capsys):
+    code, out, _ = run(capsys, "simulate", *GEN, "--rho-x", "0.25")
+    assert code == 0
+    assert json.loads(out)["plan"]["selection"]["rho_x"] == 0.25
+
+
+def test_a_closed_pipe_ends_quietly():
+    # a held-out probe: "calibrate | head -1" ended in a BrokenPipeError traceback
+    proc = subprocess.Popen([sys.executable, "-m", "akfviz", "calibrate", "--tile", "8"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before anything is written
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=300)
+    assert "Traceback" not in err and "BrokenPipe" not in err

@@ -383,4 +383,5 @@ class FusionPlan:
             "npu_routes": int(work.n_routes),
             "executor": self._packed.format_tiles(),
             "executor_bytes": self._packed.bytes_moved(),
+            **({"selection": self.selection.to_dict()} if getattr(self, "selection", None) is not None else {}),
         }

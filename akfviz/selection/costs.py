@@ -67,11 +67,11 @@ def resolve_candidates(kernels) -> tuple:
     return tuple(out)
 
 
-def check_pa(pa):
+def check_pa(pa, who: str = "select()"):
     for attr in ("tiles", "tileset", "fro_norm", "tile", "clusters"):
         if not hasattr(pa, attr):
             raise InputError(
-                "select() needs a PatternAnalysis from akfviz.analyze(A, tile); "
+                f"{who} needs a PatternAnalysis from akfviz.analyze(A, tile); "
                 f"got a {type(pa).__name__} without {attr!r}."
             )
     return pa

@@ -254,5 +254,5 @@ def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 1
     traj_df["step"] = traj_df["step"].astype(np.int64)
     return FusionResult(weights=w, choice=choice, argmin=argmin, trajectory=traj_df,
                         weights_trajectory=wtraj[:r], recorded_units=rec_units, capacity=cap,
-                        sram_bytes_argmin=S_arg, sram_bytes_final=S_fin, binding=bool(S_arg > cap),
+                        sram_bytes_argmin=S_arg, sram_bytes_final=S_fin, binding=bool(0 < cap < S_arg),
                         steps=int(steps), penalty=float(penalty))

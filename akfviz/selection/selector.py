@@ -297,6 +297,9 @@ def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", ke
                 if fusion_res.binding:
                     notes.append(f"SRAM constraint binds: the argmin plan needs "
                                  f"{fusion_res.sram_bytes_argmin:.3g} B, the chip has {cap:.3g} B")
+                elif cap <= 0:
+                    notes.append("the chip has no SRAM: every payload streams from DRAM (the table prices "
+                                 "it), so the SRAM penalty of the fusion weights is off")
     timings["decide"] = time.perf_counter() - t1
 
     t2 = time.perf_counter()
