@@ -269,7 +269,7 @@ def cmd_compare(args):
 def cmd_calibrate(args):
     from .selection.perftable import performance_table
 
-    table = performance_table(_hw(args), args.tile)
+    table = performance_table(_hw(args), args.tile, rho_x=args.rho_x, seed=args.seed)
     _emit(table.fits_frame(), args)
 
 
@@ -407,6 +407,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--tile", type=int, default=32, help="tile side T the table is calibrated for (default 32)")
     sp.add_argument("--hw", help="HardwareConfig TOML file")
     sp.add_argument("--preset", help="energy/hardware preset, e.g. horowitz-45nm or loihi-like")
+    sp.add_argument("--seed", type=_seed, default=0,
+                    help="seed of the synthetic calibration tiles (select / compare --seed use the same table)")
+    sp.add_argument("--rho-x", type=float, default=1.0, help="activation density of x the table assumes")
     sp.add_argument("--out", help="write the fits table to this .csv / .parquet (or .json) file")
     sp.set_defaults(func=cmd_calibrate)
 

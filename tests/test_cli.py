@@ -315,3 +315,11 @@ def test_a_closed_pipe_ends_quietly():
     err = proc.stderr.read().decode()
     proc.wait(timeout=300)
     assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+def test_calibrate_takes_the_seed_and_activation_density_select_uses(capsys):
+    _, base, _ = run(capsys, "calibrate", "--tile", "8")
+    code, seeded, _ = run(capsys, "calibrate", "--tile", "8", "--seed", "3")
+    assert code == 0 and seeded != base
+    code, _, err = run(capsys, "calibrate", "--tile", "8", "--rho-x", "0")
+    assert code == 2 and "rho_x" in err
