@@ -383,5 +383,13 @@ class FusionPlan:
             "npu_routes": int(work.n_routes),
             "executor": self._packed.format_tiles(),
             "executor_bytes": self._packed.bytes_moved(),
-            **({"selection": self.selection.to_dict()} if getattr(self, "selection", None) is not None else {}),
+            **self._selection_dict(),
         }
+
+    def _selection_dict(self) -> dict:
+        """``{"selection": …}`` when the plan carries a selection report (``select`` attaches one) that can
+        say itself as JSON; empty otherwise (a hand-built plan)."""
+        sel = getattr(self, "selection", None)
+        if hasattr(sel, "to_dict"):
+            return {"selection": sel.to_dict()}
+        return {"selection": sel} if isinstance(sel, dict) else {}
