@@ -2,17 +2,17 @@
 "Horner's method").
 
 For one hardware configuration, tile side ``T`` and activation density ``rho_x``, every kernel's
-resource cost on a tile is modelled as a polynomial in the logarithm of the tile's density, one
+resource cost on a tile is modelled as a polynomial in the tile's density or its logarithm, one
 polynomial per (kernel, structure class, measure):
 
-.. math::  R_m(t, k) \\approx \\frac{h_t w_t}{T^2}\\; \\max\\big(p_{k, s(t), m}(\\log_{10} \\mathrm{clip}(d_t)),\\;
+.. math::  R_m(t, k) \\approx \\frac{h_t w_t}{T^2}\\; \\max\\big(p_{k, s(t), m}(x_t),\\;
            f_{k, s(t), m}\\big) + \\mathrm{overflow}_m(t, k)
 
-with ``s(t)`` the structure class of the tile (:mod:`.structure`), ``d_t`` its density clipped to the
-density range the class was calibrated on, the factor ``h·w/T²`` shrinking the cost of edge
-tiles, and ``f`` the fit's floor: the smallest cost among its calibration points (a quartic can dip
-between its points; at T = 5 one went below zero and made CSC free). The polynomials price a tile whose
-payload fits in the PE's SRAM; the payload that does not fit is priced exactly from the predicted
+with ``s(t)`` the structure class of the tile (:mod:`.structure`), ``x_t`` its density clipped to the
+density range the class was calibrated on — or the log10 of that, per fit (see below) — the factor
+``h·w/T²`` shrinking the cost of edge tiles, and ``f`` the fit's floor: the smallest cost among its
+calibration points (a quartic can dip between its points; at T = 5 one went below zero and made CSC
+free). The polynomials price a tile whose payload fits in the PE's SRAM; the payload that does not fit is priced exactly from the predicted
 payload bytes ``b`` (the ``bytes`` polynomial): with ``o = max(0, b − sram_bytes_per_pe)``, energy adds
 ``o · e_dram + ceil(o / dram_bytes_per_cycle) · e_leakage`` and cycles add
 ``ceil(o / dram_bytes_per_cycle)`` — the terms of :func:`akfviz.npu.costmodel.unit_costs`. (A single
@@ -25,6 +25,10 @@ steeply below 10 % and stay flat above. A quartic in the density itself fits the
 points but swings between them — on 40 held-out densities it was off by up to 221 % (DIA, random
 tiles, energy: 32,000 pJ predicted at density 0.8 where the cost is 10,000); in log10 density the
 worst held-out error is 61 % and the mean worst error per fit 4 % instead of 10 % (docs/decisions.md).
+Costs affine in the nonzero count (CSC's bytes) are the opposite case: exact in the density, bent in
+its log (the quartic in log10 density missed CSC's bytes at density 1 by 21 %). So each fit takes the
+variable, log10 density (degree ≤ 4) or the density itself (degree ≤ 2, too low to swing), whose fit is
+closer at its calibration points (:attr:`PerformanceTable.linear`; 97 of 204 fits at T = 32).
 Measures: ``energy`` (pJ), ``cycles`` and ``bytes`` (payload bytes) — the columns
 ``energy_pj``, ``cycles``, ``bytes`` of :func:`akfviz.npu.costmodel.unit_costs`.
 
@@ -295,8 +299,8 @@ class PerformanceTable:
 
     def fits_frame(self) -> pd.DataFrame:
         """One row per fit: ``kernel, class, measure, variable`` (density or log10 density), ``c4 … c0``
-        (coefficient of variable**p, highest first), the fit's ``floor``, the class's calibrated density range ``d_min, d_max``, and
-        ``degree, n_points, rel_rms, max_rel``."""
+        (coefficient of variable**p, highest first), the fit's ``floor``, the class's calibrated density
+        range ``d_min, d_max``, and ``degree, n_points, rel_rms, max_rel``."""
         rows = []
         for i, k in enumerate(self.kernels):
             for j, c in enumerate(self.classes):
