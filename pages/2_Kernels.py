@@ -162,7 +162,7 @@ with right:
 
 st.subheader("Performance table")
 table_pt = S.perftable_cached(hwk, hw, pa.tile)
-fit_err = table_pt.fit_error
+fit_err = table_pt.fits_frame()
 kc1, kc2 = st.columns([1, 3])
 with kc1:
     names = list(table_pt.kernels)
@@ -170,7 +170,7 @@ with kc1:
     kname = st.selectbox("Kernel", names, index=names.index(used[0]) if used else 0, key="pt_kernel")
     meas = st.selectbox("Measure", list(table_pt.measures), index=0, key="pt_measure")
     fe = fit_err[(fit_err["kernel"] == kname) & (fit_err["measure"] == meas)]
-    st.dataframe(fe[["class", "degree", "rel_rms", "max_rel"]], hide_index=True, width="stretch")
+    st.dataframe(fe[["class", "variable", "degree", "rel_rms", "max_rel"]], hide_index=True, width="stretch")
 with kc2:
     def build_fits():
         cal = table_pt.calibration
@@ -189,7 +189,8 @@ with kc2:
     fig = S.figure_cached(f"fits|{hwk}|{pa.tile}|{kname}|{meas}", build_fits)
     S.chart(fig, key="perftable")
     st.caption(f"How to read this: dots = {meas} of synthetic calibration tiles priced by the NPU cost model, "
-               "line = the fitted polynomial in log10 density (evaluated by Horner's rule) per structure class.")
+               "line = the fitted polynomial per structure class (in the density or its log10: the table's "
+               "variable column), evaluated by Horner's rule, plus the DRAM cost of payload beyond a PE's SRAM.")
 if st.toggle("Check the table against exact pricing on this matrix", key="pt_check"):
     pe = S.prediction_error_cached(S.analysis_key(wl.digest, pa.tile), pa, hwk, hw)
     st.dataframe(pe[pe["measure"] == meas], hide_index=True, width="stretch")
