@@ -128,14 +128,12 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
     from .analysis.pattern import analyze
     from .execute.plan import FusionPlan
     from .kernels.registry import get_kernel
-    from .npu.hardware import HardwareConfig
+    from .npu.hardware import as_hardware
     from .npu.simulate import simulate, simulate_dense
     from .selection.perftable import check_rho_x, dense_resource
     from .selection.selector import select
 
-    hw = HardwareConfig() if hw is None else hw
-    if not isinstance(hw, HardwareConfig):
-        raise InputError(f"hw must be an akfviz.HardwareConfig, got {type(hw).__name__}.")
+    hw = as_hardware(hw)
     rho_x = check_rho_x(rho_x)
     static = get_kernel(static_kernel).name
     seed = check_seed(seed)

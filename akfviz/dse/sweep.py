@@ -30,7 +30,7 @@ import pandas as pd
 from ..arguments import check_seed, check_whole
 from ..errors import InputError
 from ..npu.hardware import _INT_LIMITS as _HW_INT_LIMITS
-from ..npu.hardware import HardwareConfig
+from ..npu.hardware import as_hardware
 
 
 def _fmt(v) -> str:
@@ -340,11 +340,7 @@ def run_sweep(
             f"got {progress!r}."
         )
     max_points = _check_max_points(max_points)
-    if hw is not None and not isinstance(hw, HardwareConfig):
-        raise InputError(
-            f"hw must be a HardwareConfig (e.g. akfviz.HardwareConfig()), got {type(hw).__name__}."
-        )
-    hw0 = hw if hw is not None else HardwareConfig()
+    hw0 = as_hardware(hw)
     values = _checked_grid(grid, max_points)
     points = [dict(zip(values, combo)) for combo in itertools.product(*values.values())]
     defaults = {"tile": 32, "alpha": 1.0, "beta": 1.0, "error_budget": None,

@@ -256,6 +256,16 @@ class HardwareConfig:
         return HARDWARE_PRESETS[name]()
 
 
+def as_hardware(hw) -> HardwareConfig:
+    """``hw`` as a HardwareConfig: ``None`` gives the defaults, anything else must already be one (InputError)."""
+    if hw is None:
+        return HardwareConfig()
+    if not isinstance(hw, HardwareConfig):
+        raise InputError(
+            f"hw must be a HardwareConfig (e.g. akfviz.HardwareConfig()) or None, got {type(hw).__name__}.")
+    return hw
+
+
 def _preset(name: str) -> HardwareConfig:
     return HardwareConfig.from_preset(name)
 

@@ -33,7 +33,7 @@ from ..arguments import check_flag, check_seed
 from ..errors import InputError, checked_call
 from . import _engine
 from .costmodel import check_activation_density
-from .hardware import HardwareConfig
+from .hardware import HardwareConfig, as_hardware
 from .mapping import MAPPING_METHODS, Mapping, map_tiles
 from .results import COUNTERS, SimResult
 from .tilework_builders import dense_tilework
@@ -268,10 +268,7 @@ def plan_mapping(plan, hw: HardwareConfig | None = None, *, rho_x: float = 1.0,
     whose last blocks hold no tile still gets a reduction PE per row block. Passing the result
     as ``simulate(..., mapping=mp)`` gives the same run as ``mapping=method``.
     """
-    if hw is None:
-        hw = HardwareConfig()
-    if not isinstance(hw, HardwareConfig):
-        raise InputError(f"hw must be a HardwareConfig, got {type(hw).__name__}.")
+    hw = as_hardware(hw)
     seed = check_seed(seed)
     rho = check_activation_density(rho_x)
     work, shape, tile, tr, _ = _resolve_plan(plan, None, None, tile_rows)
@@ -411,10 +408,7 @@ def simulate(plan, hw: HardwareConfig | None = None, x=None, iterations: int = 1
     -------
     SimResult
     """
-    if hw is None:
-        hw = HardwareConfig()
-    if not isinstance(hw, HardwareConfig):
-        raise InputError(f"hw must be a HardwareConfig, got {type(hw).__name__}.")
+    hw = as_hardware(hw)
     iterations = _check_int("iterations", iterations, 1, MAX_ITERATIONS)
     seed = check_seed(seed)
     persistent = check_flag(persistent, "persistent")

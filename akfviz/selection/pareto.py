@@ -117,12 +117,10 @@ def pareto_front(pa, kernels=None, hw=None, *, resource="energy", granularity="c
         low < high within ±300, ``plan`` not a FusionPlan, and the checks of :func:`akfviz.select`.
     """
     from ..execute.plan import FusionPlan
-    from ..npu.hardware import HardwareConfig
+    from ..npu.hardware import as_hardware
 
     check_pa(pa)
-    if hw is not None and not isinstance(hw, HardwareConfig):
-        raise InputError(
-            f"hw must be a HardwareConfig (e.g. akfviz.HardwareConfig()) or None, got {hw!r}.")
+    hw = as_hardware(hw)
     seed = check_seed(seed)
     if isinstance(n_points, (bool, np.bool_)) or not (
             isinstance(n_points, (int, np.integer)) and 2 <= n_points <= 1000):
@@ -131,7 +129,6 @@ def pareto_front(pa, kernels=None, hw=None, *, resource="energy", granularity="c
     if plan is not None and not isinstance(plan, FusionPlan):
         raise InputError(
             f"plan must be a FusionPlan (from akfviz.select) or None, got {type(plan).__name__}.")
-    hw = HardwareConfig() if hw is None else hw
     prob = SelectionProblem(pa, resolve_candidates(kernels), hw, resource=check_resource(resource),
                             granularity=granularity, rho_x=check_rho_x(rho_x), seed=seed)
     lams = np.concatenate([[0.0], np.logspace(lo, hi, int(n_points)), [np.inf]])

@@ -61,6 +61,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ..errors import InputError
+from ..npu.hardware import as_hardware
 from ._kernels import (_chosen_total, _first_codes, _full_tile_lut, _horner_1d, _horner_chosen,
                        _horner_group_sums, _horner_matrix)
 from .structure import CLASS_NAMES, STRUCTURE_CLASSES, classify_tiles, synthetic_tile
@@ -422,7 +423,7 @@ def calibrate(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int = 0, ker
     from ..kernels.registry import get_kernel, kernel_names
 
     t0 = time.perf_counter()
-    hw = _check_hw(hw)
+    hw = as_hardware(hw)
     T = check_tile(tile)
     rho_x = check_rho_x(rho_x)
     seed = check_seed(seed)
@@ -530,22 +531,10 @@ def performance_table(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int 
     from ..analysis.tiling import check_tile
     from ..arguments import check_seed
 
-    hw = _check_hw(hw)
+    hw = as_hardware(hw)
     tile, rho_x, seed = check_tile(tile), check_rho_x(rho_x), check_seed(seed)
     key = (hw_hash or hw.config_hash(), tile, rho_x, seed)
     return _lru_get(_TABLES, key, lambda: calibrate(hw, tile, rho_x=rho_x, seed=seed))
-
-
-def _check_hw(hw):
-    """``hw`` as a HardwareConfig (default ``HardwareConfig()``); InputError for anything else."""
-    from ..npu.hardware import HardwareConfig
-
-    if hw is None:
-        return HardwareConfig()
-    if not isinstance(hw, HardwareConfig):
-        raise InputError(
-            f"hw must be a HardwareConfig (e.g. akfviz.HardwareConfig()) or None, got {type(hw).__name__}.")
-    return hw
 
 
 def clear_cache() -> None:
@@ -572,9 +561,7 @@ def dense_resource(shape, tile: int, hw=None, *, rho_x: float = 1.0, hw_hash: st
     dict
         ``{"energy": pJ, "cycles": cycles, "bytes": bytes}`` (sums over all tile slots).
     """
-    from ..npu.hardware import HardwareConfig
-
-    hw = HardwareConfig() if hw is None else hw
+    hw = as_hardware(hw)
     n, m = (int(shape[0]), int(shape[1]))
     T = int(tile)
     hw_hash = hw_hash or hw.config_hash()
@@ -665,7 +652,7 @@ def prediction_error(pa, hw=None, *, table: PerformanceTable | None = None, kern
         raise InputError(f"against must be one of {', '.join(_PRICERS)}, got {against!r}.")
     if against == "simulator" and rho_x != 1.0:
         raise InputError("The simulator check runs with every input nonzero; use rho_x=1.")
-    hw = _check_hw(hw)
+    hw = as_hardware(hw)
     if table is None:
         table = performance_table(hw, pa.tile, rho_x=rho_x)
     elif not isinstance(table, PerformanceTable):

@@ -230,7 +230,7 @@ def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", ke
     0.0
     """
     from ..execute.plan import FusionPlan
-    from ..npu.hardware import HardwareConfig
+    from ..npu.hardware import as_hardware
 
     t0 = time.perf_counter()
     check_pa(pa)
@@ -253,10 +253,7 @@ def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", ke
         cost_gap = check_flag(cost_gap, "cost_gap")
     seed = check_seed(seed)
     candidates = resolve_candidates(kernels)
-    if hw is None:
-        hw = HardwareConfig()
-    elif not isinstance(hw, HardwareConfig):
-        raise InputError(f"hw must be an akfviz.HardwareConfig, got {type(hw).__name__}.")
+    hw = as_hardware(hw)
 
     prob = SelectionProblem(pa, candidates, hw, resource=resource, granularity=granularity,
                             rho_x=rho_x, seed=int(seed))
