@@ -130,7 +130,7 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
     from .kernels.registry import get_kernel
     from .npu.hardware import as_hardware
     from .npu.simulate import simulate, simulate_dense
-    from .selection.perftable import check_rho_x, dense_resource
+    from .selection.perftable import check_rho_x
     from .selection.selector import select
 
     hw = as_hardware(hw)
@@ -179,8 +179,7 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
     # the same mapping method and seed as the other three plans (akf-spec §8: same terms for all)
     dres = simulate_dense(shape, pa.tile, hw, x=xv, seed=seed, mapping=mapping, record=False)
     # the simulator's own payload count (exact for edge tiles; the table scales them by h·w/T²)
-    dense_bytes = float(dres.meta["payload_bytes"]) if "payload_bytes" in dres.meta else \
-        dense_resource(shape, pa.tile, hw, rho_x=rho_x, seed=seed)["bytes"]
+    dense_bytes = float(dres.meta["payload_bytes"])
     rows["Dense"] = _row(dres, payload=dense_bytes, mix="DENSE 100 % (every tile slot, empty ones too)")
     rows["Dense"]["output_error_pct"] = 0.0
     report(1)

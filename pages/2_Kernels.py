@@ -162,7 +162,7 @@ with right:
 
 st.subheader("Performance table")
 table_pt = S.perftable_cached(hwk, hw, pa.tile)
-fit_err = table_pt.fits_frame()
+fit_err = table_pt.fit_error
 kc1, kc2 = st.columns([1, 3])
 with kc1:
     names = list(table_pt.kernels)

@@ -152,13 +152,14 @@ def _reason(rep, names, En, Rn, C, rank, chosen, argmin, context) -> str:
         if others:
             j = int(others[0])
             if C[j] == C[chosen]:
-                key = "resource" if rep.beta == 0 else "error" if rep.alpha == 0 else None
-                if key == "resource" and rep.granularity == "cluster" and rep.lossless[chosen] \
+                if rep.beta == 0 and rep.granularity == "cluster" and rep.lossless[chosen] \
                         and not rep.lossless[j]:
-                    key = "lossless kernel (a lossy one exact on the representative may not be on its members)"
-                cmp = (f"costs the same; ties go to the lower {key}" if key and not key.startswith("lossless")
-                       else f"costs the same; ties go to a {key}" if key else
-                       "costs the same; ties go to the first candidate")
+                    rule = ("a lossless kernel (a lossy one exact on the representative may not be on "
+                            "its members)")
+                else:
+                    rule = ("the lower resource" if rep.beta == 0 else "the lower error" if rep.alpha == 0
+                            else "the first candidate")
+                cmp = f"costs the same; ties go to {rule}"
             elif np.isfinite(C[j]) and C[chosen] > 0:
                 cmp = f"costs {C[j] / C[chosen]:.3g}× more"
             elif np.isfinite(C[j]):

@@ -132,7 +132,8 @@ class PerformanceTable:
         One row per (kernel, calibration tile): ``kernel, class, density, energy, cycles, bytes,
         classified_as`` (the class the rule of :mod:`.structure` gives the synthetic tile).
     fit_error : DataFrame
-        One row per fit: ``kernel, class, measure, degree, n_points, rel_rms, max_rel``.
+        One row per fit: ``kernel, class, measure, variable`` (density or log10 density), ``degree,
+        n_points, rel_rms, max_rel``.
     source : str
         What the calibration points were priced with.
     build_seconds : float
@@ -306,12 +307,11 @@ class PerformanceTable:
         for i, k in enumerate(self.kernels):
             for j, c in enumerate(self.classes):
                 for m, meas in enumerate(self.measures):
-                    rows.append((k, c, meas, "density" if self.linear[i, j, m] else "log10 density",
-                                 *self.coef[i, j, m], self.floor[i, j, m], *self.domain[j]))
-        cols = (["kernel", "class", "measure", "variable"] + [f"c{p}" for p in range(MAX_DEGREE, -1, -1)]
+                    rows.append((k, c, meas, *self.coef[i, j, m], self.floor[i, j, m], *self.domain[j]))
+        cols = (["kernel", "class", "measure"] + [f"c{p}" for p in range(MAX_DEGREE, -1, -1)]
                 + ["floor", "d_min", "d_max"])
-        df = pd.DataFrame(rows, columns=cols)
-        return df.merge(self.fit_error, on=["kernel", "class", "measure"], how="left")
+        df = pd.DataFrame(rows, columns=cols).merge(self.fit_error, on=["kernel", "class", "measure"], how="left")
+        return df[cols[:3] + ["variable"] + [c for c in df.columns if c not in cols[:3] + ["variable"]]]
 
     fits = fits_frame
 
@@ -469,8 +469,7 @@ def calibrate(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int = 0, ker
         hw_hash=hw.config_hash(), tile=T, rho_x=rho_x, seed=int(seed), kernels=names, classes=CLASS_NAMES,
         measures=MEASURE_NAMES, coef=coef, linear=linear, domain=domain, floor=floor, overflow=ovf,
         calibration=pd.concat(cal_frames, ignore_index=True),
-        fit_error=pd.DataFrame(columns=["kernel", "class", "measure", "degree", "n_points", "rel_rms",
-                                        "max_rel"]),
+        fit_error=pd.DataFrame(),
     )
     # the fit error of the whole prediction (overflow included), as `predict` gives it at the points
     fit_rows = []
@@ -483,11 +482,12 @@ def calibrate(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int = 0, ker
                 ymax = float(np.max(np.abs(y))) if y.size else 0.0
                 denom = np.maximum(np.abs(y), 1e-9 * ymax) if ymax > 0 else np.ones(y.size)
                 rel = (pred[meas][sel] - y) / denom
-                fit_rows.append((k, cname, meas, degrees[k, cname, meas], int(sel.sum()),
+                fit_rows.append((k, cname, meas, "density" if linear[i, j, m] else "log10 density",
+                                 degrees[k, cname, meas], int(sel.sum()),
                                  float(np.sqrt(np.mean(rel ** 2))) if rel.size else 0.0,
                                  float(np.max(np.abs(rel))) if rel.size else 0.0))
-    fit_error = pd.DataFrame(fit_rows, columns=["kernel", "class", "measure", "degree", "n_points",
-                                                "rel_rms", "max_rel"])
+    fit_error = pd.DataFrame(fit_rows, columns=["kernel", "class", "measure", "variable", "degree",
+                                                "n_points", "rel_rms", "max_rel"])
     return dataclasses.replace(table, fit_error=fit_error, build_seconds=time.perf_counter() - t0)
 
 

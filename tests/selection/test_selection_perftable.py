@@ -250,8 +250,10 @@ def test_fits_frame(table):
     assert len(df) == len(table.kernels) * len(CLASS_NAMES) * len(ptab.MEASURE_NAMES)
     row = df[(df["kernel"] == "CSC") & (df["class"] == "random") & (df["measure"] == "energy")].iloc[0]
     c = row[["c4", "c3", "c2", "c1", "c0"]].to_numpy(np.float64)
-    # the polynomial's variable is log10 density
-    assert table.predict("CSC", "random", [0.1])[0] == pytest.approx(max(0.0, np.polyval(c, -1.0)))
+    x = 0.1 if row["variable"] == "density" else -1.0  # the fit's variable at density 0.1
+    assert table.predict("CSC", "random", [0.1])[0] == pytest.approx(max(row["floor"], np.polyval(c, x)))
+    assert list(df.columns[:4]) == ["kernel", "class", "measure", "variable"]
+    assert set(df["variable"]) <= {"density", "log10 density"}
     assert {"rel_rms", "max_rel", "d_min", "d_max"} <= set(df.columns)
 
 
