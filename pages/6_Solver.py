@@ -53,10 +53,16 @@ except (InputError, ValueError) as exc:
     S.show_error(exc)
     st.stop()
 S.record_result("solver", {"operator": label, "method": method, "iterations": int(iters),
-                           "relative_error": res.relative_error, "iterations_to_tol": res.iterations_to_tol})
-m = st.columns(4)
+                           "relative_error": res.relative_error, "solution_error": res.solution_error,
+                           "iterations_to_tol": res.iterations_to_tol})
+m = st.columns(5)
 m[0].metric("operator size", f"{A.shape[0]:,}²", help=f"{label}: {A.shape[0]:,}×{A.shape[1]:,}, nnz {A.nnz:,}")
-m[1].metric("plan's relative error", f"{100 * res.relative_error:.3g} %")
+m[1].metric("plan's relative error", f"{100 * res.relative_error:.3g} %",
+            help="‖A − Â‖_F / ‖A‖_F of the lossy plan (akf-spec §5).")
+m[4].metric("answer's error", vs.percent_text(res.solution_error),
+            help="‖x_Â − x_A‖ / ‖x_A‖: how far the lossy plan's last iterate is from the exact run's after "
+                 "the same iterations" + (" (eigenvector sign matched)" if method == "power" else "")
+                 + ". A small operator error can give a large answer error when A is ill-conditioned.")
 m[2].metric("persistent: cycles / iteration", f"{res.npu.loc['persistent', 'cycles_per_iteration']:,.0f}")
 m[3].metric("non-persistent: cycles / iteration", f"{res.npu.loc['non-persistent', 'cycles_per_iteration']:,.0f}")
 for note in res.notes:
@@ -90,6 +96,8 @@ st.caption(f"Kernels of the lossy plan: {', '.join(sorted(plan.kernel_counts.ind
 st.subheader("Export")
 S.export_buttons("Convergence", lambda: res.curves, f"solver-{method}-curves", "exp_solver_curves",
                  "one row per iteration: residual with the exact A and with the lossy plan Â")
+S.export_buttons("Solutions", res.solutions, f"solver-{method}-solutions", "exp_solver_x",
+                 "one row per unknown: the last iterate with the exact A, with the lossy plan Â, and their difference")
 S.export_buttons("NPU cost", lambda: res.npu.reset_index(names="kernel_mode"), f"solver-{method}-npu",
                  "exp_solver_npu", "persistent and non-persistent runs: cycles, DRAM bytes and energy, "
                  "in all and per iteration")

@@ -117,6 +117,14 @@ class SolverResult:
         Why the lossy run may misbehave, found while running it: for CG, ``Â`` not symmetric or
         not positive definite (a direction with ``pᵀÂp < 0``); for any method, a residual that
         climbs to over 10× its lowest value (see :func:`diverging_notes`).
+    x_exact, x_approx : ndarray (n,)
+        The last iterate of the run with the exact ``A`` and of the run with the plan's ``Â``
+        (power iteration: unit-norm eigenvector estimates).
+    solution_error : float
+        ``‖x_approx − x_exact‖ / ‖x_exact‖``, how far the lossy plan's answer is from the exact
+        run's answer after the same iterations (for power iteration, with ``x_approx``'s sign
+        matched to ``x_exact``, since ``±x`` are the same eigenvector); NaN when ``x_exact`` is 0
+        or either run overflowed. See :func:`solution_error`.
     """
 
     method: str
@@ -126,12 +134,43 @@ class SolverResult:
     relative_error: float
     sim: dict
     notes: list = field(default_factory=list)
+    x_exact: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    x_approx: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    solution_error: float = float("nan")
 
     def to_dict(self) -> dict:
+        """Everything but the NPU simulation objects, as JSON-ready values (vectors as lists)."""
         return dict(method=self.method, curves=self.curves.to_dict("list"),
                     npu=self.npu.reset_index().to_dict("records"),
                     iterations_to_tol=self.iterations_to_tol, relative_error=self.relative_error,
-                    notes=list(self.notes))
+                    solution_error=self.solution_error, x_exact=self.x_exact.tolist(),
+                    x_approx=self.x_approx.tolist(), notes=list(self.notes))
+
+    def solutions(self) -> pd.DataFrame:
+        """Both final iterates side by side: ``index, x_exact, x_approx, difference``."""
+        return pd.DataFrame({"index": np.arange(self.x_exact.size), "x_exact": self.x_exact,
+                             "x_approx": self.x_approx, "difference": self.x_approx - self.x_exact})
+
+
+def solution_error(x_approx, x_exact, method: str) -> float:
+    """``‖x_approx − x_exact‖₂ / ‖x_exact‖₂``; for ``"power"`` the smaller of the errors of
+    ``±x_approx`` (an eigenvector's sign is arbitrary). NaN when either vector is not finite
+    or ``x_exact`` is 0.
+
+    >>> round(solution_error(np.array([1.0, 2.0]), np.array([1.0, 2.5]), "jacobi"), 4)
+    0.1857
+    >>> solution_error(np.array([-0.6, -0.8]), np.array([0.6, 0.8]), "power")
+    0.0
+    """
+    xa = np.asarray(x_approx, np.float64)
+    xe = np.asarray(x_exact, np.float64)
+    ne = float(np.linalg.norm(xe))
+    if ne == 0 or not (np.isfinite(xa).all() and np.isfinite(xe).all()):
+        return float("nan")
+    err = float(np.linalg.norm(xa - xe))
+    if method == "power":
+        err = min(err, float(np.linalg.norm(xa + xe)))
+    return err / ne
 
 
 #: A residual that climbs to this many times its lowest value so far is reported as growing.
@@ -241,12 +280,12 @@ def run_solver(plan, hw=None, method: str = "jacobi", b=None, iterations: int = 
         return plan.matvec(v) if np.isfinite(v).all() else np.full(n, np.nan)
 
     found_exact: dict = {}
-    _, res_exact = solver(lambda v: A @ v, A, b, int(iterations), float(tol), found_exact)
+    x_exact, res_exact = solver(lambda v: A @ v, A, b, int(iterations), float(tol), found_exact)
     if "indefinite" in found_exact:
         raise InputError(f"CG needs a symmetric positive definite matrix, and A is not positive definite: "
                          f"at iteration {found_exact['indefinite']} CG met a direction p with pᵀAp < 0. "
                          "Use Jacobi or power iteration for this matrix.")
-    _, res_approx = solver(lossy, A, b, int(iterations), float(tol), found)
+    x_approx, res_approx = solver(lossy, A, b, int(iterations), float(tol), found)
     notes = []
     if method == "cg":
         asym = _asymmetry(plan.approx_matrix())
@@ -280,5 +319,7 @@ def run_solver(plan, hw=None, method: str = "jacobi", b=None, iterations: int = 
                         iterations_to_tol={"exact": first_below(res_exact),
                                            "approx": first_below(res_approx)},
                         relative_error=float(getattr(plan, "relative_error", float("nan"))), notes=notes,
+                        x_exact=np.asarray(x_exact, np.float64), x_approx=np.asarray(x_approx, np.float64),
+                        solution_error=solution_error(x_approx, x_exact, method),
                         sim={"persistent" if persistent else "non-persistent":
                              sims["persistent" if persistent else "non-persistent"]})

@@ -65,3 +65,12 @@ def reached_text(iteration, iterations_run: int) -> str:
         return f"not within the {iterations_run} iterations run"
     k = int(iteration)
     return f"after {k} iteration{'' if k == 1 else 's'}"
+
+
+def percent_text(fraction: float) -> str:
+    """A relative error as a percentage with 3 significant digits, or "n/a" when it is NaN.
+
+    >>> percent_text(0.0123), percent_text(float("nan"))
+    ('1.23 %', 'n/a')
+    """
+    return "n/a" if not np.isfinite(fraction) else f"{100 * fraction:.3g} %"

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+import akfviz
+
 from akfviz import app_state as S
 
 PAGES = ["app.py", "pages/1_Patterns.py", "pages/2_Kernels.py", "pages/3_NPU.py", "pages/4_Compare.py",
@@ -416,7 +418,8 @@ def test_selected_tile_of_a_larger_matrix_is_moved_into_range(app):
     ("pages/3_NPU.py", ["Simulation (JSON)", "PE counters (CSV)", "PE counters (Parquet)"]),
     ("pages/4_Compare.py", ["Comparison (CSV)", "Comparison (Parquet)"]),
     ("pages/5_Design_space.py", ["Sweep (CSV)", "Sweep (Parquet)"]),
-    ("pages/6_Solver.py", ["Convergence (CSV)", "Convergence (Parquet)", "NPU cost (CSV)", "NPU cost (Parquet)"]),
+    ("pages/6_Solver.py", ["Convergence (CSV)", "Convergence (Parquet)", "Solutions (CSV)", "Solutions (Parquet)",
+                           "NPU cost (CSV)", "NPU cost (Parquet)"]),
 ])
 def test_result_pages_offer_exports(app, page, labels):
     app.run()
@@ -471,3 +474,19 @@ def test_solver_warns_when_cg_meets_an_indefinite_lossy_plan(app):
     app.selectbox(key="w:solver").set_value("jacobi").run()
     _ok(app)
     assert not any("positive definite" in w.value for w in app.warning)
+
+
+def test_solver_shows_how_far_the_lossy_answer_is(app):
+    """The answer's error is the library's ‖x_Â − x_A‖ / ‖x_A‖ for the plan the page runs."""
+    from akfviz.npu.iterative import run_solver
+
+    app.query_params.update({"solver": "jacobi", "iters": "40", "seps": "0.01"})
+    app.run()
+    app.switch_page("pages/6_Solver.py").run()
+    _ok(app)
+    metrics = {m.label: m.value for m in app.metric}
+    A = S.sample_cached("stencil5_64x64")
+    plan = akfviz.select(akfviz.analyze(A, tile=int(S.FIELDS["tile"].default)), error_budget=0.01)
+    ref = run_solver(plan, akfviz.HardwareConfig(), method="jacobi", iterations=40)
+    assert ref.solution_error > 0
+    assert metrics["answer's error"] == f"{100 * ref.solution_error:.3g} %"

@@ -134,3 +134,42 @@ def test_cg_with_tol_zero_stops_cleanly_at_an_exact_solution():
         r = run_solver(plan, akfviz.HardwareConfig(rows=2, cols=2), method="cg", tol=0.0, iterations=20)
     c = r.curves["residual_exact"].dropna().to_numpy()
     assert len(c) == 1 and c[0] == 0.0 and r.notes == []
+
+
+def test_solver_returns_both_answers_and_their_distance():
+    # reference: the same iterations written out here with scipy, for the exact and the lossy operator
+    A = akfviz.generate("stencil5", n=1024, seed=0)
+    plan = akfviz.select(akfviz.analyze(A, tile=32), error_budget=0.01)
+    assert plan.relative_error > 0
+    Ahat = plan.approx_matrix()
+    b = np.random.default_rng(3).standard_normal(A.shape[0])
+    r = run_solver(plan, akfviz.HardwareConfig(rows=4, cols=4), method="jacobi", b=b, iterations=30, tol=0.0)
+    d = A.diagonal()
+    xe, xa = np.zeros_like(b), np.zeros_like(b)
+    for _ in range(30):
+        xe = xe + (b - A @ xe) / d
+        xa = xa + (b - Ahat @ xa) / d
+    np.testing.assert_allclose(r.x_exact, xe, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(r.x_approx, xa, rtol=1e-9, atol=1e-9)
+    assert r.solution_error == pytest.approx(np.linalg.norm(xa - xe) / np.linalg.norm(xe), rel=1e-9)
+    assert r.solution_error > 0
+    sol = r.solutions()
+    assert list(sol.columns) == ["index", "x_exact", "x_approx", "difference"] and len(sol) == A.shape[0]
+    d = r.to_dict()
+    assert d["solution_error"] == r.solution_error and len(d["x_approx"]) == A.shape[0]
+
+
+def test_power_iteration_answer_error_ignores_the_eigenvector_sign():
+    from akfviz.npu.iterative import solution_error
+    x = np.array([0.6, 0.8])
+    assert solution_error(-x, x, "power") == 0.0
+    assert solution_error(-x, x, "jacobi") == pytest.approx(2.0)
+    assert np.isnan(solution_error(x, np.zeros(2), "cg"))
+    assert np.isnan(solution_error(np.array([np.nan, 0.0]), x, "cg"))
+
+
+def test_exact_plan_gives_the_exact_answer(stencil_plan):
+    exact = akfviz.select(stencil_plan.pa, error_budget=0)
+    for method in ("jacobi", "cg", "power"):
+        r = run_solver(exact, akfviz.HardwareConfig(rows=4, cols=4), method=method, iterations=40)
+        assert r.solution_error < 1e-12
