@@ -26,6 +26,7 @@ import importlib
 import io
 import json
 import math
+import re
 import time
 import weakref
 from dataclasses import dataclass
@@ -39,25 +40,59 @@ from .errors import InputError
 
 # --------------------------------------------------------------------------- URL state (pure)
 
+#: A number as a link or a bundle writes it: ASCII digits, optional sign, point and exponent
+#: (``float()`` alone would also take ``1_6``, full-width or Arabic-Indic digits).
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+#: The largest whole number a browser number box holds exactly (2**53 − 1).
+JS_MAX_INT = 2**53 - 1
+
+
+def _number(s) -> float:
+    """``s`` (text, or a JSON number from a bundle) as a float; ValueError for anything else
+    (bools, lists, ``"1_6"``, ``"nan"``…)."""
+    if isinstance(s, bool) or not isinstance(s, (str, int, float)):
+        raise ValueError("not a number")
+    if isinstance(s, (int, float)):
+        return float(s)
+    if not _NUMBER.match(s.strip()):
+        raise ValueError("not a number")
+    return float(s)
+
+
+def _described(what: str, parse: Callable, bounds=None) -> Callable:
+    """Attach what a parser accepts (for messages) and its bounds (for widgets)."""
+    parse.what = what
+    if bounds is not None:
+        parse.bounds = bounds
+    return parse
+
 
 def _int_in(lo: int, hi: int) -> Callable[[str], int]:
+    what = f"a whole number from {lo} to {hi}"
+
     def parse(s):
-        v = float(s)
+        try:
+            v = _number(s)
+        except (ValueError, OverflowError):
+            raise ValueError(what) from None
         if not v.is_integer() or not lo <= v <= hi:
-            raise ValueError(f"a whole number from {lo} to {hi}")
+            raise ValueError(what)
         return int(v)
-    parse.bounds = (lo, hi)
-    return parse
+    return _described(what, parse, (lo, hi))
 
 
 def _float_in(lo: float, hi: float) -> Callable[[str], float]:
+    what = f"a number from {lo:g} to {hi:g}"
+
     def parse(s):
-        v = float(s)
+        try:
+            v = _number(s)
+        except (ValueError, OverflowError):
+            raise ValueError(what) from None
         if not math.isfinite(v) or not lo <= v <= hi:
-            raise ValueError(f"a number from {lo:g} to {hi:g}")
+            raise ValueError(what)
         return v
-    parse.bounds = (lo, hi)
-    return parse
+    return _described(what, parse, (lo, hi))
 
 
 def _opt_float_in(lo: float, hi: float) -> Callable[[str], float | None]:
@@ -67,25 +102,29 @@ def _opt_float_in(lo: float, hi: float) -> Callable[[str], float | None]:
         if s in (None, "", "none", "None"):
             return None
         return inner(s)
-    parse.bounds = inner.bounds
-    return parse
+    return _described(inner.what + " (or empty)", parse, inner.bounds)
 
 
 def _choice(*options: str) -> Callable[[str], str]:
+    what = "one of " + ", ".join(options)
+
     def parse(s):
         if s not in options:
-            raise ValueError("one of " + ", ".join(options))
+            raise ValueError(what)
         return s
-    return parse
+    return _described(what, parse)
 
 
 def _text(max_len: int = 200, allow_empty: bool = False) -> Callable[[str], str]:
+    what = f"a {'' if allow_empty else 'non-empty '}text of at most {max_len} characters, without control characters"
+
     def parse(s):
-        s = str(s)
-        if (not s and not allow_empty) or len(s) > max_len:
-            raise ValueError(f"a {'' if allow_empty else 'non-empty '}text of at most {max_len} characters")
+        if not isinstance(s, str):
+            raise ValueError(what)
+        if (not s and not allow_empty) or len(s) > max_len or any(ord(ch) < 32 or ord(ch) == 127 for ch in s):
+            raise ValueError(what)
         return s
-    return parse
+    return _described(what, parse)
 
 
 def _opt_int_in(lo: int, hi: int):
@@ -95,8 +134,13 @@ def _opt_int_in(lo: int, hi: int):
         if s in (None, "", "none", "None"):
             return None
         return inner(s)
-    parse.bounds = inner.bounds
-    return parse
+    return _described(inner.what + " (or empty)", parse, inner.bounds)
+
+
+def shorten(value, limit: int = 40) -> str:
+    """``repr(value)`` cut to ``limit`` characters (a message must not echo a 2 MB value back)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text):,} characters)"
 
 
 @dataclass(frozen=True)
@@ -142,6 +186,13 @@ FIELDS: dict[str, Field] = {f.key: f for f in (
     Field("sop", "sample", _choice("sample", "stencil9", "current"), "solver operator"),
     Field("seps", 0.02, _float_in(0.0, 0.2), "error budget of the solver's lossy plan"),
     Field("lstep", 0, _int_in(0, 10**6), "Learn: step shown"),
+    Field("ln", 8, _int_in(4, 32), "Learn: matrix side n"),
+    Field("lT", 4, _int_in(4, 32), "Learn: tile side T"),
+    Field("lgrid", "2×2", _choice("2×2", "1×2", "2×3", "3×3"), "Learn: PE grid"),
+    Field("ldens", 0.35, _float_in(0.05, 1.0), "Learn: density of A"),
+    Field("lxd", 0.75, _float_in(0.05, 1.0), "Learn: density of x"),
+    Field("lkernel", "CSC", _text(40), "Learn: kernel of every tile (or the selector's choice)"),
+    Field("lseed", 0, _int_in(0, 10_000), "Learn: seed of the tiny case"),
     Field("up_tensor", "", _text(200, allow_empty=True), "uploaded safetensors: tensor name; tar: member"),
     Field("up_prune", "none", _choice("none", "magnitude", "nm", "block"), "pruning of an upload"),
     Field("up_sparsity", 0.9, _float_in(0.0, 0.99), "pruning sparsity of an upload"),
@@ -177,12 +228,12 @@ def parse_query(params) -> tuple[dict, list[str]]:
             continue
         field = FIELDS.get(key)
         if field is None:
-            problems.append(f"Unknown link parameter {key!r} was ignored.")
+            problems.append(f"Unknown link parameter {shorten(key)} was ignored.")
             continue
         try:
             values[key] = field.parse(raw)
         except (TypeError, ValueError) as exc:
-            problems.append(f"Link parameter {key}={raw!r} was ignored: it must be {exc}.")
+            problems.append(f"Link parameter {key}={shorten(raw)} was ignored: it must be {exc}.")
     if gen_params:
         values["gen_params"] = gen_params
     return values, problems
@@ -190,6 +241,8 @@ def parse_query(params) -> tuple[dict, list[str]]:
 
 def _fmt(v) -> str:
     if isinstance(v, float):
+        if v == 0 and math.copysign(1.0, v) < 0:
+            return "-0.0"
         return repr(v) if not v.is_integer() else str(int(v)) if abs(v) < 1e15 else repr(v)
     return str(v)
 
@@ -210,14 +263,33 @@ def to_query(values: dict) -> dict[str, str]:
 
 
 def coerce_gen_value(spec, raw):
-    """Turn a URL string into the type a generator parameter spec expects."""
+    """Turn a URL string into the type a generator parameter spec expects.
+
+    Whole numbers are read exactly (``"9007199254740993"`` stays that number, never rounded
+    through a float) and must lie within ±(2**53 − 1), the range the app's number boxes hold.
+    """
     if raw is None or raw == "" or raw == "None":
         return None
     if spec.kind in ("int", "float"):
-        v = float(raw)   # ValueError for text
+        text = raw.strip() if isinstance(raw, str) else raw
+        try:
+            v = _number(text)
+        except (ValueError, OverflowError):
+            raise ValueError(f"{shorten(raw)} is not a number") from None
         if not math.isfinite(v):
-            raise ValueError(f"{raw!r} is not a finite number")
-        return int(v) if spec.kind == "int" else v
+            raise ValueError(f"{shorten(raw)} is not a finite number")
+        if spec.kind == "float":
+            return v
+        if isinstance(text, str) and re.fullmatch(r"[+-]?[0-9]+", text):
+            iv = int(text)
+        elif v.is_integer():
+            iv = int(v)
+        else:
+            raise ValueError(f"{shorten(raw)} is not a whole number")
+        if abs(iv) > JS_MAX_INT:
+            raise ValueError(f"{shorten(raw)} is beyond ±{JS_MAX_INT:,}, the largest whole number the app's "
+                             "number boxes hold exactly")
+        return iv
     return str(raw)
 
 
@@ -230,7 +302,7 @@ def form_number(spec, raw):
             v = float(candidate)
         except (TypeError, ValueError):
             continue
-        if math.isfinite(v) and (spec.kind != "int" or abs(v) < 2**62):
+        if math.isfinite(v) and (spec.kind != "int" or abs(v) <= JS_MAX_INT):
             return int(v) if spec.kind == "int" else v
     return 0 if spec.kind == "int" else 0.0
 
@@ -295,20 +367,38 @@ def parse_bundle(data: bytes | str) -> dict:
             data = data.decode("utf-8")
         except UnicodeDecodeError:
             raise InputError("The run bundle is not UTF-8 text; expected the JSON file the app downloads.") from None
+    elif not isinstance(data, str):
+        raise InputError("A run bundle is the JSON text (or its bytes) the app downloads.")
     try:
         doc = json.loads(data)
     except json.JSONDecodeError as exc:
         raise InputError(f"The run bundle is not valid JSON ({exc.msg} at line {exc.lineno}); "
                          "expected the JSON file the app downloads.") from None
+    except RecursionError:
+        raise InputError("The run bundle's JSON is nested too deeply to be a run bundle; expected the JSON "
+                         "file the app downloads.") from None
+    except ValueError as exc:   # e.g. an integer of more than 4,300 digits
+        raise InputError(f"The run bundle holds a value this app cannot read ({shorten(str(exc), 80)}); "
+                         "expected the JSON file the app downloads.") from None
     if not isinstance(doc, dict) or doc.get("format") != BUNDLE_FORMAT:
         raise InputError(f"This JSON is not an akfviz run bundle (its 'format' must be {BUNDLE_FORMAT!r}).")
-    if doc.get("version") != BUNDLE_VERSION:
-        raise InputError(f"Run bundle version {doc.get('version')!r} is not supported; this app reads "
+    version = doc.get("version")
+    if type(version) is not int or version != BUNDLE_VERSION:
+        raise InputError(f"Run bundle version {shorten(version)} is not supported; this app reads "
                          f"version {BUNDLE_VERSION}.")
     state = doc.get("state")
     if not isinstance(state, dict):
         raise InputError("The run bundle has no 'state' object with the settings.")
-    clean: dict = {}
+    for part in ("workload", "results", "seeds"):
+        if doc.get(part) is not None and not isinstance(doc[part], dict):
+            raise InputError(f"The run bundle's {part!r} must be an object (a {{…}} of named values), "
+                             f"not {type(doc[part]).__name__}.")
+    fingerprint = (doc.get("workload") or {}).get("sha256")
+    if fingerprint is not None and not (isinstance(fingerprint, str) and re.fullmatch(r"[0-9a-f]{1,128}", fingerprint)):
+        raise InputError("The run bundle's workload fingerprint 'sha256' must be a hexadecimal text.")
+    # settings the bundle leaves out take their defaults (not whatever the session had)
+    clean: dict = {k: f.default for k, f in FIELDS.items()}
+    clean["gen_params"] = {}
     for key, value in state.items():
         if key == "gen_params":
             if not isinstance(value, dict):
@@ -317,26 +407,64 @@ def parse_bundle(data: bytes | str) -> dict:
             continue
         field = FIELDS.get(key)
         if field is None:
-            raise InputError(f"The run bundle has an unknown setting {key!r}.")
+            raise InputError(f"The run bundle has an unknown setting {shorten(key)}.")
         if value is None:
             if field.default is not None:
-                raise InputError(f"The run bundle's setting {key!r} is empty; it must be {_describe(field)}.")
+                raise InputError(f"The run bundle's setting {key!r} is empty; it must be {field.parse.what}.")
             clean[key] = None
             continue
         try:
-            clean[key] = field.parse(str(value) if not isinstance(value, str) else value)
+            clean[key] = field.parse(value)
         except (TypeError, ValueError) as exc:
-            raise InputError(f"The run bundle's setting {key}={value!r} is not accepted: it must be {exc}.") from None
+            raise InputError(f"The run bundle's setting {key}={shorten(value)} is not accepted: "
+                             f"it must be {exc}.") from None
+    found = check_names(clean)
+    if found:
+        raise InputError("The run bundle's settings are not accepted: " + " ".join(found))
     doc["state"] = clean
     return doc
 
 
-def _describe(field: Field) -> str:
-    try:
-        field.parse("\x00invalid")
-    except (TypeError, ValueError) as exc:
-        return str(exc)
-    return "a valid value"
+def known_names() -> dict[str, list[str]]:
+    """The names a text setting may take: samples, hardware presets, generators, Static-sparse kernels."""
+    kernels = stage("kernels.registry", "kernel_names")()
+    return {"sample": sample_names(), "preset": preset_names(),
+            "gen": list(stage("workloads.generators").generators()),
+            "static": [k for k in kernels if k != "SKIP"]}
+
+
+_NAME_KINDS = {"sample": "sample", "preset": "hardware preset", "gen": "generator",
+               "static": "Static-sparse kernel"}
+
+
+def check_names(values: dict) -> list[str]:
+    """Drop (in place) names no sample / preset / generator / kernel has, and generator
+    parameters the chosen generator does not take; one plain-language line per dropped value.
+
+    A dropped setting falls back to its default, and the line says which value replaced it.
+    """
+    problems: list[str] = []
+    known = known_names()
+    for key, names in known.items():
+        v = values.get(key)
+        if v in (None, "") or v in names:
+            continue
+        default = FIELDS[key].default or (default_sample() if key == "sample" else "")
+        shown = ", ".join(names[:8]) + (" …" if len(names) > 8 else "")
+        problems.append(f"There is no {_NAME_KINDS[key]} named {shorten(v)}; using {default!r} "
+                        f"(available: {shown}).")
+        del values[key]
+    params = values.get("gen_params")
+    if params:
+        kind = values.get("gen", FIELDS["gen"].default)
+        if kind in known["gen"]:
+            takes = stage("workloads.generators").generator_params(kind)
+            extra = sorted(k for k in params if k not in takes)
+            if extra:
+                problems.append(f"The {kind} generator takes no parameter "
+                                f"{', '.join(shorten(k) for k in extra)}; ignored (it takes {', '.join(takes)}).")
+                values["gen_params"] = {k: v for k, v in params.items() if k in takes}
+    return problems
 
 
 # --------------------------------------------------------------------------- library availability
@@ -599,6 +727,7 @@ def init_session() -> None:
         ss.setdefault(key, field.default)
     ss.setdefault("gen_params", {})
     values, problems = parse_query(st.query_params)
+    problems += check_names(values)
     for key, value in values.items():
         ss[key] = value
     if not ss.get("sample"):
@@ -790,9 +919,10 @@ def gen_kwargs(kind: str) -> dict:
         if isinstance(v, str) and name in specs:
             try:
                 v = coerce_gen_value(specs[name], v)
-            except ValueError:
-                raise InputError(f"Generator parameter {name}={v!r} is not a valid "
-                                 f"{specs[name].kind}.") from None
+            except ValueError as exc:
+                kind_name = {"int": "whole number", "float": "number"}.get(specs[name].kind, specs[name].kind)
+                raise InputError(f"Generator parameter {name}={shorten(v)} is not accepted: it must be a "
+                                 f"{kind_name}, and {exc}.") from None
         out[name] = v
     return {k: v for k, v in out.items() if v is not None}
 

@@ -23,10 +23,10 @@ S.require_tiles(pa)
 WEIGHTS = [0.0, 0.001, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 1000.0, 10000.0]
 
 
-def snap(key):
-    v = float(S.get(key))
-    if v not in WEIGHTS:
-        S.put(key, min(WEIGHTS, key=lambda w: abs(np.log10(w + 1e-6) - np.log10(v + 1e-6))))
+def weight_options(key):
+    """The slider's stops: the grid plus the current value when a link or bundle set another one
+    (kept exactly, so a shared link shows and computes what it says)."""
+    return sorted(set(WEIGHTS) | {float(S.get(key))})
 
 
 c1, c2, c3, c4 = st.columns([1.2, 1.2, 1, 1])
@@ -40,8 +40,7 @@ with c4:
     S.widget(st.selectbox, "Resource measure R", "resource", options=["energy", "cycles", "bytes", "mix"])
 with c1:
     if mode == "weights":
-        snap("alpha")
-        S.widget(st.select_slider, "α (error weight)", "alpha", options=WEIGHTS)
+        S.widget(st.select_slider, "α (error weight)", "alpha", options=weight_options("alpha"))
     elif mode == "error":
         S.widget(st.slider, "Error budget ε (relative error ‖A−Â‖_F/‖A‖_F)", "budget", *S.bounds("budget"), step=0.005,
                  format="%.3f")
@@ -49,8 +48,7 @@ with c1:
         S.widget(st.slider, "Resource budget (share of Dense)", "rbudget", *S.bounds("rbudget"), step=0.01)
 with c2:
     if mode == "weights":
-        snap("beta")
-        S.widget(st.select_slider, "β (resource weight)", "beta", options=WEIGHTS)
+        S.widget(st.select_slider, "β (resource weight)", "beta", options=weight_options("beta"))
     else:
         st.caption("In budget modes the selector bisects on the multiplier α/β; the sliders are not used.")
 

@@ -22,17 +22,23 @@ def build(n, tile, rows, cols, density, x_density, kernel, seed):
 
 
 names = S.stage("kernels.registry", "kernel_names")()
+FIRST = ["CSC", "DENSE", "BITMAP", "DIA", "LOWRANK1", "selector's choice"]
+KERNELS = FIRST + [k for k in names if k not in FIRST and k != "SKIP"]
+CHOICES = {"ln": [8, 12, 16], "lT": [4, 8]}
+for key, options in (*CHOICES.items(), ("lkernel", KERNELS)):
+    if S.get(key) not in options:   # a link may carry any value its field accepts
+        st.warning(f"The link's Learn setting {key}={S.get(key)!r} is not one of {', '.join(map(str, options))}; "
+                   f"using {options[0]!r}.")
+        S.put(key, options[0])
 with st.expander("The tiny case", expanded=False):
     c = st.columns(6)
-    n = c[0].selectbox("n (matrix side)", [8, 12, 16], key="learn_n")
-    tile = c[1].selectbox("T (tile side)", [4, 8], key="learn_T")
-    grid = c[2].selectbox("PE grid", ["2×2", "1×2", "2×3", "3×3"], key="learn_grid")
-    density = c[3].slider("density of A", 0.1, 0.9, 0.35, step=0.05, key="learn_density")
-    xd = c[4].slider("density of x", 0.25, 1.0, 0.75, step=0.25, key="learn_xd")
-    kernel = c[5].selectbox("kernel", ["CSC", "DENSE", "BITMAP", "DIA", "LOWRANK1", "selector's choice"]
-                            + [k for k in names if k not in ("CSC", "DENSE", "BITMAP", "DIA", "LOWRANK1", "SKIP")],
-                            key="learn_kernel")
-    seed = st.number_input("seed", 0, 10_000, 0, key="learn_seed")
+    n = S.widget(c[0].selectbox, "n (matrix side)", "ln", options=CHOICES["ln"])
+    tile = S.widget(c[1].selectbox, "T (tile side)", "lT", options=CHOICES["lT"])
+    grid = S.widget(c[2].selectbox, "PE grid", "lgrid", options=["2×2", "1×2", "2×3", "3×3"])
+    density = S.widget(c[3].slider, "density of A", "ldens", 0.05, 1.0, step=0.05)
+    xd = S.widget(c[4].slider, "density of x", "lxd", 0.05, 1.0, step=0.05)
+    kernel = S.widget(c[5].selectbox, "kernel", "lkernel", options=KERNELS)
+    seed = S.widget(st.number_input, "seed", "lseed", 0, 10_000)
 rows, cols = (int(v) for v in grid.split("×"))
 try:
     tc = build(int(n), int(tile), rows, cols, float(density), float(xd), kernel, int(seed))

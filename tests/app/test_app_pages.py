@@ -490,3 +490,49 @@ def test_solver_shows_how_far_the_lossy_answer_is(app):
     ref = run_solver(plan, akfviz.HardwareConfig(), method="jacobi", iterations=40)
     assert ref.solution_error > 0
     assert metrics["answer's error"] == f"{100 * ref.solution_error:.3g} %"
+
+
+def test_kernels_keeps_link_weights_off_its_grid_exactly(app):
+    """α/β from a link were snapped to the slider's 13 stops (0.5 → 0.3, 5e-324 → 0) and the URL rewritten."""
+    app.query_params.update({"alpha": "0.5", "beta": "5e-324"})
+    app.run()
+    app.switch_page("pages/2_Kernels.py").run()
+    _ok(app)
+    assert app.select_slider(key="w:alpha").value == 0.5
+    assert app.select_slider(key="w:beta").value == 5e-324
+    assert app.query_params["alpha"] in ("0.5", ["0.5"]) and app.query_params["beta"] in ("5e-324", ["5e-324"])
+    app.switch_page("pages/3_NPU.py").run()
+    _ok(app)
+
+
+def test_learn_settings_travel_in_the_link_and_survive_page_switches(app):
+    link = {"ln": "16", "lT": "8", "lgrid": "3×3", "ldens": "0.9", "lxd": "0.5", "lkernel": "DENSE", "lseed": "5"}
+    app.query_params.update(link)
+    app.run()
+    app.switch_page("pages/7_Learn.py").run()
+    _ok(app)
+    assert app.selectbox(key="w:ln").value == 16 and app.selectbox(key="w:lkernel").value == "DENSE"
+    assert app.number_input(key="w:lseed").value == 5 and app.slider(key="w:ldens").value == 0.9
+    app.switch_page("pages/2_Kernels.py").run()
+    app.switch_page("pages/7_Learn.py").run()
+    _ok(app)
+    assert app.selectbox(key="w:lgrid").value == "3×3" and app.slider(key="w:lxd").value == 0.5
+    assert {k: app.query_params[k] for k in link} == link
+
+
+@pytest.mark.parametrize("seed", ["9007199254740992", "-1e16"])
+def test_matrix_page_refuses_generator_numbers_beyond_its_number_boxes(app, seed):
+    """Streamlit's number box holds at most 2**53 − 1: the Matrix page raised StreamlitJSNumberBoundsError."""
+    app.query_params.update({"src": "gen", "gen": "uniform", "g_n": "64", "g_density": "0.1", "g_seed": seed})
+    app.run()
+    assert not app.exception, [e.value[:300] for e in app.exception]
+    assert any("seed" in e.value for e in app.error)
+
+
+def test_unknown_names_in_a_link_are_reported(app):
+    app.query_params.update({"sample": "nope", "preset": "nope", "static": "NOPE"})
+    app.run()
+    assert not app.exception
+    texts = " ".join(w.value for w in app.warning)
+    assert "no sample named 'nope'" in texts and "no hardware preset named 'nope'" in texts
+    assert "no Static-sparse kernel named 'NOPE'" in texts

@@ -75,6 +75,83 @@ def test_bad_bundles_raise_input_error(payload, msg):
         S.parse_bundle(payload)
 
 
+def _bundle(**parts):
+    return json.dumps({"format": "akfviz-run-bundle", "version": 1, "state": {}, **parts})
+
+
+@pytest.mark.parametrize("payload,msg", [
+    (b"[" * 1000 + b"]" * 1000, "nested too deeply"),                       # was RecursionError
+    (_bundle(state={"lsh_seed": 0}).replace('"lsh_seed": 0', '"lsh_seed": 1' + "0" * 5000), "cannot read"),
+    (_bundle(workload="abc"), "'workload' must be an object"),               # was accepted, then crashed the sidebar
+    (_bundle(workload=[1, 2]), "'workload' must be an object"),
+    (_bundle(results=3), "'results' must be an object"),
+    (_bundle(workload={"sha256": 7}), "fingerprint"),
+    (json.dumps({"format": "akfviz-run-bundle", "version": True, "state": {}}), "version True"),
+    (json.dumps({"format": "akfviz-run-bundle", "version": 1.0, "state": {}}), "version 1.0"),
+    (_bundle(state={"tile": None}), "a whole number from 8 to 128"),        # no '\x00invalid' sentinel
+    (_bundle(state={"tile": True}), "a whole number from 8 to 128"),
+    (_bundle(state={"tile": [16]}), "a whole number from 8 to 128"),
+    (_bundle(state={"tile": 10 ** 400}), "a whole number from 8 to 128"),
+    (_bundle(state={"preset": "nope"}), "no hardware preset named 'nope'"),
+    (_bundle(state={"sample": "x" * 1_900_000}), "1,900,002 characters"),
+])
+def test_hostile_bundles_raise_readable_input_errors(payload, msg):
+    with pytest.raises(InputError, match=msg) as info:
+        S.parse_bundle(payload)
+    assert len(str(info.value)) < 400 and "\x00" not in str(info.value)
+
+
+def test_a_bundle_without_some_settings_gives_their_defaults():
+    doc = S.parse_bundle(_bundle(state={"tile": 16}))
+    assert doc["state"]["tile"] == 16
+    assert all(doc["state"][k] == f.default for k, f in S.FIELDS.items() if k != "tile")
+
+
+@pytest.mark.parametrize("raw", ["abc", "", "1_6", "\uff11\uff16", "\u0663\u0662", "0x10", " ", "True"])
+def test_link_numbers_are_ascii_numbers_with_a_readable_message(raw):
+    vals, problems = S.parse_query({"tile": raw})
+    assert "tile" not in vals
+    assert problems == [f"Link parameter tile={raw!r} was ignored: it must be a whole number from 8 to 128."]
+
+
+def test_link_messages_shorten_long_values_and_text_refuses_control_characters():
+    _, problems = S.parse_query({"tile": "9" * 10_000, "sample": "a\x00b"})
+    assert len(problems) == 2 and all(len(p) < 300 for p in problems)
+    assert "control characters" in problems[1]
+
+
+def test_negative_zero_survives_the_link():
+    q = S.to_query({"alpha": -0.0})
+    assert q == {"alpha": "-0.0"}
+    back, _ = S.parse_query(q)
+    assert str(back["alpha"]) == "-0.0"
+
+
+def test_unknown_names_in_a_link_are_reported_and_dropped():
+    vals, problems = S.parse_query({"sample": "nope", "preset": "nope", "static": "NOPE", "src": "gen",
+                                    "gen": "uniform", "g_n": "64", "g_bandwidth": "3"})
+    found = S.check_names(vals)
+    assert len(found) == 4 and not problems
+    assert "sample" not in vals and "preset" not in vals and "static" not in vals
+    assert vals["gen_params"] == {"n": "64"} and "bandwidth" in found[3]
+
+
+def test_generator_whole_numbers_are_exact_and_within_the_number_boxes():
+    import importlib
+
+    gens = importlib.import_module("akfviz.workloads.generators")
+    seed = next(s for s in gens.generator_specs("uniform") if s.name == "seed")
+    assert S.coerce_gen_value(seed, "9007199254740991") == 2**53 - 1      # exact, not rounded via float
+    assert S.coerce_gen_value(seed, "1e3") == 1000
+    for bad, words in (("9007199254740993", "beyond"), ("1.5", "whole"), ("abc", "not a number"),
+                       ("1e400", "finite")):
+        with pytest.raises(ValueError, match=words):
+            S.coerce_gen_value(seed, bad)
+    # the form never receives a number its box cannot hold (Streamlit raised StreamlitJSNumberBoundsError)
+    assert S.form_number(seed, "9007199254740992") == seed.default
+    assert S.form_number(seed, "1e16") == seed.default
+
+
 def test_matrix_digest_is_content_based():
     A = sp.random_array((30, 20), density=0.2, random_state=1, format="csr")
     B = sp.csr_array(A.toarray())
