@@ -33,11 +33,18 @@ def check_seed(value, name: str = "seed") -> int:
     return int(value)
 
 
-def check_whole(value, name: str, lo: int = 0) -> int:
-    """``value`` as an int ≥ ``lo``: a Python or numpy integer (not a bool, a fraction or NaN)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < lo:
-        raise InputError(f"{name} must be a whole number ≥ {lo}, got {value!r}.")
-    return int(value)
+def check_whole(value, name: str, lo: int = 0, hi: int | None = None, *, floats: bool = False) -> int:
+    """``value`` as an int in ``lo … hi`` (``hi=None``: no upper bound): a Python or numpy
+    integer (not a bool, a fraction or NaN); with ``floats=True`` also an integral finite float
+    such as ``8.0`` (never truncated: ``8.7`` is refused). 0-d arrays are unwrapped."""
+    v = value.item() if isinstance(value, np.ndarray) and value.ndim == 0 else value
+    whole = not isinstance(v, (bool, np.bool_)) and (
+        isinstance(v, (int, np.integer))
+        or (floats and isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer()))
+    if not whole or int(v) < lo or (hi is not None and int(v) > hi):
+        wanted = f"≥ {lo}" if hi is None else f"between {lo} and {hi}"
+        raise InputError(f"{name} must be a whole number {wanted}, got {value!r}.")
+    return int(v)
 
 
 def check_real(value, name: str, lo: float = 0.0, hi: float | None = None) -> float:

@@ -16,9 +16,14 @@ trace_mod = S.stage("npu.trace")
 
 
 @st.cache_data(max_entries=16, show_spinner="Tracing the tiny case…")
-def build(n, tile, rows, cols, density, x_density, kernel, seed):
+def build(n, tile, rows, cols, density, x_density, kernel, seed, hw_key, _hw):
     return trace_mod.tiny_case(n=n, tile=tile, grid=(rows, cols), density=density, x_density=x_density,
-                               kernel=None if kernel == "selector's choice" else kernel, seed=seed)
+                               kernel=None if kernel == "selector's choice" else kernel, seed=seed, hw=_hw)
+
+
+hw, hwk = S.hardware()
+if hw is None:
+    st.stop()
 
 
 names = S.stage("kernels.registry", "kernel_names")()
@@ -41,7 +46,7 @@ with st.expander("The tiny case", expanded=False):
     seed = S.widget(st.number_input, "seed", "lseed", 0, 10_000)
 rows, cols = (int(v) for v in grid.split("×"))
 try:
-    tc = build(int(n), int(tile), rows, cols, float(density), float(xd), kernel, int(seed))
+    tc = build(int(n), int(tile), rows, cols, float(density), float(xd), kernel, int(seed), hwk, hw)
 except (InputError, ValueError) as exc:
     S.show_error(exc)
     st.stop()
@@ -67,7 +72,12 @@ step = tr.steps[i - 1] if i > 0 else None
 state = tr.state_at(i)
 
 if step is None:
-    st.info(f"{n_steps} steps in all; the makespan is {tr.makespan} cycles. Press **Next** to start.")
+    cyc = tc.transfer_cycles()
+    st.info(f"{n_steps} steps in all; the makespan is {tr.makespan} cycles on a {rows}×{cols} grid with the "
+            f"timing of the sidebar's hardware ({S.get('preset')}). Press **Next** to start.")
+    st.caption("The whole run as `akfviz.simulate` counts it adds the DRAM transfers around these steps: x in, "
+               f"{cyc['formulas']['load_cycles']}; y out, {cyc['formulas']['writeback_cycles']}; in all "
+               f"{cyc['formulas']['cycles']} cycles.")
 else:
     st.markdown(f"**Step {i} / {n_steps} — {step.kind}** at cycle {step.start}"
                 f"{f' → {step.end}' if step.end != step.start else ''}: {step.text}")

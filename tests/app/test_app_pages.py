@@ -536,3 +536,21 @@ def test_unknown_names_in_a_link_are_reported(app):
     texts = " ".join(w.value for w in app.warning)
     assert "no sample named 'nope'" in texts and "no hardware preset named 'nope'" in texts
     assert "no Static-sparse kernel named 'NOPE'" in texts
+
+
+def test_learn_uses_the_sidebar_hardware_and_explains_the_whole_run(app):
+    """The Learn page traced every case with the default preset's timing, whatever the sidebar said."""
+    from akfviz.npu.hardware import HardwareConfig
+    from akfviz.npu.trace import tiny_case
+
+    app.query_params.update({"preset": "loihi-like", "lkernel": "DENSE"})
+    app.run()
+    app.switch_page("pages/7_Learn.py").run()
+    _ok(app)
+    tc = tiny_case(n=8, tile=4, grid=(2, 2), density=0.35, x_density=0.75, kernel="DENSE", seed=0,
+                   hw=HardwareConfig.from_preset("loihi-like"))
+    default = tiny_case(n=8, tile=4, grid=(2, 2), density=0.35, x_density=0.75, kernel="DENSE", seed=0)
+    assert tc.trace.makespan != default.trace.makespan
+    assert f"the makespan is {tc.trace.makespan} cycles" in app.info[0].value
+    total = akfviz.simulate(tc.plan, tc.hw, x=tc.x, mapping=tc.mapping).cycles
+    assert any(f"= {total} cycles" in c.value for c in app.caption)
