@@ -8,8 +8,10 @@ a source into the plain file inside, in memory, before the format readers of
 :mod:`akfviz.workloads.loaders` see it:
 
 * gzip, bzip2 and xz (recognised by their magic bytes) are decompressed in chunks and
-  refused as soon as the output passes
-  ``LoadLimits.max_decompressed_bytes`` (a small "zip bomb" cannot exhaust memory);
+  refused as soon as the output passes ``LoadLimits.max_decompressed_bytes``, or expands more
+  than ``LoadLimits.max_compression_ratio`` times the input once past
+  ``LoadLimits.ratio_floor_bytes`` (a small "zip bomb" costs neither the memory nor the time);
+  only one layer is unpacked (a file compressed twice is refused with that explanation);
 * a tar archive is read from its member headers only — nothing is ever written to disk, links
   and special files are ignored — and one regular member is chosen: the one named by
   ``tensor=`` (path or base name), else the only matrix-like member (``.mtx``, ``.mm``,
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import InputError, ResourceLimitError
+from .limits import LoadLimits, resolve_limits
 
 GZIP_MAGIC = b"\x1f\x8b"
 #: Member names a tar archive may hold a matrix in (the readers' extensions).
@@ -66,20 +69,63 @@ def _too_big(label: str, max_bytes: int) -> ResourceLimitError:
         f"limit; pass limits=LoadLimits(max_decompressed_bytes=...) to allow it.")
 
 
-def gunzip(data: bytes, max_bytes: int, label: str) -> bytes:
+class _Output:
+    """Decompressed output, checked against the limits before each piece is kept.
+
+    The pieces are gathered in an ``io.BytesIO``: its ``getvalue()`` hands over its own buffer
+    as ``bytes`` without a copy, where ``bytes(bytearray)`` held the output twice at the end.
+    """
+
+    def __init__(self, packed: int, max_bytes: int, label: str, limits: LoadLimits | None):
+        self.packed, self.max_bytes, self.label, self.limits = packed, max_bytes, label, limits
+        self.cap = max_bytes if limits is None else min(max_bytes, limits.expansion_cap(packed))
+        self.size = 0
+        self._buf = io.BytesIO()
+
+    def add(self, piece: bytes) -> None:
+        self.size += len(piece)
+        if self.size > self.cap:
+            if self.size > self.max_bytes:
+                raise _too_big(self.label, self.max_bytes)
+            self.limits.check_expansion(self.size, self.packed, what=self.label, more=True)
+        self._buf.write(piece)
+
+    def value(self) -> bytes:
+        out, self._buf = self._buf.getvalue(), None
+        return out
+
+
+def gunzip(data: bytes, max_bytes: int, label: str, *, limits: LoadLimits | None = None) -> bytes:
     """Decompress gzip ``data`` (every concatenated member), refusing more than ``max_bytes``.
 
-    Output is produced at most ``_CHUNK`` bytes per call, so the limit is enforced before
+    Output is produced at most ``_CHUNK`` bytes per call, so the limits are enforced before
     the memory is used.
+
+    Parameters
+    ----------
+    data : bytes
+        The compressed file.
+    max_bytes : int
+        Largest decompressed size accepted.
+    label : str
+        How messages name the file.
+    limits : LoadLimits, optional
+        When given, its compression-ratio guard applies too
+        (:meth:`~akfviz.workloads.limits.LoadLimits.check_expansion`).
+
+    Returns
+    -------
+    bytes
+        The decompressed content.
 
     Raises
     ------
     ResourceLimitError
-        The decompressed content would exceed ``max_bytes``.
+        The decompressed content would exceed ``max_bytes`` or the compression-ratio guard.
     InputError
         Corrupt or truncated gzip data.
     """
-    out = bytearray()
+    out = _Output(len(data), max_bytes, label, limits)
     rest = data
     try:
         while True:
@@ -87,9 +133,7 @@ def gunzip(data: bytes, max_bytes: int, label: str) -> bytes:
             buf = rest
             while not d.eof:
                 piece = d.decompress(buf, _CHUNK)
-                out += piece
-                if len(out) > max_bytes:
-                    raise _too_big(label, max_bytes)
+                out.add(piece)
                 buf = d.unconsumed_tail
                 if not buf and not piece and not d.eof:
                     raise InputError(f"{_cap(label)} is a truncated gzip file (it ends before the "
@@ -99,15 +143,16 @@ def gunzip(data: bytes, max_bytes: int, label: str) -> bytes:
                 break  # trailing bytes after the last member are ignored, as gzip(1) does
     except zlib.error as exc:
         raise InputError(f"{_cap(label)} is not valid gzip data ({exc}); the file is corrupt.") from None
-    return bytes(out)
+    return out.value()
 
 
-def _stream_decompress(data: bytes, codec: "Codec", max_bytes: int, label: str) -> bytes:
-    """bzip2 / xz ``data`` (every concatenated stream) with the same limit as :func:`gunzip`.
+def _stream_decompress(data: bytes, codec: "Codec", max_bytes: int, label: str,
+                       limits: LoadLimits | None = None) -> bytes:
+    """bzip2 / xz ``data`` (every concatenated stream) with the same limits as :func:`gunzip`.
 
     Both stdlib decompressors take ``max_length`` and keep unconsumed input themselves.
     """
-    out = bytearray()
+    out = _Output(len(data), max_bytes, label, limits)
     rest = data
     try:
         while True:
@@ -116,9 +161,7 @@ def _stream_decompress(data: bytes, codec: "Codec", max_bytes: int, label: str) 
             while not d.eof:
                 piece = d.decompress(buf, _CHUNK)
                 buf = b""
-                out += piece
-                if len(out) > max_bytes:
-                    raise _too_big(label, max_bytes)
+                out.add(piece)
                 if not piece and d.needs_input:
                     raise InputError(f"{_cap(label)} is a truncated {codec.name} file (it ends "
                                      f"before the compressed data does); download it again.")
@@ -128,7 +171,7 @@ def _stream_decompress(data: bytes, codec: "Codec", max_bytes: int, label: str) 
     except (OSError, EOFError, lzma.LZMAError) as exc:
         raise InputError(f"{_cap(label)} is not valid {codec.name} data ({exc}); the file is "
                          f"corrupt.") from None
-    return bytes(out)
+    return out.value()
 
 
 @dataclass(frozen=True)
@@ -150,10 +193,13 @@ class Codec:
         nxt = head[len(self.magic):len(self.magic) + 1]
         return not self.next_byte or (len(nxt) == 1 and nxt in self.next_byte)
 
-    def decompress(self, data: bytes, max_bytes: int, label: str) -> bytes:
+    def decompress(self, data: bytes, max_bytes: int, label: str, *,
+                   limits: LoadLimits | None = None) -> bytes:
+        """``data`` decompressed within ``max_bytes`` (and ``limits``' compression-ratio
+        guard when given); see :func:`gunzip`."""
         if self.decompressor is None:
-            return gunzip(data, max_bytes, label)
-        return _stream_decompress(data, self, max_bytes, label)
+            return gunzip(data, max_bytes, label, limits=limits)
+        return _stream_decompress(data, self, max_bytes, label, limits)
 
     def inner_name(self, name: str | None) -> str | None:
         """The file name once decompressed (``a.mtx.gz`` → ``a.mtx``, ``a.tgz`` → ``a.tar``)."""
@@ -263,18 +309,37 @@ def untar(data: bytes, archive_name: str | None, tensor, max_bytes: int, label: 
     return content, member.name, consumed
 
 
-def matrix_members(data: bytes, filename: str | None = None, *,
-                   max_bytes: int = 4 * 2**30) -> list[str]:
+def matrix_members(data: bytes, filename: str | None = None, *, max_bytes: int | None = None,
+                   limits: LoadLimits | None = None) -> list[str]:
     """Names of the matrix files in a tar / tar.gz archive, the default choice first.
 
     The default is what :func:`unwrap` reads without ``tensor=`` (the only matrix file, or
     ``name/name.mtx``); an empty list when ``data`` is not an archive (a plain or gzip-only
     file). Used by the app to offer a choice when an archive holds several matrices.
+
+    Parameters
+    ----------
+    data : bytes
+        The archive, compressed or not.
+    filename : str, optional
+        Its name (for the SuiteSparse default and in messages).
+    max_bytes : int, optional
+        Largest decompressed size accepted; default ``limits.max_decompressed_bytes``.
+    limits : LoadLimits, optional
+        Limits for the decompression (size and compression ratio); default
+        :data:`~akfviz.workloads.limits.DEFAULT_LIMITS`.
+
+    Returns
+    -------
+    list of str
+        Member names.
     """
+    lim = resolve_limits(limits)
     label = f"archive {filename!r}" if filename else "the archive"
     codec = codec_of(data)
     if codec is not None:
-        data = codec.decompress(data, max_bytes, label)
+        cap = lim.max_decompressed_bytes if max_bytes is None else max_bytes
+        data = codec.decompress(data, cap, label, limits=lim)
     if not is_tar(data):
         return []
     with _open_tar(data, label) as tf:
@@ -287,7 +352,24 @@ def matrix_members(data: bytes, filename: str | None = None, *,
     return [first] + [n for n in names if n != first]
 
 
-def unwrap(data: bytes, filename: str | None, tensor, max_bytes: int, label: str):
+def _refuse_second_layer(content: bytes, outer: Codec | None, label: str, member: str | None) -> None:
+    """Refuse content that is compressed again once unpacked (``a.mtx.gz.gz``): only one layer
+    is unpacked, and the format readers would not recognise it."""
+    inner = codec_of(content)
+    if inner is None:
+        return
+    if member is None:
+        raise InputError(
+            f"{_cap(label)} is compressed twice ({inner.name} inside {outer.name}); akfviz unpacks only "
+            f"one layer of compression. Decompress it once first (e.g. 'a.mtx.gz.gz' → 'a.mtx.gz') "
+            f"and load the result.")
+    raise InputError(
+        f"{_cap(label)}: member {member!r} is itself compressed ({inner.name}); akfviz unpacks only "
+        f"one layer of compression. Take the member out of the archive and load it on its own.")
+
+
+def unwrap(data: bytes, filename: str | None, tensor, max_bytes: int, label: str, *,
+           limits: LoadLimits | None = None):
     """Peel compression (gzip, bzip2, xz) and tar layers off a file held in memory.
 
     Parameters
@@ -303,20 +385,33 @@ def unwrap(data: bytes, filename: str | None, tensor, max_bytes: int, label: str
         Largest decompressed file / member accepted.
     label : str
         How messages name the file.
+    limits : LoadLimits, optional
+        Its compression-ratio guard applies to the decompression; default
+        :data:`~akfviz.workloads.limits.DEFAULT_LIMITS`.
 
     Returns
     -------
     (bytes, str or None, tensor, str)
         The inner content, its file name, the ``tensor`` left for the format reader, and a
         label naming both the archive and the member.
+
+    Raises
+    ------
+    InputError
+        Corrupt data, a damaged archive, no (or an ambiguous) member, or content compressed
+        twice (only one layer is unpacked).
+    ResourceLimitError
+        Over ``max_bytes`` or the compression-ratio guard.
     """
     name = filename
     codec = codec_of(data)
     if codec is not None:
-        data = codec.decompress(data, max_bytes, label)
+        data = codec.decompress(data, max_bytes, label, limits=resolve_limits(limits))
         name = codec.inner_name(name)
+        _refuse_second_layer(data, codec, label, None)
     if is_tar(data):
         content, member, consumed = untar(data, filename, tensor, max_bytes, label)
+        _refuse_second_layer(content, codec, label, member)
         return content, pathlib.PurePosixPath(member).name, (None if consumed else tensor), \
             f"{label} (member {member!r})"
     return data, name, tensor, label

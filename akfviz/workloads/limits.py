@@ -19,6 +19,7 @@ Custom limits are passed with the ``limits=`` keyword::
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..errors import InputError, ResourceLimitError, checked_init
@@ -43,6 +44,19 @@ class LoadLimits:
         Largest file accepted after decompressing a ``.gz`` or taking a member out of a
         ``.tar`` / ``.tar.gz`` (and largest compressed file read into memory); default
         4 GiB — a Matrix Market text of ≈ 100 million entries.
+    max_compression_ratio : int or float
+        Largest accepted expansion of compressed data: decompressed bytes over compressed
+        bytes, for a ``.gz`` / ``.bz2`` / ``.xz`` file (the tar inside one included) and for
+        the arrays of a ``.npz`` (their declared sizes over the file's size); default 200.
+        Matrix Market text compresses 3–6× with gzip, 6–7× with bzip2 and 17–26× with xz, so
+        far more is the mark of a decompression bomb (a few kilobytes that unpack to
+        gigabytes), refused as soon as the output passes the bound — before it is held in
+        memory. Applies only above ``ratio_floor_bytes``.
+    ratio_floor_bytes : int
+        Output size below which ``max_compression_ratio`` does not apply (default 64 MiB), so a
+        small file that compresses extremely well (a dense array of one constant: ≈ 1000×)
+        still loads. The output may reach ``max(ratio_floor_bytes, max_compression_ratio ×
+        compressed size)``; 0 applies the ratio from the first byte.
     """
 
     max_rows: int = 50_000_000
@@ -50,6 +64,8 @@ class LoadLimits:
     max_nnz: int = 200_000_000
     max_dense_elements: int = 400_000_000
     max_decompressed_bytes: int = 4 * 2**30
+    max_compression_ratio: float = 200
+    ratio_floor_bytes: int = 64 * 2**20
 
     def __post_init__(self):
         for field in ("max_rows", "max_cols", "max_nnz", "max_dense_elements",
@@ -59,6 +75,15 @@ class LoadLimits:
                 raise InputError(
                     f"LoadLimits.{field} must be a positive whole number, got {value!r}."
                 )
+        ratio = self.max_compression_ratio
+        if (isinstance(ratio, bool) or not isinstance(ratio, (int, float))
+                or not math.isfinite(ratio) or ratio <= 0):
+            raise InputError(f"LoadLimits.max_compression_ratio must be a positive number (such as "
+                             f"200), got {ratio!r}.")
+        floor = self.ratio_floor_bytes
+        if isinstance(floor, bool) or not isinstance(floor, int) or floor < 0:
+            raise InputError(f"LoadLimits.ratio_floor_bytes must be a whole number of bytes, 0 or "
+                             f"more, got {floor!r}.")
 
     def check_shape(self, rows: int, cols: int, *, what: str = "matrix") -> None:
         """Raise :class:`ResourceLimitError` if a declared shape exceeds the row/column limits."""
@@ -69,11 +94,26 @@ class LoadLimits:
                 f"custom limits (limits=LoadLimits(max_rows=..., max_cols=...))."
             )
 
-    def check_nnz(self, nnz: int, *, what: str = "matrix") -> None:
-        """Raise :class:`ResourceLimitError` if a declared number of stored entries is too large."""
-        if nnz > self.max_nnz:
+    def check_nnz(self, nnz: int, *, what: str = "matrix", mirrored: str | None = None) -> None:
+        """Raise :class:`ResourceLimitError` if a declared number of stored entries is too large.
+
+        Parameters
+        ----------
+        nnz : int
+            The number of entries the file declares.
+        what : str
+            How the message names the matrix.
+        mirrored : str, optional
+            ``"symmetric"`` or ``"skew-symmetric"`` when the file stores one triangle: every
+            entry may stand for two, so ``2 × nnz`` is checked (a bound: diagonal entries are
+            not mirrored, but their number is unknown before the entries are read).
+        """
+        bound = 2 * nnz if mirrored else nnz
+        if bound > self.max_nnz:
+            declared = (f"declares {nnz} entries, up to {bound} once the {mirrored} half is mirrored,"
+                        if mirrored else f"declares {nnz} stored entries,")
             raise ResourceLimitError(
-                f"The {what} declares {nnz} stored entries, over the limit of {self.max_nnz}. "
+                f"The {what} {declared} over the limit of {self.max_nnz}. "
                 f"Use a smaller matrix or pass custom limits (limits=LoadLimits(max_nnz=...))."
             )
 
@@ -85,6 +125,35 @@ class LoadLimits:
                 f"{self.max_dense_elements}. Use a smaller matrix or pass custom limits "
                 f"(limits=LoadLimits(max_dense_elements=...))."
             )
+
+
+    def expansion_cap(self, packed: int) -> int:
+        """Most bytes ``packed`` compressed bytes may expand to under ``max_compression_ratio``
+        (never less than ``ratio_floor_bytes``)."""
+        return max(self.ratio_floor_bytes, int(self.max_compression_ratio * packed))
+
+    def check_expansion(self, unpacked: int, packed: int, *, what: str, more: bool = False) -> None:
+        """Raise :class:`ResourceLimitError` when ``packed`` compressed bytes expand to more than
+        :meth:`expansion_cap` allows.
+
+        Parameters
+        ----------
+        unpacked, packed : int
+            Decompressed and compressed sizes in bytes.
+        what : str
+            How the message names the file (``"upload 'x.mtx.bz2'"``).
+        more : bool
+            True while decompressing: ``unpacked`` is the output so far, so the message says
+            "at least".
+        """
+        if unpacked <= self.expansion_cap(packed):
+            return
+        ratio = f"{self.max_compression_ratio:g}"
+        raise ResourceLimitError(
+            f"{what[:1].upper() + what[1:]} expands more than {ratio}× when decompressed "
+            f"({'at least ' if more else ''}{unpacked:,} bytes from {packed:,} bytes), the mark of a "
+            f"decompression bomb; real matrix files compress 3–30× (xz up to ~25×). If you trust "
+            f"the file, pass limits=LoadLimits(max_compression_ratio=...).")
 
 
 DEFAULT_LIMITS = LoadLimits()

@@ -16,6 +16,7 @@ file-like object's ``.name``).
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import json
 import math
@@ -70,34 +71,78 @@ class Source:
             return f.read(stop - start)
 
 
-def _as_source(obj, name: str | None) -> Source:
-    if isinstance(obj, (str, os.PathLike)):
+def _looks_like_content(text: str) -> bool:
+    """True for a string that holds a file's text rather than a path (several lines, or a
+    Matrix Market banner)."""
+    return "\n" in text or text.lstrip("\ufeff \t").lower().startswith("%%matrixmarket")
+
+
+def _path_source(obj, name: str | None) -> Source:
+    if isinstance(obj, str) and _looks_like_content(obj):
+        missing = True
+        with contextlib.suppress(OSError, ValueError):
+            missing = not pathlib.Path(obj).exists()
+        if missing:
+            shown = obj.lstrip()[:40].replace("\n", "\\n")
+            raise InputError(
+                f"This string looks like the content of a file ({shown!r}…), not a path to one. "
+                f"Pass the path of the file, or its content as bytes (text.encode()).")
+    try:
         path = pathlib.Path(obj)
-        if not path.exists():
-            raise InputError(f"No file at {str(path)!r}; check the path.")
-        if not path.is_file():
-            raise InputError(f"{str(path)!r} is not a regular file (is it a folder?).")
-        return Source(label=f"file {path.name!r}", filename=name or path.name, path=path)
+        exists = path.exists()
+    except (OSError, ValueError, TypeError) as exc:  # a name over 255 characters, a NUL byte …
+        shown = str(obj)
+        shown = shown[:60] + "…" if len(shown) > 60 else shown
+        why = (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
+        if getattr(exc, "errno", None) == errno.ENAMETOOLONG:
+            why += "; a file or folder name may have at most 255 characters"
+        raise InputError(f"{shown!r} is not a usable path ({why}). Pass the path of an existing "
+                         f"file, or the file's content as bytes.") from None
+    if not exists:
+        raise InputError(f"No file at {str(path)!r}; check the path.")
+    if not path.is_file():
+        raise InputError(f"{str(path)!r} is not a regular file (is it a folder?).")
+    return Source(label=f"file {path.name!r}", filename=name or path.name, path=path)
+
+
+def _read_file_object(obj) -> bytes:
+    """Everything ``obj.read()`` returns, as bytes; its failures become :class:`InputError`."""
+    if hasattr(obj, "seek"):
+        try:
+            obj.seek(0)
+        except Exception:  # non-seekable streams are read from where they are
+            pass
+    try:
+        data = obj.read()
+    except UnicodeDecodeError:
+        raise InputError("The file object was opened in text mode, but the file is binary; open the "
+                         "file in binary mode: open(path, 'rb').") from None
+    except MemoryError:
+        raise ResourceLimitError("Reading the file object needs more memory than is available.") from None
+    except Exception as exc:  # the object's own I/O failure (a closed file, a broken disk …)
+        raise InputError(f"Could not read from the file object ({type(exc).__name__}: {exc}); check "
+                         f"that it is open and readable, or pass the file's path.") from None
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise InputError("The file object's read() did not return bytes; open the file in binary mode.")
+    return bytes(data)
+
+
+def _as_source(obj, name: str | None, func: str = "load") -> Source:
+    if isinstance(obj, (str, os.PathLike)):
+        return _path_source(obj, name)
     if isinstance(obj, (bytes, bytearray, memoryview)):
         label = f"upload {name!r}" if name else "the given data"
         return Source(label=label, filename=name, data=bytes(obj))
     if hasattr(obj, "read"):
         fname = name or getattr(obj, "name", None)
         fname = os.path.basename(fname) if isinstance(fname, str) else None
-        if hasattr(obj, "seek"):
-            try:
-                obj.seek(0)
-            except Exception:  # non-seekable streams are read from where they are
-                pass
-        data = obj.read()
-        if isinstance(data, str):
-            data = data.encode("utf-8")
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise InputError("The file object's read() did not return bytes; open the file in binary mode.")
+        data = _read_file_object(obj)
         label = f"upload {fname!r}" if fname else "the uploaded file"
-        return Source(label=label, filename=fname, data=bytes(data))
+        return Source(label=label, filename=fname, data=data)
     raise InputError(
-        f"load() needs a file path (str or pathlib.Path), bytes, or a binary file object; "
+        f"{func}() needs a file path (str or pathlib.Path), bytes, or a binary file object; "
         f"got {'None' if obj is None else type(obj).__name__}."
     )
 
@@ -359,8 +404,8 @@ def _read_mtx(src: Source, limits: LoadLimits, tensor):
         if layout == "array":
             limits.check_dense(int(rows) * int(cols), what=f"dense Matrix Market array in {label}")
         else:
-            factor = 1 if symmetry == "general" else 2
-            limits.check_nnz(int(entries) * factor, what=f"matrix in {label}")
+            limits.check_nnz(int(entries), what=f"matrix in {label}",
+                             mirrored=None if symmetry == "general" else symmetry)
         expect = mm_syntax.expected_entries(layout, symmetry, rows, cols, entries)
         code, pos, count, plus = mm_syntax.scan_entries(text.buf, start, layout, field, rows, cols,
                                                         symmetry == "skew-symmetric", expect,
@@ -370,7 +415,20 @@ def _read_mtx(src: Source, limits: LoadLimits, tensor):
         if plus:
             text.use_bytes(mm_syntax.without_leading_plus(text.buf, start))
         try:
-            M = scipy.io.mmread(text.target())
+            try:
+                M = scipy.io.mmread(text.target())
+                if field == "integer" and symmetry == "skew-symmetric" and _holds_int64_min(M):
+                    raise OverflowError("the mirror of -2**63 is beyond int64")  # it wrapped around
+            except OverflowError:
+                # an integer beyond int64 ("Line 3: Integer out of range."): Matrix Market puts no
+                # bound on integers and the result is float64 anyway, so read the text as `real`
+                # (one copy of the text, made only for such a file; float64 parsing rounds a
+                # whole number exactly as converting it from int64 would)
+                real = _as_real_field(text.buf, banner_end) if field == "integer" else None
+                if real is None:
+                    raise
+                text.use_bytes(real)
+                M = scipy.io.mmread(text.target())
         except MemoryError:
             raise ResourceLimitError(f"{_cap(label)} needs more memory than is available.") from None
         except Exception as exc:
@@ -378,6 +436,26 @@ def _read_mtx(src: Source, limits: LoadLimits, tensor):
     finally:
         text.close()
     return M
+
+
+def _holds_int64_min(M) -> bool:
+    """True when scipy's reader returned int64 values holding -2**63, whose negation (the
+    mirror of a skew-symmetric entry) wraps around to itself."""
+    vals = M.data if sp.issparse(M) else np.asarray(M)
+    return vals.dtype == np.int64 and bool(np.any(vals == np.iinfo(np.int64).min))
+
+
+def _as_real_field(buf: np.ndarray, banner_end: int) -> bytes | None:
+    """The Matrix Market text ``buf`` with its banner's field ``integer`` changed to ``real``
+    (None if the first line is not such a banner)."""
+    words = buf[:banner_end].tobytes().split()
+    if len(words) < 5 or words[3].lower() != b"integer":
+        return None
+    words[3] = b"real"  # %%MatrixMarket matrix <layout> <field> <symmetry>
+    out = io.BytesIO()  # getvalue() hands over this buffer: one copy of the text in all
+    out.write(b" ".join(words) + b"\n")
+    out.write(buf[banner_end:])
+    return out.getvalue()
 
 
 def _no_tensor(tensor, label: str, why: str) -> None:
@@ -477,6 +555,9 @@ def _read_npz(src: Source, limits: LoadLimits, tensor):
     label = src.label
     try:
         with src.open() as f, zipfile.ZipFile(f) as zf:
+            # the arrays' declared sizes bound what reading them produces (zipfile stops there)
+            declared = sum(i.file_size for i in zf.infolist() if i.filename.endswith(".npy"))
+            limits.check_expansion(declared, src.size, what=label)
             headers = _npz_member_headers(zf, label)
             if not headers:
                 raise InputError(f"{_cap(label)} is a zip archive with no .npy arrays inside; it is not a .npz file.")
@@ -622,7 +703,8 @@ def _parse_safetensors(src: Source, *, check_data: bool = True):
         raise InputError(f"{_cap(label)} is too short to be a safetensors file ({size} bytes); it is truncated.")
     (hlen,) = struct.unpack("<Q", src.head(8))
     if hlen < 2 or hlen > MAX_SAFETENSORS_HEADER:
-        raise InputError(f"{_cap(label)} declares a safetensors header of {hlen} bytes, which is not plausible; the file is corrupt.")
+        raise InputError(f"{_cap(label)} declares a safetensors header of {hlen} bytes, which is not plausible; "
+                         f"it is not a safetensors file, or the file is corrupt.")
     if 8 + hlen > size:
         raise InputError(
             f"{_cap(label)} is truncated: its safetensors header declares {hlen} bytes but the file has only {size - 8} after the length."
@@ -662,23 +744,91 @@ def _parse_safetensors(src: Source, *, check_data: bool = True):
 
 
 def _check_st_data(entries, data_len: int, label: str) -> None:
+    """Check the tensors' byte ranges against the data section of ``data_len`` bytes.
+
+    As the safetensors format requires (and its library checks), the ranges sorted by start
+    must cover the data section exactly: from byte 0, each tensor starting where the one before
+    ends (no overlap, no gap), the last one ending at the end of the file.
+    """
     for e in entries:
         if e.end > data_len:
             raise InputError(
                 f"{_cap(label)} is truncated: tensor {e.name!r} needs bytes {e.begin}–{e.end} of the data "
                 f"section but it holds only {data_len} bytes."
             )
+    fix = "Save the tensors again (e.g. with safetensors.numpy.save_file)."
+    end, prev = 0, None
+    for e in sorted(entries, key=lambda e: (e.begin, e.end)):
+        if e.begin < end:
+            raise InputError(
+                f"{_cap(label)} is corrupt: tensor {e.name!r} (bytes {e.begin}–{e.end} of the data section) "
+                f"overlaps tensor {prev.name!r} (bytes {prev.begin}–{prev.end}), so it would be read from "
+                f"another tensor's bytes. {fix}")
+        if e.begin > end:
+            after = f"after tensor {prev.name!r} (which ends at byte {end})" if prev else "at the start"
+            raise InputError(
+                f"{_cap(label)} is corrupt: {e.begin - end} bytes of its data section {after} belong to no "
+                f"tensor; tensor {e.name!r} starts at byte {e.begin}, and a safetensors file stores its "
+                f"tensors back to back. {fix}")
+        end, prev = e.end, e
+    if end < data_len:
+        last = f"the last tensor, {prev.name!r}, ends at byte {end}" if prev else "it declares no tensor data"
+        raise InputError(
+            f"{_cap(label)} is corrupt: its data section has {data_len} bytes but {last}, so "
+            f"{data_len - end} bytes at the end belong to no tensor (a safetensors file ends with its "
+            f"last tensor). {fix}")
 
 
-def list_tensors(path_or_bytes, *, name: str | None = None) -> pd.DataFrame:
-    """The tensors of a ``.safetensors`` file: a DataFrame with columns ``name``, ``shape``
-    (tuple) and ``dtype`` (safetensors dtype string, e.g. ``"F32"``), in file order.
-
-    Only the JSON header is read (validated against the file size), never the tensor data.
-    """
-    src = _as_source(path_or_bytes, name)
+def _safetensors_source(path_or_bytes, name: str | None, limits: LoadLimits, tensor, func: str):
+    """The ``.safetensors`` file given to :func:`list_tensors` / :func:`read_tensor`, unpacked
+    from gzip / bzip2 / xz / tar as :func:`load` does: ``(source, tensor)``. Another format
+    (recognised by its first bytes) is refused with a pointer to :func:`load`."""
+    src = _as_source(path_or_bytes, name, func)
     if src.size == 0:
         raise InputError(f"{_cap(src.label)} is empty (0 bytes).")
+    with _guard(src, "a compressed or archived file"):
+        src, tensor = _unwrap_archive(src, limits, tensor)
+    head = src.head(64)
+    if not _sniff_safetensors(head, src.size):
+        other = next((k for k, r in READERS.items() if r.sniff(head, src.size)), None)
+        if other == "npz":
+            raise InputError(f"{_cap(src.label)} is a .npz (zip) file, not a .safetensors file: load it "
+                             f"with akfviz.load (for a .npz of several arrays, tensor=... picks one).")
+        if other is not None:
+            raise InputError(f"{_cap(src.label)} is a {_FORMAT_NAMES[other]} file, not a .safetensors "
+                             f"file; it holds one matrix: load it with akfviz.load.")
+    return src, tensor
+
+
+@checked_call
+def list_tensors(path_or_bytes, *, name: str | None = None,
+                 limits: LoadLimits | None = None) -> pd.DataFrame:
+    """The tensors of a ``.safetensors`` file, in file order.
+
+    Only the JSON header is read (validated against the file size), never the tensor data.
+
+    Parameters
+    ----------
+    path_or_bytes : str, pathlib.Path, bytes or binary file-like
+        The file, as for :func:`load`; compressed (``.safetensors.gz`` …) or in a tar archive
+        too.
+    name : str, optional
+        File name for bytes input (used in messages).
+    limits : LoadLimits, optional
+        Limits for unpacking a compressed or archived file.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``name``, ``shape`` (tuple) and ``dtype`` (safetensors dtype string, e.g.
+        ``"F32"``).
+
+    Raises
+    ------
+    InputError
+        Not a safetensors file (another format is named), or a corrupt one.
+    """
+    src, _ = _safetensors_source(path_or_bytes, name, resolve_limits(limits), None, "list_tensors")
     with _guard(src, "safetensors"):
         entries, _ = _parse_safetensors(src)
     return pd.DataFrame(
@@ -724,17 +874,39 @@ def _decode_tensor(raw: bytes, entry: _STEntry) -> np.ndarray:
     return arr
 
 
+@checked_call
 def read_tensor(path_or_bytes, tensor: str | None = None, *, limits: LoadLimits | None = None,
                 name: str | None = None) -> np.ndarray:
     """Read one 2-D tensor of a ``.safetensors`` file as a dense float64 array.
 
     Same tensor choice rules as :func:`load` (``tensor=None`` works when the file holds exactly
     one 2-D tensor). Use it with :func:`~akfviz.workloads.prune.prune` to prune weights.
+
+    Parameters
+    ----------
+    path_or_bytes : str, pathlib.Path, bytes or binary file-like
+        The file, as for :func:`load` (compressed or in a tar archive too).
+    tensor : str, optional
+        The tensor's name.
+    limits : LoadLimits, optional
+        Size limits, checked before the tensor is read.
+    name : str, optional
+        File name for bytes input (used in messages).
+
+    Returns
+    -------
+    numpy.ndarray
+        The tensor, float64.
+
+    Raises
+    ------
+    InputError
+        Not a safetensors file, a corrupt one, no such 2-D tensor, or non-finite values.
+    ResourceLimitError
+        The tensor is over ``limits``.
     """
-    src = _as_source(path_or_bytes, name)
-    if src.size == 0:
-        raise InputError(f"{_cap(src.label)} is empty (0 bytes).")
     lim = resolve_limits(limits)
+    src, tensor = _safetensors_source(path_or_bytes, name, lim, tensor, "read_tensor")
     with _guard(src, "safetensors"):
         W = np.asarray(_safetensors_dense(src, lim, tensor), dtype=np.float64)
     if not np.all(np.isfinite(W)):
@@ -868,7 +1040,9 @@ def load(path_or_bytes, fmt: str | None = None, tensor: str | None = None, *,
     Compressed files (gzip, bzip2, xz: ``.mtx.gz``, ``.mtx.bz2``, ``.mtx.xz`` …) and tar
     archives (``.tar``, ``.tar.gz`` / ``.tgz``, ``.tar.bz2``, ``.tar.xz``) are recognised by
     their content and unpacked in memory first (never on disk), within
-    ``limits.max_decompressed_bytes``.
+    ``limits.max_decompressed_bytes`` and ``limits.max_compression_ratio`` (a decompression
+    bomb is refused as soon as its output passes the bound). One layer of compression is
+    unpacked; a file compressed twice is refused.
 
     Returns
     -------
@@ -914,7 +1088,8 @@ def _unwrap_archive(src: Source, limits: LoadLimits, tensor):
             f"{_cap(src.label)} has {src.size:,} bytes, over the limit of {cap:,} for compressed "
             f"or archived files; pass limits=LoadLimits(max_decompressed_bytes=...).")
     data = src.data if src.data is not None else src.path.read_bytes()
-    content, inner, tensor, label = archives.unwrap(data, src.filename, tensor, cap, src.label)
+    content, inner, tensor, label = archives.unwrap(data, src.filename, tensor, cap, src.label,
+                                                    limits=limits)
     if not content:
         raise InputError(f"{_cap(label)} is empty once decompressed; there is no matrix in it.")
     return Source(label=label, filename=inner, data=content), tensor

@@ -185,3 +185,103 @@ def test_text_starting_like_bzip2_is_not_taken_for_it():
     assert codec_of(b"BZhello") is None
     with pytest.raises(InputError, match="Could not tell the format"):
         load(b"BZhello world")
+
+
+# --------------------------------------------------------------------------- decompression bombs
+_PACK = {"gz": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress}
+# a valid Matrix Market file of 5 MB that compresses 300× (gzip) to 50,000× (bzip2)
+_FLUFFY = (b"%%MatrixMarket matrix coordinate real general\n%" + b" " * 5_000_000 + b"\n"
+           b"2 2 1\n1 2 3.5\n")
+
+
+@pytest.mark.parametrize("ext", sorted(_PACK))
+def test_compression_ratio_guard_refuses_a_bomb_as_it_unpacks(ext):
+    bomb = _PACK[ext](_FLUFFY)
+    small = LoadLimits(ratio_floor_bytes=100_000)
+    with pytest.raises(ResourceLimitError, match=r"expands more than 200× when decompressed .*"
+                                                 r"decompression bomb.*max_compression_ratio") as err:
+        load(bomb, name=f"x.mtx.{ext}", limits=small)
+    assert f"from {len(bomb):,} bytes" in str(err.value) and "Upload 'x.mtx." in str(err.value)
+    # below the floor (64 MiB by default) the ratio does not matter; a raised ratio lets it through
+    assert load(bomb).toarray().tolist() == [[0, 3.5], [0, 0]]
+    assert load(bomb, limits=LoadLimits(ratio_floor_bytes=100_000, max_compression_ratio=1e6)).nnz == 1
+
+
+def test_compression_ratio_guard_on_tar_and_matrix_members(monkeypatch):
+    tar = gzip.compress(_tar({"m/m.mtx": _FLUFFY, "m/m_b.mtx": b"x"}, compress=False))
+    small = LoadLimits(ratio_floor_bytes=100_000)
+    with pytest.raises(ResourceLimitError, match="decompression bomb"):
+        load(tar, name="m.tar.gz", limits=small)
+    with pytest.raises(ResourceLimitError, match="decompression bomb"):
+        matrix_members(tar, "m.tar.gz", limits=small)
+    assert matrix_members(tar, "m.tar.gz") == ["m/m.mtx", "m/m_b.mtx"]
+    # the app calls matrix_members(data, name): the default limits apply, ratio guard included
+    import akfviz.workloads.limits as limits_mod
+    monkeypatch.setattr(limits_mod, "DEFAULT_LIMITS", small)
+    with pytest.raises(ResourceLimitError, match="decompression bomb"):
+        matrix_members(tar, "m.tar.gz")
+
+
+def test_ratio_guard_stops_before_the_output_is_held():
+    # 1 KB of bzip2 unpacking to 40 MB: refused once past the floor, not after holding it all
+    import tracemalloc
+
+    bomb = bz2.compress(b"%%MatrixMarket matrix coordinate real general\n" + b"%" * 40_000_000)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ResourceLimitError, match="decompression bomb"):
+            load(bomb, limits=LoadLimits(ratio_floor_bytes=2_000_000))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8_000_000
+
+
+def test_decompressed_output_is_not_copied_at_the_end():
+    # the output was gathered in a bytearray and copied with bytes(out): twice its size at the end
+    import tracemalloc
+
+    from akfviz.workloads.archives import codec_of
+
+    size = 24 << 20
+    for pack in _PACK.values():
+        blob = pack(b"\0" * size)
+        tracemalloc.start()
+        try:
+            out = codec_of(blob).decompress(blob, 10**9, "x")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert len(out) == size and isinstance(out, bytes)
+        assert peak < 1.75 * size, peak / size  # 1.2× (xz: 1.55×, its 8 MiB dictionary); was over 2×
+        del out
+
+
+@pytest.mark.parametrize("kw,value", [("max_compression_ratio", 0), ("max_compression_ratio", -3),
+                                      ("max_compression_ratio", float("nan")),
+                                      ("max_compression_ratio", True), ("max_compression_ratio", "200"),
+                                      ("ratio_floor_bytes", -1), ("ratio_floor_bytes", 1.5)])
+def test_ratio_limit_fields_validated(kw, value):
+    with pytest.raises(InputError, match=kw):
+        LoadLimits(**{kw: value})
+    assert LoadLimits(max_compression_ratio=2.5, ratio_floor_bytes=0).expansion_cap(10) == 25
+
+
+def test_npz_whose_arrays_declare_far_more_than_the_file_is_refused():
+    buf = io.BytesIO()
+    np.savez_compressed(buf, w=np.zeros((1000, 1000)))  # 8 MB of zeros in ≈ 8 KB
+    data = buf.getvalue()
+    with pytest.raises(ResourceLimitError, match=r"expands more than 200×.*max_compression_ratio"):
+        load(data, name="w.npz", limits=LoadLimits(ratio_floor_bytes=1_000_000))
+    assert load(data).shape == (1000, 1000)  # below the 64 MiB floor
+
+
+def test_a_file_compressed_twice_is_explained(A):
+    twice = gzip.compress(gzip.compress(_mtx_bytes(A)))
+    with pytest.raises(InputError, match=r"compressed twice \(gzip inside gzip\); akfviz unpacks only one"):
+        load(twice, name="a.mtx.gz.gz")
+    with pytest.raises(InputError, match=r"compressed twice \(gzip inside bzip2\)"):
+        load(bz2.compress(gzip.compress(_mtx_bytes(A))))
+    tar = _tar({"m/m.mtx.gz": gzip.compress(_mtx_bytes(A))}, compress=True)
+    with pytest.raises(InputError, match="member 'm/m.mtx.gz' is itself compressed"):
+        load(tar, name="m.tar.gz", tensor="m.mtx.gz")

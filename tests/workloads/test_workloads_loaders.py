@@ -531,3 +531,138 @@ def test_rectangular_everywhere(tmp_path):
 
 def test_top_level_load_is_the_same_function():
     assert akfviz.load is load
+
+
+# --------------------------------------------------------------------------- held-out report (ninth session)
+_MTX_TEXT = "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 3.5\n"
+
+
+def test_a_string_of_content_or_an_unusable_path_is_explained():
+    # Path.exists() raised OSError "File name too long" (or ValueError for a NUL byte)
+    for func in (load, list_tensors):
+        with pytest.raises(InputError, match=r"looks like the content of a file.*text\.encode\(\)"):
+            func(_MTX_TEXT + "%" * 300 + "\n")
+        with pytest.raises(InputError, match="looks like the content"):
+            func(_MTX_TEXT)  # short enough to be checked as a path: it was "No file at ..."
+        with pytest.raises(InputError, match="not a usable path .*255 characters"):
+            func("/tmp/" + "y" * 300 + ".mtx")
+        with pytest.raises(InputError):
+            func("bad\0name.mtx")
+
+
+def test_a_file_object_that_cannot_be_read_is_explained(tmp_path):
+    p = tmp_path / "w.npy"
+    np.save(p, np.eye(3))
+    with open(p) as text_mode, pytest.raises(InputError, match=r"binary mode: open\(path, 'rb'\)"):
+        load(text_mode)
+
+    class Broken:
+        def read(self, n=-1):
+            raise OSError("disk on fire")
+
+    with pytest.raises(InputError, match=r"Could not read from the file object \(OSError: disk on fire\)"):
+        load(Broken())
+    closed = open(p, "rb")
+    closed.close()
+    with pytest.raises(InputError, match="Could not read from the file object"):
+        load(closed)
+
+
+def _st_raw(header, data):
+    hdr = json.dumps(header).encode()
+    return struct.pack("<Q", len(hdr)) + hdr + data
+
+
+_W12 = np.arange(12, dtype="<f8").reshape(3, 4)
+
+
+@pytest.mark.parametrize("header,data,words", [
+    ({"a": {"dtype": "F64", "shape": [3, 4], "data_offsets": [0, 96]},
+      "b": {"dtype": "F64", "shape": [2, 4], "data_offsets": [32, 96]}}, _W12.tobytes(),
+     "tensor 'b' .*overlaps tensor 'a'"),
+    ({"w": {"dtype": "F64", "shape": [3, 4], "data_offsets": [8, 104]}}, b"\0" * 8 + _W12.tobytes(),
+     "8 bytes .* at the start belong to no tensor"),
+    ({"a": {"dtype": "F64", "shape": [1, 4], "data_offsets": [0, 32]},
+      "b": {"dtype": "F64", "shape": [2, 4], "data_offsets": [40, 104]}}, b"\0" * 8 + _W12.tobytes(),
+     "8 bytes .* after tensor 'a' .*belong to no tensor"),
+    ({"w": {"dtype": "F64", "shape": [3, 4], "data_offsets": [0, 96]}}, _W12.tobytes() + b"JUNKJUNK",
+     "8 bytes at the end belong to no tensor"),
+], ids=["overlap", "gap-at-start", "gap-between", "trailing-bytes"])
+def test_safetensors_whose_tensors_do_not_tile_the_data_are_corrupt(header, data, words, tmp_path):
+    # these loaded: b from a's bytes, padding and junk ignored (the safetensors library refuses them)
+    raw = _st_raw(header, data)
+    p = tmp_path / "bad.safetensors"
+    p.write_bytes(raw)
+    tensor = "b" if "b" in header else None
+    for src in (raw, p):  # a path went to safe_open first, then to the reader that accepted it
+        with pytest.raises(InputError, match=f"is corrupt: .*{words}"):
+            load(src, tensor=tensor)
+        with pytest.raises(InputError, match=words):
+            list_tensors(src)
+        with pytest.raises(InputError, match=words):
+            read_tensor(src, tensor)
+
+
+def test_safetensors_with_empty_tensors_and_metadata_still_load():
+    data = st_save({"w": RECT, "empty": np.zeros((0, 3)), "b": np.ones(2)}, metadata={"k": "v"})
+    _eq(load(data, tensor="w"), RECT)
+    assert set(list_tensors(data).name) == {"w", "empty", "b"}
+
+
+def test_list_tensors_names_the_format_of_another_file_and_unpacks_like_load(tmp_path):
+    import gzip
+    import tarfile
+
+    for data, fmt in [(_MTX_TEXT.encode(), "a Matrix Market file"), (_npy_bytes(RECT), "a .npy file")]:
+        for func in (list_tensors, read_tensor):
+            with pytest.raises(InputError, match=f"is {fmt}, not a .safetensors file; it holds one "
+                                                 f"matrix: load it with akfviz.load"):
+                func(data)
+    with pytest.raises(InputError, match=r"is a .npz \(zip\) file, not a .safetensors file"):
+        list_tensors(_npz_bytes(sp.csr_array(RECT)))
+    st = st_save({"w": RECT.astype(np.float32)})
+    df = list_tensors(gzip.compress(st), name="w.safetensors.gz")
+    assert list(df.name) == ["w"] and df.loc[0, "shape"] == (3, 5)
+    np.testing.assert_array_equal(read_tensor(gzip.compress(st)), RECT.astype(np.float32))
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        info = tarfile.TarInfo("model/model.safetensors")
+        info.size = len(st)
+        tf.addfile(info, io.BytesIO(st))
+    assert list(list_tensors(buf.getvalue(), name="model.tar.gz").name) == ["w"]
+
+
+def test_symmetric_nnz_limit_message_states_the_declared_count():
+    text = b"%%MatrixMarket matrix coordinate real symmetric\n3 3 2\n1 1 1\n2 1 1\n"
+    with pytest.raises(ResourceLimitError, match="declares 2 entries, up to 4 once the symmetric half is "
+                                                 "mirrored, over the limit of 3"):
+        load(text, limits=LoadLimits(max_nnz=3))
+    assert load(text, limits=LoadLimits(max_nnz=4)).nnz == 3
+    with pytest.raises(ResourceLimitError, match="declares 5 stored entries, over the limit of 3"):
+        load(b"%%MatrixMarket matrix coordinate real general\n3 3 5\n" + b"1 1 1\n" * 5,
+             limits=LoadLimits(max_nnz=3))
+
+
+@pytest.mark.parametrize("layout,body,expected", [
+    ("coordinate general", "1 1 1\n1 1 9223372036854775808\n", [[9223372036854775808.0]]),
+    ("array general", "2 1\n-9223372036854775809\n3\n", [[-9223372036854775809.0], [3.0]]),
+    ("coordinate symmetric", "2 2 2\n2 1 99999999999999999999\n1 1 -5\n", [[-5, 1e20], [1e20, 0]]),
+    # int64's -2**63 fits, but its mirror wrapped around to -2**63
+    ("coordinate skew-symmetric", "2 2 1\n2 1 -9223372036854775808\n", [[0, 2.0**63], [-(2.0**63), 0]]),
+    ("array skew-symmetric", "2 2\n-9223372036854775808\n", [[0, 2.0**63], [-(2.0**63), 0]]),
+], ids=["coordinate", "array", "symmetric", "skew-int64-min", "array-skew-int64-min"])
+def test_integers_beyond_int64_are_read_as_float64(layout, body, expected, tmp_path):
+    # scipy's reader: "Line 3: Integer out of range."; Matrix Market sets no bound on integers
+    text = f"%%MatrixMarket matrix {layout.replace(' ', ' integer ')}\n{body}".encode()
+    p = tmp_path / "big.mtx"
+    p.write_bytes(text)
+    for src in (text, p):
+        _eq(load(src), expected)
+
+
+def test_list_tensors_and_read_tensor_check_their_arguments_and_are_exported():
+    with pytest.raises(InputError, match=r"^list_tensors\(\): .*Its parameters are: path_or_bytes, name"):
+        list_tensors(b"x", foo=1)
+    with pytest.raises(InputError, match=r"^read_tensor\(\): "):
+        read_tensor(b"x", "w", 3)
+    assert akfviz.list_tensors is list_tensors and "list_tensors" in akfviz.__all__
