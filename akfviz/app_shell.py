@@ -52,6 +52,9 @@ def page_start():
     _workload_controls()
     wl = S.load_workload()
     _share_and_save(wl)
+    # now, not only in page_end(): a page that stops early (an empty matrix, an error) must
+    # still leave a link that reproduces it
+    S.sync_url()
     return wl
 
 
@@ -107,7 +110,7 @@ def _share_and_save(wl) -> None:
     with st.sidebar, st.expander("Share and save", expanded=False):
         st.caption("The URL holds every setting: copy it to share this view. Uploaded files cannot travel "
                    "in a link — share the file itself, or a run bundle.")
-        st.download_button("Download run bundle (JSON)", data=lambda: S.bundle_text(wl),
+        st.download_button("Download run bundle (JSON)", data=S.bundle_writer(wl),
                            file_name="akfviz-run.json", mime="application/json", on_click="ignore")
         bundle = st.file_uploader("Load a run bundle", type=["json"], key="bundle_upload")
         if bundle is None:

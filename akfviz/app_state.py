@@ -418,7 +418,7 @@ def parse_bundle(data: bytes | str) -> dict:
         except (TypeError, ValueError) as exc:
             raise InputError(f"The run bundle's setting {key}={shorten(value)} is not accepted: "
                              f"it must be {exc}.") from None
-    found = check_names(clean)
+    found = check_names(clean, fallback=False)
     if found:
         raise InputError("The run bundle's settings are not accepted: " + " ".join(found))
     doc["state"] = clean
@@ -437,11 +437,12 @@ _NAME_KINDS = {"sample": "sample", "preset": "hardware preset", "gen": "generato
                "static": "Static-sparse kernel"}
 
 
-def check_names(values: dict) -> list[str]:
+def check_names(values: dict, fallback: bool = True) -> list[str]:
     """Drop (in place) names no sample / preset / generator / kernel has, and generator
     parameters the chosen generator does not take; one plain-language line per dropped value.
 
-    A dropped setting falls back to its default, and the line says which value replaced it.
+    A dropped setting falls back to its default, and (``fallback=True``) the line says which
+    value replaced it.
     """
     problems: list[str] = []
     known = known_names()
@@ -451,8 +452,8 @@ def check_names(values: dict) -> list[str]:
             continue
         default = FIELDS[key].default or (default_sample() if key == "sample" else "")
         shown = ", ".join(names[:8]) + (" …" if len(names) > 8 else "")
-        problems.append(f"There is no {_NAME_KINDS[key]} named {shorten(v)}; using {default!r} "
-                        f"(available: {shown}).")
+        using = f"; using {default!r}" if fallback else ""
+        problems.append(f"There is no {_NAME_KINDS[key]} named {shorten(v)}{using} (available: {shown}).")
         del values[key]
     params = values.get("gen_params")
     if params:
@@ -768,13 +769,24 @@ def sync_url() -> None:
         st.query_params.from_dict(q)
 
 
-def _bind(key: str, options=None):
+def _bind(key: str, options=None, label: str = ""):
+    """The widget key of setting ``key``, seeded from the shared state. A value that is not
+    among ``options`` is replaced by the nearest option (the first, for text); when the value
+    came from outside this widget (a link, a bundle, another page) a warning says so."""
     wkey = "w:" + key
-    if wkey not in st.session_state:
+    fresh = wkey not in st.session_state
+    if fresh:
         st.session_state[wkey] = get(key)
-    if options is not None and options and st.session_state[wkey] not in options:
-        st.session_state[wkey] = options[0]
-        st.session_state[key] = options[0]
+    old = st.session_state[wkey]
+    if options is not None and options and old not in options:
+        new = options[0]
+        if isinstance(old, (int, float)) and not isinstance(old, bool) \
+                and all(isinstance(o, (int, float)) for o in options):
+            new = min(options, key=lambda o: abs(o - old))
+        st.session_state[wkey] = new
+        st.session_state[key] = new
+        if fresh and label:
+            st.warning(f"{label}: {shorten(old)} is not one of the choices here; using {shorten(new)}.")
     return wkey
 
 
@@ -815,7 +827,7 @@ def _clamp_to_range(fn, wkey: str, key: str, args, kwargs) -> None:
 def widget(fn, label: str, key: str, *args, options=None, **kwargs):
     """Render ``fn`` (e.g. ``st.slider``) bound to state ``key``; the value survives page switches
     (and is moved into the widget's range when it lies outside, see :func:`_clamp_to_range`)."""
-    wkey = _bind(key, options)
+    wkey = _bind(key, options, label)
     _clamp_to_range(fn, wkey, key, args, kwargs)
     if options is not None:
         args = (options, *args)
@@ -1060,10 +1072,27 @@ def warn_if_dropped(plan, hw) -> None:
     st.warning(
         f"This plan loses most of the matrix: relative error {100 * err:.1f} %, with {int(skip.sum()):,} of "
         f"{skip.size:,} tiles dropped (SKIP, {100 * share:.0f} % of the nonzeros). Its simulation runs only "
-        f"what is kept, so its cycles and energy are not those of this matrix. Usually the PE SRAM "
-        f"({hw.sram_bytes_per_pe:,} B per PE, {hw.total_sram_bytes:,} B in all) is far below the plan's "
-        f"payload and the fusion weights' SRAM penalty prefers dropping tiles; give more SRAM, or an error "
-        f"budget (Kernels page).", icon="⚠️")
+        f"what is kept, so its cycles and energy are not those of this matrix. {dropped_cause(plan, hw)}",
+        icon="⚠️")
+
+
+def dropped_cause(plan, hw) -> str:
+    """Why a plan dropped most of the matrix, from what decided it: a resource budget, the SRAM
+    capacity penalty of the fusion weights, or weights that price resource far above error."""
+    rep = getattr(plan, "selection", None)
+    mode = getattr(rep, "mode", "weights")
+    if mode == "resource_budget":
+        return (f"The resource budget ({rep.resource_budget:g} of Dense's) is below what keeping the matrix "
+                "costs, so the least-error plan within it drops tiles; raise the budget or use an error "
+                "budget (Kernels page).")
+    fusion = getattr(rep, "fusion", None)
+    if fusion is not None and fusion.binding:
+        return (f"The PE SRAM ({hw.sram_bytes_per_pe:,} B per PE, {hw.total_sram_bytes:,} B in all) is below "
+                "the plan's payload and the fusion weights' SRAM penalty prefers dropping tiles; give more "
+                "SRAM, or an error budget (Kernels page).")
+    return (f"The weights price resource far above error (α = {getattr(rep, 'alpha', float('nan')):g}, "
+            f"β = {getattr(rep, 'beta', float('nan')):g}), so dropping a tile is the cheapest choice; raise α, "
+            "lower β, or use an error budget (Kernels page).")
 
 
 def require_tiles(pa) -> None:
@@ -1124,14 +1153,26 @@ def workload_summary(wl: Workload) -> dict:
             "shape": list(wl.A.shape), "nnz": int(wl.A.nnz), "sha256": wl.digest}
 
 
-def bundle_text(wl: Workload | None) -> str:
-    return make_bundle(values(), workload_summary(wl) if wl is not None else {},
-                       st.session_state.get(RESULTS, {}))
+def bundle_writer(wl: Workload | None) -> Callable[[], str]:
+    """A function that writes this session's run bundle, for a deferred download button.
+
+    Streamlit calls a download button's ``data`` function after the script run, outside it,
+    where ``st.session_state`` reads as empty (the bundle came out with every default and no
+    results). So the settings are copied now, and the results dict itself is kept: the page
+    body records this run's results into it after the sidebar is drawn.
+    """
+    vals = values()
+    summary = workload_summary(wl) if wl is not None else {}
+    results = st.session_state.setdefault(RESULTS, {})
+    return lambda: make_bundle(vals, summary, results)
 
 
 def apply_bundle(doc: dict) -> None:
-    """Apply a validated bundle's settings to the session (the caller reruns)."""
+    """Apply a validated bundle's settings to the session (the caller reruns); an empty sample
+    name means the default sample, as in a link."""
     for key, value in doc["state"].items():
+        if key == "sample" and not value:
+            value = default_sample()
         put(key, value)
     st.session_state["_akf_bundle_workload"] = doc.get("workload") or {}
 

@@ -57,8 +57,12 @@ shown = pc.copy()
 gaps = [c for c in shown.columns if c != "note" and shown[c].isna().any()]
 for col in gaps:
     shown[col] = [("—" if v != v else f"{v:.4g}") for v in shown[col]]
-st.dataframe(shown, width="stretch", column_config={"note": st.column_config.TextColumn(width="large"),
-                                                   **{c: st.column_config.TextColumn(alignment="right") for c in gaps}})
+st.dataframe(shown.drop(columns="note", errors="ignore"), width="stretch",
+             column_config={c: st.column_config.TextColumn(alignment="right") for c in gaps})
+if "note" in pc:
+    # the per-plan explanation is the point of this table: a list anyone can read, not a column off-screen
+    st.markdown("**Where and why they differ**\n\n" + "\n".join(f"- **{name}**: {note}" for name, note in
+                                                                   pc["note"].items() if isinstance(note, str) and note))
 st.caption("The paper's energy row (1.0 / 1.3 / 1.6 / 1.2 \"Watts\") contradicts its own text (\"20 % lower "
            "energy\" for AKF, energy_claimed_text); both are shown, neither is tuned to.")
 with st.expander("All measured columns"):

@@ -105,8 +105,7 @@ xcol = c1.selectbox("x axis", numeric, index=numeric.index("cycles") if "cycles"
 ycol = c2.selectbox("y axis", numeric, index=numeric.index("error_pct") if "error_pct" in numeric else 0, key="dse_y")
 ccol = c3.selectbox("colour", numeric, index=numeric.index("energy_pj") if "energy_pj" in numeric else 0, key="dse_c")
 S.chart(vd.sweep_scatter(df, xcol, ycol, ccol, hover=swept + ["kernel_mix"]), key="dse_scatter")
-st.caption("How to read this: one dot per configuration; red rings = Pareto-optimal (no other point is lower "
-           "on all three of x, y and colour).")
+st.caption(vd.pareto_caption(xcol, ycol, ccol))
 S.chart(vd.parallel_coordinates(df, swept + ["cycles", "energy_pj", "error_pct", "speedup"], ccol),
                 key="dse_parcoords")
 st.caption("How to read this: each line is one configuration crossing every axis; drag on an axis to filter.")

@@ -270,6 +270,19 @@ def test_pareto_mask_matches_naive():
     np.testing.assert_array_equal(got, ref)
 
 
+def test_pareto_rings_treat_speedup_as_higher_is_better():
+    """The rings marked the lowest speedups as optimal (every axis was minimised)."""
+    df = pd.DataFrame({"speedup": [1.4, 2.3, 9.2, 11.8], "error_pct": [0.5, 0.5, 0.5, 0.5],
+                       "energy_pj": [5.0, 5.0, 5.0, 5.0]})
+    fig = dse.sweep_scatter(df, "speedup", "error_pct", "energy_pj")
+    assert list(fig.data[1].x) == [11.8]
+    pts = np.random.default_rng(2).uniform(size=(30, 3))
+    ref = [not any(pts[j, 0] >= pts[i, 0] and all(pts[j, 1:] <= pts[i, 1:])
+                   and (pts[j, 0] > pts[i, 0] or any(pts[j, 1:] < pts[i, 1:])) for j in range(30)) for i in range(30)]
+    np.testing.assert_array_equal(dse.pareto_mask(pts[:, 0], pts[:, 1], pts[:, 2], maximise=[0]), ref)
+    assert "higher speedup" in dse.pareto_caption("speedup", "error_pct", "energy_pj")
+
+
 def test_tile_maps_place_values_at_tiles():
     tiles = pd.DataFrame({"bi": [0, 2], "bj": [1, 0], "density": [0.1, 1.0], "cluster": [0, 1], "nnz": [3, 9]})
     fig = patterns.tile_density_map(tiles, 3, 2, 8)
