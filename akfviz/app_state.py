@@ -558,7 +558,19 @@ def archive_members_cached(digest: str, _data: bytes, name: str):
 @st.cache_resource(max_entries=8, show_spinner="Analysing tiles and LSH clusters…")
 def analyze_cached(key: str, _A, tile: int, lsh: tuple):
     import akfviz
+    _analysis_code_loaded()
     return akfviz.analyze(_A, tile=tile, lsh=_lsh_config(lsh))
+
+
+@st.cache_resource(show_spinner=False)
+def _analysis_code_loaded() -> bool:
+    """Load the analysis's numba code on a tiny matrix before the first real analysis, so the
+    timings the Patterns page shows (cached for every later visitor) are the analysis's own,
+    not the ≈ 0.8 s of loading machine code on a cold server (:func:`warm_up` runs only after
+    the first page has drawn)."""
+    import akfviz
+    akfviz.analyze(akfviz.generate("uniform", n=64, density=0.05, seed=0), tile=32)
+    return True
 
 
 def _lsh_config(lsh: tuple):
@@ -728,6 +740,7 @@ def init_session() -> None:
         ss.setdefault(key, field.default)
     ss.setdefault("gen_params", {})
     values, problems = parse_query(st.query_params)
+    problems += repeated_keys(st.query_params)
     problems += check_names(values)
     for key, value in values.items():
         ss[key] = value
@@ -758,6 +771,18 @@ def values() -> dict:
     return out
 
 
+def repeated_keys(params) -> list[str]:
+    """One line per key a link gives more than once (the last value is used; ``sync_url``
+    then writes the link back with that one value)."""
+    out = []
+    for key in params:
+        given = params.get_all(key) if hasattr(params, "get_all") else [params[key]]
+        if len(given) > 1:
+            out.append(f"Link parameter {shorten(key)} is given {len(given)} times; using the last value, "
+                       f"{shorten(given[-1])}.")
+    return out
+
+
 def sync_url() -> None:
     """Write the current state into the URL (only non-default values)."""
     vals = values()
@@ -765,7 +790,7 @@ def sync_url() -> None:
         vals["sample"] = ""
     q = to_query(vals)
     current = {k: st.query_params[k] for k in st.query_params}
-    if current != q:
+    if current != q or any(len(st.query_params.get_all(k)) > 1 for k in st.query_params):
         st.query_params.from_dict(q)
 
 
@@ -858,7 +883,24 @@ def record_result(section: str, summary: dict) -> None:
 
 def show_error(exc: Exception) -> None:
     """An InputError (or a ValueError from a library check) as a readable st.error, no traceback."""
-    st.error(str(exc))
+    st.error(app_advice(str(exc)))
+
+
+def app_advice(message: str) -> str:
+    """A library message with a line for the app's user where its advice names Python arguments
+    the app does not offer (``limits=LoadLimits(...)``, ``fmt=``).
+
+    >>> app_advice("Too big; pass limits=LoadLimits(max_nnz=...).").endswith("can raise them.")
+    True
+    """
+    notes = []
+    if "LoadLimits(" in message:
+        notes.append("In the app these size limits are fixed; the Python API (akfviz.load or akfviz.generate "
+                     "with limits=LoadLimits(...)) can raise them.")
+    if "fmt=" in message:
+        notes.append("In the app the format comes from the file's extension: rename the file so that its "
+                     "extension matches its content.")
+    return message if not notes else message + "\n\n" + " ".join(notes)
 
 
 # --------------------------------------------------------------------------- the current workload

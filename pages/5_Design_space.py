@@ -54,17 +54,21 @@ except (InputError, ValueError) as exc:
 store = st.session_state.setdefault("_akf_sweeps", {})
 key = f"{wl.digest}|{spec}|{hwk}|{S.get('tile')}|{S.get('alpha')}|{S.get('beta')}|{S.get('resource')}|{S.get('gran')}"
 c1, c2 = st.columns([1, 3])
-run = c1.button("Run sweep", type="primary", disabled=grid is None)
+empty = wl.A.nnz == 0   # nothing to select or simulate: every page says so, and so does this one
+run = c1.button("Run sweep", type="primary", disabled=grid is None or empty)
+if empty:
+    st.info("This matrix has no nonzeros, so there is nothing to sweep: every point would compare Dense with "
+            "a plan that does no work. Pick another workload on the Matrix page, or load a sweep file.")
 tried = st.session_state.setdefault("_akf_sweeps_auto", set())
 auto = (not run and grid is not None and key not in store and key not in tried
         and st.session_state.get("sweep_upload") is None
-        and 0 < len(points) <= AUTO_POINTS and wl.A.nnz <= AUTO_NNZ)
+        and 0 < len(points) <= AUTO_POINTS and 0 < wl.A.nnz <= AUTO_NNZ)
 if run:
     tried.discard(key)
 if auto:
     tried.add(key)  # once per setting: a failed automatic run is not retried on every rerun
 source = None
-if (run or auto) and grid is not None:
+if (run or auto) and grid is not None and not empty:
     bar = st.progress(0.0, text="Starting the sweep…")
 
     def progress(done, total, point):

@@ -649,3 +649,22 @@ def test_a_link_value_a_widget_cannot_show_is_reported(app):
     texts = [w.value for w in app.warning]
     assert any(t.startswith("MinHash functions K: 4 is not one of the choices here; using 8") for t in texts), texts
     assert app.select_slider(key="w:lsh_b").value == 8       # the nearest divisor of K, not the first
+
+
+def test_design_space_does_not_sweep_an_empty_matrix(app):
+    """Every page said 'no nonzeros' while Design space reported speedups of 22× and 48×."""
+    app.query_params.update({"src": "gen", "gen": "uniform", "g_density": "0", "g_n": "64"})
+    app.run()
+    app.switch_page("pages/5_Design_space.py").run()
+    assert not app.exception
+    assert any("no nonzeros" in i.value for i in app.info)
+    assert not app.get("plotly_chart")
+    assert next(b for b in app.button if b.label == "Run sweep").disabled
+
+
+def test_a_key_given_twice_in_a_link_is_reported_and_written_back_once(app):
+    app.query_params["tile"] = ["16", "64"]
+    app.run()
+    assert not app.exception
+    assert "Link parameter 'tile' is given 2 times; using the last value, '64'." in [w.value for w in app.warning]
+    assert app.query_params["tile"] in ("64", ["64"]) and app.session_state["tile"] == 64

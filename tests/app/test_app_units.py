@@ -506,3 +506,11 @@ def test_cell_maps_draw_no_grid_or_zero_lines():
     for fig in figs:
         for ax in [a for a in fig.layout if a.startswith(("xaxis", "yaxis"))]:
             assert fig.layout[ax].showgrid is False and fig.layout[ax].zeroline is False, ax
+
+
+def test_app_errors_explain_python_only_advice():
+    msg = "The matrix declares shape 1 × 1, over the limit. Use a smaller matrix or pass custom limits " \
+          "(limits=LoadLimits(max_rows=..., max_cols=...))."
+    assert "In the app these size limits are fixed" in S.app_advice(msg)
+    assert "rename the file" in S.app_advice("fmt='npz' was given, but … is a Matrix Market file; pass fmt='mtx'.")
+    assert S.app_advice("tile must be a whole number.") == "tile must be a whole number."
