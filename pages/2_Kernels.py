@@ -64,7 +64,7 @@ S.record_result("selection", {"relative_error": plan.relative_error, "resource":
 
 m = st.columns(5)
 m[0].metric("relative error", f"{100 * plan.relative_error:.3g} %", help="Measured ‖A − Â‖_F / ‖A‖_F.")
-m[1].metric(f"{rep.measure} vs Dense (table estimate)", f"{rep.resource_share:.3g}×",
+m[1].metric(f"{rep.measure} ÷ Dense (est.)", f"{rep.resource_share:.3g}×",
             help=f"The selector's estimate R / R_dense (R = {plan.resource:.4g}): the performance table's "
                  f"{rep.measure} of every tile's kernel alone on one PE, against all tiles as DENSE — the "
                  "quantity β weighs. It leaves out what every plan pays alike (moving x and y over the "
