@@ -29,12 +29,7 @@ if hw is None:
 names = S.stage("kernels.registry", "kernel_names")()
 FIRST = ["CSC", "DENSE", "BITMAP", "DIA", "LOWRANK1", "selector's choice"]
 KERNELS = FIRST + [k for k in names if k not in FIRST and k != "SKIP"]
-CHOICES = {"ln": [8, 12, 16], "lT": [4, 8]}
-for key, options in (*CHOICES.items(), ("lkernel", KERNELS)):
-    if S.get(key) not in options:   # a link may carry any value its field accepts
-        st.warning(f"The link's Learn setting {key}={S.get(key)!r} is not one of {', '.join(map(str, options))}; "
-                   f"using {options[0]!r}.")
-        S.put(key, options[0])
+CHOICES = {"ln": [8, 12, 16], "lT": [4, 8]}   # a link value outside them: S.widget warns and takes the nearest
 with st.expander("The tiny case", expanded=False):
     c = st.columns(6)
     n = S.widget(c[0].selectbox, "n (matrix side)", "ln", options=CHOICES["ln"])

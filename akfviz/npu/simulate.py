@@ -53,6 +53,11 @@ def _as_shape(shape) -> tuple[int, int]:
     return m, n
 
 
+#: Why a bare TileWork needs ``tile=`` (see :meth:`TileWork.tile_side`).
+TILE_SIDE_UNTOLD = ("A TileWork with a single tile away from block (0, 0) does not tell the tile side (that tile "
+                    "may be a narrower edge tile of a larger T); pass tile=T (for a FusionPlan: plan.pa.tile).")
+
+
 def _resolve_plan(plan, shape, tile, tile_rows=None):
     if isinstance(plan, TileWork):
         work = plan
@@ -90,13 +95,10 @@ def _resolve_plan(plan, shape, tile, tile_rows=None):
         raise InputError(f"The plan's TileWork is inconsistent: {exc}") from None
     n = work.n_tiles
     if tile is None:
-        # Interior tiles are T × T, so the widest tile gives T unless every tile is narrower than T in
-        # both directions, i.e. there is one tile, in the last block row and column. Where that tile
-        # starts then depends on T, which the work alone cannot tell (unless it starts at 0, 0).
-        if n == 1 and (int(work.bi[0]) or int(work.bj[0])):
-            raise InputError("A TileWork with a single tile away from the corner does not tell the tile side "
-                             "(its tile may be a narrower edge tile); pass tile=T.")
-        tile = int(max(work.w.max(), work.h.max())) if n else 1
+        tile = work.tile_side()
+        if tile is None and n:
+            raise InputError(TILE_SIDE_UNTOLD)
+        tile = 1 if tile is None else tile
     tile = int(tile)
     tr = tile if tile_rows is None else int(tile_rows)
     if tile < 1 or tr < 1:

@@ -228,51 +228,32 @@ def _outside(work: TileWork, T: int, dense: np.ndarray):
 
 
 def _resolve_tile(work: TileWork, dense: np.ndarray, tile) -> int:
-    """The tile side T of ``work`` on the matrix ``dense``: ``tile`` checked, or deduced.
+    """The tile side T of ``work`` on the matrix ``dense``: ``tile`` checked, or told by the tiles
+    (:meth:`TileWork.tile_side`, as :func:`akfviz.simulate` does); either way every tile must
+    have its size and place on ``dense`` and hold all of its nonzeros."""
+    from .simulate import TILE_SIDE_UNTOLD
 
-    Deduction: T must give every tile its size (``h = min(T, rows − bi·T)``, the same for
-    columns). Sides that put every tile at the same place are equivalent (the smallest is
-    taken). When several places remain (e.g. only edge tiles, which are narrower than T), the
-    tiles must hold every nonzero of ``A``; if that still leaves more than one, ``tile=`` is
-    required.
-    """
     rows, cols = dense.shape
-    n = work.n_tiles
-    if tile is not None:
-        T = _whole(tile, "tile (the tile side T)", 1, MAX_ENTRIES)
-        u = _fits(work, T, rows, cols)
-        if u >= 0:
-            bi, bj = int(work.bi[u]), int(work.bj[u])
-            if bi * T >= rows or bj * T >= cols:
-                where = "lies outside the matrix"
-            else:
-                where = f"is {min(T, rows - bi * T)}×{min(T, cols - bj * T)} with that tile side"
-            raise InputError(
-                f"tile={T} does not match the work: its tile {u} (block row {bi}, block column {bj}) is "
-                f"{int(work.h[u])}×{int(work.w[u])}, but that block of the {rows}×{cols} matrix {where}. "
-                "Pass the tile side the work was built with (for a FusionPlan: plan.pa.tile).")
+    if tile is None:
+        T = work.tile_side()
+        if T is None and work.n_tiles:
+            raise InputError(TILE_SIDE_UNTOLD)
+        T = 1 if T is None else T
+        given = f"The work's tile side {T} (its widest tile)"
     else:
-        lo = int(max(work.h.max(), work.w.max())) if n else 1
-        places = {}
-        for t in range(max(lo, 1), max(rows, cols, lo) + 1):
-            if _fits(work, t, rows, cols) < 0:
-                key = ((work.bi * t).tobytes(), (work.bj * t).tobytes())
-                places.setdefault(key, t)          # smallest side of each distinct placement
-        sides = sorted(places.values())
-        if not sides:
-            raise InputError(
-                f"The work's tiles do not fit the {rows}×{cols} matrix for any tile side (a tile's height "
-                "must be min(T, rows − block row·T), likewise its width); check that A is the matrix the "
-                "work was built from, or pass tile=.")
-        if len(sides) > 1:
-            held = [t for t in sides if _outside(work, t, dense) is None]
-            if len(held) != 1:
-                raise InputError(
-                    f"The tile side cannot be told from the work: its tiles fit the {rows}×{cols} matrix with "
-                    f"T = {', '.join(map(str, sides))} (they are all edge tiles, narrower than T) and "
-                    f"the nonzeros of A do not settle it; pass tile= (for a FusionPlan: plan.pa.tile).")
-            sides = held
-        T = sides[0]
+        T = _whole(tile, "tile (the tile side T)", 1, MAX_ENTRIES)
+        given = f"tile={T}"
+    u = _fits(work, T, rows, cols)
+    if u >= 0:
+        bi, bj = int(work.bi[u]), int(work.bj[u])
+        if bi * T >= rows or bj * T >= cols:
+            where = "lies outside the matrix"
+        else:
+            where = f"is {min(T, rows - bi * T)}×{min(T, cols - bj * T)} with that tile side"
+        raise InputError(
+            f"{given} does not match the work: its tile {u} (block row {bi}, block column {bj}) is "
+            f"{int(work.h[u])}×{int(work.w[u])}, but that block of the {rows}×{cols} matrix {where}. "
+            "Pass the matrix and the tile side the work was built with (for a FusionPlan: plan.pa.tile).")
     at = _outside(work, T, dense)
     if at is not None:
         raise InputError(
@@ -357,9 +338,8 @@ def trace_spmv(A, x, work: TileWork, hw: HardwareConfig, tile_pe, red_pe, src_pe
     ready : int array (P,), optional
         Cycle each PE may start (after its DRAM stream); default 0.
     tile : int, optional
-        Tile side T. Default: deduced from the tiles' sizes and places on the matrix (see
-        :func:`_resolve_tile`); when that is ambiguous (e.g. every tile is a narrower edge
-        tile) an InputError asks for it.
+        Tile side T. Default: told by the tiles (:meth:`TileWork.tile_side`, the widest tile);
+        a single tile away from block (0, 0) cannot tell it, and an InputError asks for it.
 
     Returns
     -------

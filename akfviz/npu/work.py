@@ -86,6 +86,18 @@ class TileWork:
     def n_routes(self) -> int:
         return int(self.col_local.shape[0])
 
+    def tile_side(self) -> int | None:
+        """The tile side T told by the tiles alone, or None when they cannot tell it.
+
+        Interior tiles are T × T and only the last block row / column is narrower, so with two
+        or more tiles the widest one is T. A single tile away from block (0, 0) may be a narrower
+        edge tile of a larger T, and where it starts depends on T: None (and None for no tiles).
+        """
+        n = self.n_tiles
+        if n == 0 or (n == 1 and (int(self.bi[0]) or int(self.bj[0]))):
+            return None
+        return int(max(self.h.max(), self.w.max()))
+
     def validate(self) -> "TileWork":
         """Check shapes, dtypes and invariants; raise ``ValueError`` when broken.
 

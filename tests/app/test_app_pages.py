@@ -668,3 +668,14 @@ def test_a_key_given_twice_in_a_link_is_reported_and_written_back_once(app):
     assert not app.exception
     assert "Link parameter 'tile' is given 2 times; using the last value, '64'." in [w.value for w in app.warning]
     assert app.query_params["tile"] in ("64", ["64"]) and app.session_state["tile"] == 64
+
+
+def test_learn_link_values_outside_its_choices_are_reported(app):
+    app.query_params.update({"ln": "20", "lkernel": "XX"})
+    app.run()
+    app.switch_page("pages/7_Learn.py").run()
+    assert not app.exception
+    texts = [w.value for w in app.warning]
+    assert "n (matrix side): 20 is not one of the choices here; using 16." in texts
+    assert any(t.startswith("kernel: 'XX' is not one of the choices here; using 'CSC'") for t in texts)
+    assert app.selectbox(key="w:ln").value == 16

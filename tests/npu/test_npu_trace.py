@@ -103,23 +103,23 @@ def _edge_case():
     return plan.approx_matrix().toarray(), np.arange(1.0, 13.0), w, hw, mp
 
 
-def test_edge_tiles_only_give_the_right_y_without_tile():
+def test_a_lone_edge_tile_asks_for_tile_and_gives_the_right_y_with_it():
+    """The widest-tile guess gave T = 4 here and y[8:] = 0; one tile away from block (0, 0) does not
+    tell T (as in simulate), so tile= is required, and with it y is right."""
     A_hat, x, w, hw, mp = _edge_case()
-    tr = trace_spmv(A_hat, x, w, hw, mp.pe, mp.red, mp.src)          # tile omitted: deduced
+    with pytest.raises(InputError, match=r"single tile away from block \(0, 0\).*pass tile="):
+        trace_spmv(A_hat, x, w, hw, mp.pe, mp.red, mp.src)
+    tr = trace_spmv(A_hat, x, w, hw, mp.pe, mp.red, mp.src, tile=8)
     assert tr.tile == 8
     np.testing.assert_allclose(tr.y, A_hat @ x)
     np.testing.assert_allclose(tr.y[8:], [0, 22, 0, 27])
-    tr8 = trace_spmv(A_hat, x, w, hw, mp.pe, mp.red, mp.src, tile=8)
-    assert tr8.makespan == tr.makespan and tr8.y.tolist() == tr.y.tolist()
 
 
-def test_an_undecidable_tile_side_asks_for_tile():
-    _, x, w, hw, mp = _edge_case()
-    # all-zero values: the 4×4 edge tile fits T = 4 (block (1, 1) = rows 4..7) and T = 8 alike
-    with pytest.raises(InputError, match=r"cannot be told.*T = 4, 8.*pass tile="):
-        trace_spmv(np.zeros((12, 12)), x, w, hw, mp.pe, mp.red, mp.src)
-    tr = trace_spmv(np.zeros((12, 12)), x, w, hw, mp.pe, mp.red, mp.src, tile=8)
-    assert tr.tile == 8 and not tr.y.any()
+def test_tile_side_is_told_by_the_tiles_except_for_a_lone_tile_off_the_corner():
+    _, _, w, _, _ = _edge_case()
+    assert w.tile_side() is None
+    tc = tiny_case(n=12, tile=8, density=0.9, kernel="DENSE")
+    assert tc.work.n_tiles == 4 and tc.work.tile_side() == 8      # edge tiles are 8×4, 4×8 and 4×4
 
 
 @pytest.mark.parametrize("tile,fragment", [
