@@ -2,7 +2,7 @@
 
 This script is the first page, Matrix: pick a sample, generate, or upload a matrix; honest spy
 plot, nnz histograms, summary, download. The other pages are ``pages/<n>_<Name>.py``; every
-page opens with ``page_start()`` (sidebar, URL state, workload) — see ``akfviz/app_shell.py``.
+page opens with ``page_start(title, caption)`` (sidebar, heading, URL state, workload) — see ``akfviz/app_shell.py``.
 """
 import io
 
@@ -17,9 +17,8 @@ from akfviz.workloads.archives import ARCHIVE_SUFFIXES, COMPRESSED_SUFFIXES
 from akfviz.viz import matrix as vm
 from akfviz.app_shell import page_end, page_start
 
-page_start()
-st.title("Matrix")
-st.caption("The workload `y = A x`: a real pruned transformer weight, a stencil, or a generated matrix (akf-spec §1).")
+page_start("Matrix",
+           "The workload `y = A x`: a real pruned transformer weight, a stencil, or a generated matrix (akf-spec §1).")
 
 tab_sample, tab_gen, tab_up = st.tabs(["Sample", "Generate", "Upload"])
 

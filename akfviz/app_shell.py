@@ -32,8 +32,15 @@ PAGES = (
 )
 
 
-def page_start():
-    """Page config, session defaults from the URL, navigation and the shared sidebar.
+def page_start(title: str, caption: str | None = None):
+    """Page config, session defaults from the URL, navigation, the page's title and the shared sidebar.
+
+    Parameters
+    ----------
+    title, caption : str
+        The page's heading and the sentence under it. They are drawn here, before any
+        warning about the link or error about the workload, so a message appears under
+        the heading of the page it concerns.
 
     Returns
     -------
@@ -47,6 +54,9 @@ def page_start():
         for path, label, icon in PAGES:
             st.page_link(path, label=label, icon=icon)
         st.divider()
+    st.title(title)
+    if caption:
+        st.caption(caption)
     for problem in S.url_problems():
         st.warning(problem)
     _workload_controls()

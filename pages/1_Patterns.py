@@ -8,9 +8,8 @@ from akfviz.viz import patterns as vp
 from akfviz.viz.tables import property_table
 from akfviz.app_shell import page_end, page_start
 
-page_start()
-st.title("Patterns")
-st.caption("Tiles of side T, their features, and MinHash-LSH clusters split by log-density bin "
+page_start("Patterns",
+           "Tiles of side T, their features, and MinHash-LSH clusters split by log-density bin "
            "(the paper's \"modified histogram atop LSH\", akf-spec §2).")
 wl = S.require_workload()
 

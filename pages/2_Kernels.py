@@ -7,9 +7,8 @@ from akfviz.viz import kernels as vk
 from akfviz.app_shell import page_end, page_start
 from akfviz.selection.perftable import MEASURE_UNITS
 
-page_start()
-st.title("Kernels")
-st.caption("Per tile or LSH cluster, the selector picks the kernel minimising "
+page_start("Kernels",
+           "Per tile or LSH cluster, the selector picks the kernel minimising "
            "C = α·E/‖A‖²_F + β·R/R_dense (akf-spec §5); budgets search α/β by bisection.")
 wl = S.require_workload()
 hw, hwk = S.hardware()

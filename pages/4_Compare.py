@@ -9,9 +9,8 @@ from akfviz.errors import InputError
 from akfviz.viz import compare as vc
 from akfviz.app_shell import page_end, page_start
 
-page_start()
-st.title("Compare")
-st.caption("Four plans on the same matrix, input vector and hardware, simulated by the same NPU model; "
+page_start("Compare",
+           "Four plans on the same matrix, input vector and hardware, simulated by the same NPU model; "
            "the paper's claimed values beside the measured ones (akf-spec §8).")
 wl = S.require_workload()
 hw, hwk = S.hardware()

@@ -7,9 +7,8 @@ from akfviz.errors import InputError
 from akfviz.viz import dse as vd
 from akfviz.app_shell import page_end, page_start
 
-page_start()
-st.title("Design space")
-st.caption("Run the whole pipeline (analyze → select → simulate, with the Dense baseline of each hardware point) "
+page_start("Design space",
+           "Run the whole pipeline (analyze → select → simulate, with the Dense baseline of each hardware point) "
            "over a small grid of parameters, or load a sweep made by `python -m akfviz sweep`.")
 sweep = S.stage("dse.sweep")
 wl = S.require_workload()

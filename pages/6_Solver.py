@@ -6,9 +6,8 @@ from akfviz.errors import InputError
 from akfviz.viz import solver as vs
 from akfviz.app_shell import page_end, page_start
 
-page_start()
-st.title("Solver")
-st.caption("Iterative methods apply y = A x many times: the plan's error shows up in convergence, and a "
+page_start("Solver",
+           "Iterative methods apply y = A x many times: the plan's error shows up in convergence, and a "
            "persistent kernel keeps payloads and vector slices on chip between iterations (akf-spec §7).")
 hw, hwk = S.hardware()
 if hw is None:

@@ -7,9 +7,8 @@ from akfviz.errors import InputError
 from akfviz.viz import learn as vl
 from akfviz.app_shell import page_end, page_start
 
-page_start()
-st.title("Learn")
-st.caption("A tiny matrix on a tiny NPU, one action at a time: events are injected, travel over the NoC, wait in "
+page_start("Learn",
+           "A tiny matrix on a tiny NPU, one action at a time: events are injected, travel over the NoC, wait in "
            "a PE's queue, are processed by the tile's kernel, and partial sums are reduced (akf-spec §7). "
            "This trace is plain Python and is tested to give the same makespan and counters as the numba engine.")
 trace_mod = S.stage("npu.trace")
@@ -100,7 +99,10 @@ with left:
                         "partial sums": "[" + ", ".join(f"{v:.3g}" for v in ps) + "]"})
     st.dataframe(pd.DataFrame(rows_ps), hide_index=True, width="stretch")
     st.markdown("**y reduced so far** vs the exact Â x")
-    st.dataframe(pd.DataFrame({"y so far": state["y"], "Â x": tc.A_hat @ tc.x}).T, width="stretch")
+    y_tab = pd.DataFrame({"y so far": state["y"], "Â x": tc.A_hat @ tc.x})
+    y_tab.index.name = "row i"
+    # one row per i (not transposed): n = 16 columns would need sideways scrolling in half the page
+    st.dataframe(y_tab, width="stretch", height=35 * (len(y_tab) + 1) + 3)
 with right:
     st.markdown("**The formulas of each stage**")
     st.markdown("1. Injection: source PE of column block ⌊j/T⌋ sends its k-th event at")

@@ -84,20 +84,33 @@ def learn_grid(state: dict, trace, step=None, height: int = 360) -> go.Figure:
 
 
 def learn_timeline(trace, upto: int, height: int = 260) -> go.Figure:
-    """Steps done so far as bars per PE (start → end), coloured by kind; zero-length steps as ticks."""
+    """Steps done so far as bars per PE (start → end), coloured by kind.
+
+    Steps that take no cycles (an injection, a send) are drawn as ticks on top of the bars,
+    so they stay visible where they coincide with a setup or an event on the same PE.
+    """
     R, C = trace.grid
     fig = go.Figure()
     done = trace.steps[:upto]
+    ticks = []
     for kind, color in KIND_COLORS.items():
-        ss = [s for s in done if s.kind == kind]
-        if not ss:
-            continue
-        xs, ys = [], []
-        for s in ss:
-            end = s.end if s.end > s.start else s.start + 0.3
-            xs += [s.start, end, None]
-            ys += [s.pe, s.pe, None]
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=kind, line=dict(color=color, width=14)))
+        bars = [s for s in done if s.kind == kind and s.end > s.start]
+        instant = [s for s in done if s.kind == kind and s.end <= s.start]
+        if bars:
+            xs, ys = [], []
+            for s in bars:
+                xs += [s.start, s.end, None]
+                ys += [s.pe, s.pe, None]
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=kind, legendgroup=kind,
+                                     line=dict(color=color, width=14),
+                                     hovertemplate=f"{kind}<br>cycle %{{x}}<extra></extra>"))
+        if instant:
+            ticks.append(go.Scatter(x=[s.start for s in instant], y=[s.pe for s in instant], mode="markers",
+                                    name=kind, legendgroup=kind, showlegend=not bars,
+                                    marker=dict(symbol="line-ns", size=20, line=dict(color=color, width=4)),
+                                    hovertemplate=f"{kind} at cycle %{{x}}<extra></extra>"))
+    for tick in ticks:       # after every bar: on top
+        fig.add_trace(tick)
     fig.add_vline(x=trace.makespan, line=dict(color="#e6194b", dash="dash"), annotation_text="makespan")
     # no zero line: on a categorical PE axis it is a stray rule through PE 0's row
     fig.update_yaxes(tickvals=list(range(R * C)), ticktext=[f"PE {p}" for p in range(R * C)], autorange="reversed",

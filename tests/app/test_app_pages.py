@@ -523,6 +523,9 @@ def test_learn_settings_travel_in_the_link_and_survive_page_switches(app):
     _ok(app)
     assert app.selectbox(key="w:lgrid").value == "3×3" and app.slider(key="w:lxd").value == 0.5
     assert {k: app.query_params[k] for k in link} == link
+    # y is listed one row per i (n rows), not as one 16-column row that needs sideways scrolling
+    y_tab = next(d.value for d in app.dataframe if "y so far" in d.value.columns)
+    assert len(y_tab) == 16 and list(y_tab.columns) == ["y so far", "Â x"]
 
 
 @pytest.mark.parametrize("seed", ["9007199254740992", "-1e16"])
@@ -679,3 +682,19 @@ def test_learn_link_values_outside_its_choices_are_reported(app):
     assert "n (matrix side): 20 is not one of the choices here; using 16." in texts
     assert any(t.startswith("kernel: 'XX' is not one of the choices here; using 'CSC'") for t in texts)
     assert app.selectbox(key="w:ln").value == 16
+
+
+@pytest.mark.parametrize("page", ["app.py", "pages/3_NPU.py"])
+def test_link_warnings_and_workload_errors_come_under_the_page_heading(app, page):
+    app.query_params.update({"tile": "999", "src": "gen", "gen": "uniform", "g_n": "-5"})
+    if page == "app.py":
+        app.run()
+    else:
+        app.switch_page(page)
+        app.run()
+    assert not app.exception
+    kinds = [type(n).__name__ for n in app.main.children.values()]
+    assert kinds[:2] == ["Title", "Caption"], kinds
+    assert "Error" in kinds and "Warning" in kinds
+    texts = [str(getattr(n, "value", "")) for n in app.main.children.values()]
+    assert any("n=-5" in t for t in texts[2:]) and any("tile" in t for t in texts[2:])

@@ -514,3 +514,27 @@ def test_app_errors_explain_python_only_advice():
     assert "In the app these size limits are fixed" in S.app_advice(msg)
     assert "rename the file" in S.app_advice("fmt='npz' was given, but … is a Matrix Market file; pass fmt='mtx'.")
     assert S.app_advice("tile must be a whole number.") == "tile must be a whole number."
+
+
+def test_learn_timeline_draws_instant_steps_on_top_of_the_bars():
+    from akfviz.npu.trace import tiny_case
+    from akfviz.viz import learn
+
+    tr = tiny_case().trace
+    fig = learn.learn_timeline(tr, len(tr.steps))
+    names = [t.name for t in fig.data]
+    # injections and sends take no cycles: ticks, drawn after every bar so no bar hides them
+    first_tick = next(i for i, t in enumerate(fig.data) if t.mode == "markers")
+    assert all(t.mode == "markers" for t in fig.data[first_tick:])
+    assert all(t.mode == "lines" for t in fig.data[:first_tick])
+    instant = [s for s in tr.steps if s.end <= s.start]
+    assert {s.kind for s in instant} == {"inject", "send"}
+    ticks = {t.name: t for t in fig.data[first_tick:]}
+    for kind in ("inject", "send"):
+        want = sorted((s.start, s.pe) for s in instant if s.kind == kind)
+        assert sorted(zip(ticks[kind].x, ticks[kind].y)) == want
+        assert ticks[kind].showlegend is not False        # the only trace of its kind: in the legend
+    bars = [t for t in fig.data[:first_tick]]
+    drawn = sum(len([v for v in t.x if v is not None]) // 2 for t in bars)
+    assert drawn == sum(1 for s in tr.steps if s.end > s.start)
+    assert set(names) <= set(learn.KIND_COLORS)
