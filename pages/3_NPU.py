@@ -9,7 +9,7 @@ from akfviz.app_shell import page_end, page_start
 
 page_start("NPU",
            "The fused plan placed on a PE grid (greedy + simulated annealing) and simulated event by event: "
-           "every nonzero x_j is an event multicast to the tiles that store column j (akf-spec §6–§7).")
+           "every nonzero x_j is an event sent to each tile that stores column j (akf-spec §6–§7).")
 wl = S.require_workload()
 hw, hwk = S.hardware()
 if hw is None:

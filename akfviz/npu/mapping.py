@@ -295,7 +295,8 @@ def _anneal(pe, bi, bj, work, ev, outr, payload, red, src, red_load, rows, cols,
     traj = np.empty(n_traj + 1, dtype=np.float64)
     traj[0] = obj
     every = max(1, iters // n_traj)
-    # initial temperature: mean |delta| of a few random moves (not applied)
+    # initial temperature: a scale of the objective's change, the mean of |gamma·Δhops| + |work of the
+    # moved tile| over a few random moves (not applied; the max-load term's exact Δ is not computed)
     t0 = 0.0
     nsamp = 0
     for z in range(min(200, iters)):

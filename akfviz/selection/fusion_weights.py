@@ -192,6 +192,10 @@ def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 1
         Weight P of the squared relative SRAM overflow.
     steps, lr, t0 : int, float, float
         Number of steps, step size, initial temperature (in units of the cost spread).
+    record_every : int
+        The trajectory records the objective and the weights every this many steps.
+    max_record_units : int
+        The trajectory keeps the weights of at most this many units, the largest by tile count.
     argmin : ndarray (n_units,), optional
         The caller's per-unit argmin with its tie-break (the selector breaks exact ties of C by
         the lower resource when beta = 0, by the lower error when alpha = 0); default

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from ..arguments import SEED_MAX
 from ..errors import InputError, checked_call
 from .limits import LoadLimits, resolve_limits
 from .prune import PRUNERS, parse_pattern, prune, sorted_unique
@@ -735,7 +736,7 @@ GENERATORS: dict[str, Generator] = {
 }
 
 _SIZE_INT = ParamSpec("n", DEFAULT_N, "int", "rows", low=1)
-_SEED = ParamSpec("seed", 0, "int", "seed of numpy.random.default_rng", low=0)
+_SEED = ParamSpec("seed", 0, "int", "seed of numpy.random.default_rng", low=0, high=SEED_MAX)
 
 
 def generators() -> list[str]:
@@ -780,8 +781,8 @@ def _lookup(kind) -> Generator:
 
 
 @checked_call
-def generate(kind: str, n: int = DEFAULT_N, seed: int = 0, *, limits: LoadLimits | None = None,
-             **params) -> sp.csr_array:
+def generate(kind: str, n: int = DEFAULT_N, density: float | None = None, seed: int = 0, *,
+             limits: LoadLimits | None = None, **params) -> sp.csr_array:
     """Generate a seeded synthetic workload matrix (akf-spec §1, §9).
 
     Parameters
@@ -790,13 +791,17 @@ def generate(kind: str, n: int = DEFAULT_N, seed: int = 0, *, limits: LoadLimits
         A name from :func:`generators` (see :func:`generator_info` for each one's parameters).
     n : int
         Number of rows (default 1024).
+    density : float, optional
+        The generator's ``density`` parameter (every kind has one; its meaning is the kind's own,
+        see :func:`generator_info`). ``None`` keeps the kind's default.
     seed : int
-        Seed for ``numpy.random.default_rng``; the same seed gives the same matrix bit for bit.
+        Seed for ``numpy.random.default_rng``, ``0 … 2**63 − 1``; the same seed gives the same
+        matrix bit for bit.
     limits : LoadLimits, optional
         Size limits; the expected nnz (and any dense intermediate) is checked before allocating
         and :class:`~akfviz.errors.ResourceLimitError` raised when over.
     **params
-        The generator's own parameters, e.g. ``m`` (columns, rectangular kinds), ``density``,
+        The generator's own parameters, e.g. ``m`` (columns, rectangular kinds),
         ``bandwidth``, ``pattern``, ``sparsity``. Unknown names are rejected.
 
     Returns
@@ -811,6 +816,8 @@ def generate(kind: str, n: int = DEFAULT_N, seed: int = 0, *, limits: LoadLimits
     ((16, 16), 64)
     """
     g = _lookup(kind)
+    if density is not None:
+        params["density"] = density
     lim = resolve_limits(limits)
     n = _SIZE_INT.validate(n, kind)
     seed = _SEED.validate(seed, kind)

@@ -320,3 +320,25 @@ def test_nm_density_thins_groups_and_stays_compliant(kind, pattern, density):
         assert np.abs(A.data).min() >= np.sort(np.abs(full.data))[::-1][A.nnz - 1]
     with pytest.raises(akfviz.InputError, match="at most"):
         akfviz.generate(kind, n=96, m=90, seed=2, pattern=pattern, density=min(1.0, 2 * n_keep / group))
+
+
+@pytest.mark.parametrize("kind", akfviz.generators())
+def test_generate_takes_density_in_the_order_of_the_contract(kind):
+    """akf-spec §9: generate(kind, n=..., density=..., seed=0, **params)."""
+    import inspect
+
+    names = list(inspect.signature(akfviz.generate).parameters)
+    assert names[:4] == ["kind", "n", "density", "seed"]
+    default = akfviz.generate(kind, n=64, seed=3)
+    assert (akfviz.generate(kind, 64, None, 3) != default).nnz == 0        # None: the kind's own default
+    a = akfviz.generate(kind, 64, 0.3, 3)
+    b = akfviz.generate(kind, n=64, seed=3, **{"density": 0.3})
+    assert a.shape == b.shape and (a != b).nnz == 0
+
+
+def test_generate_seed_has_the_same_range_as_every_other_seed():
+    from akfviz.arguments import SEED_MAX
+
+    akfviz.generate("uniform", n=32, seed=SEED_MAX)
+    with pytest.raises(akfviz.InputError, match="seed"):
+        akfviz.generate("uniform", n=32, seed=SEED_MAX + 1)
