@@ -5,7 +5,9 @@ Commands mirror the library: ``analyze``, ``select``, ``simulate``, ``compare``,
 ``--sample NAME`` or ``--generate KIND`` (with ``--n``, ``--m``, ``--seed`` and repeated
 ``--param key=value``), and prints JSON or a table; ``--out FILE`` writes it instead: ``.json``
 for the full result, ``.csv`` / ``.parquet`` for a table (analyze: the tiles; select: the plan tile
-by tile; simulate: the per-PE counters; compare, calibrate, sweep: their tables).
+by tile; simulate: the per-PE counters; compare, calibrate, sweep: their tables). Wall-clock times
+(the stages of analysis and selection, the annealing, each sweep point) are left out unless
+``--timings`` is given, so the same command writes the same bytes.
 Rejected inputs print the :class:`~akfviz.errors.InputError` message and exit with status 2.
 """
 from __future__ import annotations
@@ -148,19 +150,50 @@ def _check_out(args) -> None:
                          f"create it first or write somewhere else.")
 
 
+#: Keys of wall-clock measurements in a result: ``timings`` anywhere, and the annealing's own
+#: ``seconds`` / ``iterations_per_s`` inside ``mapping`` (a simulation's ``seconds`` is model time).
+WALL_CLOCK_KEYS = {"": ("timings",), "mapping": ("seconds", "iterations_per_s")}
+#: Table columns that hold wall-clock measurements.
+WALL_CLOCK_COLUMNS = ("wall_s",)
+
+
+def without_wall_clock(obj, parent: str = ""):
+    """``obj`` (a JSON-like result or a DataFrame) without its wall-clock measurements.
+
+    They are measured, not computed, so they differ from run to run while every computed value is
+    the same bit for bit; dropping them makes the same command write the same bytes.
+    """
+    import pandas as pd
+
+    if isinstance(obj, pd.DataFrame):
+        out = obj.drop(columns=[c for c in WALL_CLOCK_COLUMNS if c in obj.columns])
+        out.attrs = without_wall_clock(dict(obj.attrs))
+        return out
+    if isinstance(obj, dict):
+        drop = WALL_CLOCK_KEYS[""] + WALL_CLOCK_KEYS.get(parent, ())
+        return {k: without_wall_clock(v, k) for k, v in obj.items() if k not in drop}
+    if isinstance(obj, (list, tuple)):
+        return [without_wall_clock(v) for v in obj]
+    return obj
+
+
 def _emit(obj, args, table=None, table_what: str = ""):
     """Print ``obj`` (a DataFrame as text, anything else as JSON) or write it to ``--out``.
 
     A JSON result asked for as ``.csv`` / ``.parquet`` writes ``table()`` instead (the command's
-    per-tile or per-PE table, ``table_what`` says which); without one, that is refused."""
+    per-tile or per-PE table, ``table_what`` says which); without one, that is refused. Wall-clock
+    fields are dropped unless ``--timings`` was given."""
     import pandas as pd
 
+    keep_times = getattr(args, "timings", True)
     if args.out and args.out.lower().endswith(TABLE_SUFFIXES) and not isinstance(obj, pd.DataFrame):
         if table is None:
             raise InputError(f"This command's result is a JSON document, not a table: use --out with a "
                              f".json file name instead of {Path(args.out).name!r}.")
         obj = table()
         print(f"wrote {table_what} ({len(obj):,} rows) to {args.out}", file=sys.stderr)
+    if not keep_times:
+        obj = without_wall_clock(obj)
     if isinstance(obj, pd.DataFrame):
         if not args.out:
             with pd.option_context("display.width", 160, "display.max_columns", 30):
@@ -295,6 +328,8 @@ def cmd_sweep(args):
     # --tile is the tile side of every point unless --vary tile=… sweeps it
     df = run_sweep(A, grid, hw=_hw(args), seed=args.seed, scheduler=args.scheduler, progress=progress,
                    base={"tile": args.tile})
+    if not args.timings:
+        df = without_wall_clock(df)
     if args.out:
         save_sweep(df, args.out)
         print(f"wrote {len(df)} points to {args.out}", file=sys.stderr)
@@ -346,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="command")
 
-    def common(sp, selector="full", hardware=True):
+    def common(sp, selector="full", hardware=True, timings=True):
         g = sp.add_argument_group("workload (one of)")
         g.add_argument("file", nargs="?", metavar="FILE",
                        help="matrix file (same as --input); default: the MiniLM sample")
@@ -376,6 +411,11 @@ def build_parser() -> argparse.ArgumentParser:
             s.add_argument("--kernels", metavar="K1,K2,…", default=None,
                            help="candidate kernels, comma-separated (default: all); a family "
                                 "name stands for its variants, e.g. CSC,DIA,NM,LOWRANK")
+        if timings:
+            sp.add_argument("--timings", action="store_true",
+                            help="keep the wall-clock times (analysis and selection stages, annealing, "
+                                 "sweep points) in the result; left out by default, so the same command "
+                                 "writes the same bytes")
         if hardware:
             h = sp.add_argument_group("hardware")
             h.add_argument("--hw", help="HardwareConfig TOML file")
@@ -421,7 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_sweep)
 
     sp = sub.add_parser("bench", help="time the fused CPU executor against scipy")
-    common(sp)
+    common(sp, timings=False)          # its result is timings
     sp.add_argument("--repeats", type=int, default=20, help="timed runs; the median is reported (default 20)")
     sp.set_defaults(func=cmd_bench)
     return p

@@ -323,3 +323,48 @@ def test_calibrate_takes_the_seed_and_activation_density_select_uses(capsys):
     assert code == 0 and seeded != base
     code, _, err = run(capsys, "calibrate", "--tile", "8", "--rho-x", "0")
     assert code == 2 and "rho_x" in err
+
+
+@pytest.mark.parametrize("cmd, suffix", [("analyze", ".json"), ("select", ".json"), ("simulate", ".json"),
+                                         ("compare", ".parquet"), ("sweep", ".csv")])
+def test_the_same_command_writes_the_same_bytes(capsys, tmp_path, cmd, suffix):
+    extra = ["--vary", "beta=1,10"] if cmd == "sweep" else []
+    files = []
+    for k in range(2):
+        out = tmp_path / f"run{k}{suffix}"
+        code, _, _ = run(capsys, cmd, *GEN, *extra, "--out", str(out))
+        assert code == 0
+        files.append(out.read_bytes())
+    assert files[0] == files[1]
+
+
+def test_timings_are_kept_on_request_and_model_time_always(capsys, tmp_path):
+    code, out, _ = run(capsys, "simulate", *GEN)
+    doc = json.loads(out)
+    assert "timings" not in doc["plan"]["selection"] and "seconds" not in doc["simulation"]["mapping"]
+    assert doc["simulation"]["seconds"] > 0                   # cycles / clock: computed, kept
+    code, out, _ = run(capsys, "simulate", *GEN, "--timings")
+    doc = json.loads(out)
+    assert doc["plan"]["selection"]["timings"]["table"] >= 0
+    assert doc["simulation"]["mapping"]["seconds"] >= 0
+    out = tmp_path / "sweep.csv"
+    run(capsys, "sweep", *GEN, "--vary", "beta=1,10", "--timings", "--out", str(out))
+    assert "wall_s" in out.read_text().splitlines()[0]
+    with pytest.raises(SystemExit) as exit_:                   # bench's result is timings: no such flag
+        run(capsys, "bench", *GEN, "--repeats", "2", "--timings")
+    assert exit_.value.code == 2 and "--timings" in capsys.readouterr().err
+
+
+def test_without_wall_clock_drops_only_measurements():
+    import pandas as pd
+
+    from akfviz.cli import without_wall_clock
+
+    doc = {"timings": {"a": 1.0}, "seconds": 2.0, "mapping": {"seconds": 3.0, "iterations_per_s": 4.0,
+                                                               "objective": 5.0}, "rows": [{"timings": 1}]}
+    assert without_wall_clock(doc) == {"seconds": 2.0, "mapping": {"objective": 5.0}, "rows": [{}]}
+    df = pd.DataFrame({"cycles": [1], "wall_s": [0.1], "seconds": [1e-6]})
+    df.attrs["akf_selection"] = {"timings": {"x": 1}, "alpha": 1.0}
+    out = without_wall_clock(df)
+    assert list(out.columns) == ["cycles", "seconds"] and out.attrs == {"akf_selection": {"alpha": 1.0}}
+    assert "wall_s" in df.columns and "timings" in df.attrs["akf_selection"]     # the input is untouched

@@ -290,7 +290,13 @@ class FusionPlan:
 
     def matmat(self, X) -> np.ndarray:
         """``Y = Â X`` for ``X`` of shape ``(n_cols, k)`` (float64 result; ``X`` finite, as in
-        :meth:`matvec`)."""
+        :meth:`matvec`).
+
+        Each column is the same whatever ``k`` and the order of the columns, bit for bit. It may
+        differ from :meth:`matvec` of that column in the last bits (about 1e-15 of ``max|y|``):
+        ``matvec`` adds a tile row's products in a different order — several accumulators in the
+        BITMAP and N:M loops, a row accumulator per dense tile — so the two round differently.
+        Both are exact to rounding against ``A @ X`` for an exact plan."""
         arr = self._check_vector(X, "X")
         if arr.ndim != 2 or arr.shape[0] != self.shape[1]:
             raise InputError(

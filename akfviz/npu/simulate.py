@@ -30,6 +30,7 @@ import numba
 import numpy as np
 
 from ..arguments import check_flag, check_seed
+from ..frozen import read_only
 from ..errors import InputError, checked_call
 from . import _engine
 from .costmodel import check_activation_density
@@ -249,8 +250,8 @@ def cached_map_tiles(work: TileWork, hw: HardwareConfig, *, rho_x: float, method
 
     The placement depends only on the plan, the hardware, ``rho_x``, the method and the seed,
     so repeated simulations of one plan (fused vs unfused, persistent or not, other x of the
-    same density, iterations…) reuse it. The cached Mapping object is returned as is: do not
-    modify its arrays. ``rho_x = 0`` (no events) is placed as a tiny positive density, so the
+    same density, iterations…) reuse it. The cached Mapping is shared, so its arrays are
+    read-only (:mod:`akfviz.frozen`); copy one to edit it. ``rho_x = 0`` (no events) is placed as a tiny positive density, so the
     placement still weighs the tiles' work.
     """
     rho_x = max(rho_x, 1e-9)
@@ -259,8 +260,8 @@ def cached_map_tiles(work: TileWork, hw: HardwareConfig, *, rho_x: float, method
     if mp is not None:
         _MAPPING_CACHE.move_to_end(key)
         return mp
-    mp = map_tiles(work, hw, rho_x=rho_x, method=method, seed=seed, n_brows=n_brows,
-                   n_bcols=n_bcols)
+    mp = read_only(map_tiles(work, hw, rho_x=rho_x, method=method, seed=seed, n_brows=n_brows,
+                             n_bcols=n_bcols))
     _MAPPING_CACHE[key] = mp
     while len(_MAPPING_CACHE) > MAPPING_CACHE_SIZE:
         _MAPPING_CACHE.popitem(last=False)
@@ -274,7 +275,8 @@ def plan_mapping(plan, hw: HardwareConfig | None = None, *, rho_x: float = 1.0,
     The row and column block counts come from the matrix shape (``ceil(rows / tile_rows)``,
     ``ceil(cols / tile)``) as in :func:`simulate`, not from the last nonempty tile: a matrix
     whose last blocks hold no tile still gets a reduction PE per row block. Passing the result
-    as ``simulate(..., mapping=mp)`` gives the same run as ``mapping=method``.
+    as ``simulate(..., mapping=mp)`` gives the same run as ``mapping=method``. The placement is
+    the cached object itself, so its arrays are read-only: ``mp.pe.copy()`` to experiment.
     """
     hw = as_hardware(hw)
     seed = check_seed(seed)

@@ -61,6 +61,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ..errors import InputError
+from ..frozen import read_only
 from ..npu.hardware import as_hardware
 from ._kernels import (_chosen_total, _first_codes, _full_tile_lut, _horner_1d, _horner_chosen,
                        _horner_group_sums, _horner_matrix)
@@ -527,14 +528,15 @@ def performance_table(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int 
                       hw_hash: str | None = None) -> PerformanceTable:
     """The performance table for a hardware configuration, cached in-process (LRU, 16 entries) by
     ``(hw.config_hash(), tile, rho_x, seed)``: a changed configuration rebuilds it. ``hw_hash`` may pass
-    an already computed ``hw.config_hash()``."""
+    an already computed ``hw.config_hash()``. The table is shared by every later call, so its arrays
+    are read-only (:mod:`akfviz.frozen`)."""
     from ..analysis.tiling import check_tile
     from ..arguments import check_seed
 
     hw = as_hardware(hw)
     tile, rho_x, seed = check_tile(tile), check_rho_x(rho_x), check_seed(seed)
     key = (hw_hash or hw.config_hash(), tile, rho_x, seed)
-    return _lru_get(_TABLES, key, lambda: calibrate(hw, tile, rho_x=rho_x, seed=seed))
+    return _lru_get(_TABLES, key, lambda: read_only(calibrate(hw, tile, rho_x=rho_x, seed=seed)))
 
 
 def clear_cache() -> None:
@@ -559,15 +561,16 @@ def dense_resource(shape, tile: int, hw=None, *, rho_x: float = 1.0, hw_hash: st
     Returns
     -------
     dict
-        ``{"energy": pJ, "cycles": cycles, "bytes": bytes}`` (sums over all tile slots).
+        ``{"energy": pJ, "cycles": cycles, "bytes": bytes}`` (sums over all tile slots); a copy of
+        the cached value, so editing it changes nothing else.
     """
     hw = as_hardware(hw)
     n, m = (int(shape[0]), int(shape[1]))
     T = int(tile)
     hw_hash = hw_hash or hw.config_hash()
     key = (hw_hash, n, m, T, float(rho_x), int(seed))
-    return _lru_get(_DENSE, key, lambda: _dense_resource(
-        n, m, T, performance_table(hw, T, rho_x=rho_x, seed=seed, hw_hash=hw_hash)))
+    return dict(_lru_get(_DENSE, key, lambda: _dense_resource(
+        n, m, T, performance_table(hw, T, rho_x=rho_x, seed=seed, hw_hash=hw_hash))))
 
 
 def _dense_resource(n, m, T, table):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import akfviz
 from akfviz.analysis.pattern import analyze
 from akfviz.errors import InputError
 from akfviz.execute import FusionPlan
@@ -443,3 +444,19 @@ def test_first_non_finite_matches_numpy():
                 b[pos] = rng.choice([np.nan, np.inf, -np.inf, 1e308], size=pos.size)
                 bad = np.flatnonzero(~np.isfinite(b))
                 assert _first_non_finite(b) == (bad[0] if bad.size else -1)
+
+
+@pytest.mark.parametrize("kind", ["llm", "clustered"])
+def test_matmat_columns_do_not_depend_on_the_batch_and_agree_with_matvec_to_rounding(kind):
+    A = akfviz.generate(kind, n=384, seed=2)
+    plan = akfviz.select(akfviz.analyze(A, tile=32), error_budget=0)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(A.shape[1])
+    X = rng.standard_normal((A.shape[1], 5))
+    X[:, 2] = x
+    one = plan.matmat(x[:, None])[:, 0]
+    assert np.array_equal(plan.matmat(X)[:, 2], one)
+    assert np.array_equal(plan.matmat(X[:, ::-1].copy())[:, 2], one)
+    y = plan.matvec(x)
+    assert np.max(np.abs(y - one)) <= 1e-14 * np.max(np.abs(y))
+    assert np.max(np.abs(y - A @ x)) <= 1e-13 * np.max(np.abs(y))
