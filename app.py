@@ -172,6 +172,8 @@ with right:
     S.chart(vm.nnz_histograms(A), key="nnz_hist")
     st.caption("How to read this: how many rows (left) or columns (right) hold a given number of nonzeros; "
                "a long tail means a few dense rows/columns (outliers).")
+    S.export_buttons("nnz per row / column", lambda: vm.nnz_counts(A), f"nnz-counts-{wl.digest[:12]}",
+                     "exp_nnz_counts", what="one row per matrix row and column: axis, index, nnz")
     st.dataframe(pd.DataFrame({"statistic": list(summary), "value": [f"{v:.6g}" if isinstance(v, float) else str(v)
                                                                     for v in summary.values()]}),
                  hide_index=True, width="stretch")

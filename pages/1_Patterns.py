@@ -96,8 +96,9 @@ st.caption("How to read this: the medoid tile of each of the largest clusters (|
 left, right = st.columns(2)
 with left:
     S.chart(vp.density_histogram(tiles), key="dens_hist")
-    st.caption("How to read this: how many tiles have a given density (log bins); the LSH split uses these "
-               "log-density bins so a 1 % tile and a 60 % tile never share a cluster.")
+    st.caption("How to read this: how many tiles have a given density (log bins), coloured by the analysis' "
+               "log-density bin; the LSH split uses these bins so a 1 % tile and a 60 % tile never share a "
+               "cluster.")
 with right:
     S.chart(vp.cluster_sizes(clusters), key="cluster_sizes")
     st.caption("How to read this: bar height = tiles in a cluster, colour = within-cluster Jaccard "

@@ -142,6 +142,8 @@ with left:
             traj["step"], traj["cost"], traj["entropy"], weights)), key="fusion_traj")
         st.caption("How to read this: the softmax fusion weights (paper eq. 1) descend on expected cost; the "
                    "entropy term's temperature anneals to 0, so the weights end one-hot (entropy → 0).")
+        S.export_buttons("Trajectory", lambda: traj, f"fusion-trajectory-T{pa.tile}", "exp_fusion",
+                         what="one row per recorded step")
     else:
         st.info("The fusion-weight descent runs in α/β mode only (budget modes pick by bisection).")
 with right:
@@ -156,6 +158,8 @@ with right:
             labels=pts["kernel_mix"], resource_name=f"{rep.measure} / Dense")), key="pareto")
         st.caption("How to read this: each step is a plan from the multiplier sweep that no other plan beats on "
                    "both error and resource; the star is the current plan.")
+        S.export_buttons("Pareto front", lambda: pts, f"pareto-{rep.measure}-T{pa.tile}", "exp_pareto",
+                         what="one row per plan on the front")
 
 st.subheader("Performance table")
 table_pt = S.perftable_cached(hwk, hw, pa.tile)
@@ -188,6 +192,10 @@ with kc2:
     st.caption(f"How to read this: dots = {meas} of synthetic calibration tiles priced by the NPU cost model, "
                "line = the fitted polynomial per structure class (in the density or its log10: the table's "
                "variable column), evaluated by Horner's rule, plus the DRAM cost of payload beyond a PE's SRAM.")
+    S.export_buttons("Fits", table_pt.fits_frame, f"perftable-fits-T{pa.tile}", "exp_fits",
+                     what="one row per (kernel, class, measure): coefficients and fit error")
+    S.export_buttons("Calibration points", lambda: table_pt.calibration, f"perftable-calibration-T{pa.tile}",
+                     "exp_calibration", what="one row per synthetic tile priced by the cost model")
 if st.toggle("Check the table against exact pricing on this matrix", key="pt_check"):
     pe = S.prediction_error_cached(S.analysis_key(wl.digest, pa.tile), pa, hwk, hw)
     st.dataframe(pe[pe["measure"] == meas], hide_index=True, width="stretch")

@@ -2,6 +2,7 @@
 import time
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from akfviz import app_state as S
@@ -89,6 +90,8 @@ if plan is not None:
     names_t = ["AKF plan.matvec (numba)", "scipy CSR A @ x"]
     times = [t_plan, t_scipy]
     S.chart(vc.cpu_timings(names_t, times), key="cpu")
+    S.export_buttons("CPU timings", lambda: pd.DataFrame({"method": names_t, "median_ms": times, "repeats": reps}),
+                     "cpu-timings", "exp_cpu", what="median wall time of one call, measured now on this machine")
     agree = np.linalg.norm(plan.matvec(x) - plan.approx_matrix() @ x) / max(np.linalg.norm(A @ x), 1e-300)
     st.caption(f"How to read this: median of {reps} calls on this machine, measured now on the same x "
                f"(scipy / AKF = {t_scipy / t_plan:.2f}×). The plan computes Â x (relative error "

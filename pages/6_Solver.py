@@ -71,7 +71,8 @@ left, right = st.columns([3, 2])
 with left:
     S.chart(vs.convergence({"exact A": cur["residual_exact"], f"lossy plan Â (ε = {eps:g})":
                                     cur["residual_approx"]},
-                                   ylabel="residual ‖b − A x_k‖ / ‖b‖" if method != "power" else "residual"),
+                                   ylabel="residual ‖b − A x_k‖ / ‖b‖" if method != "power" else "residual",
+                                   iterations=cur["iteration"]),
                     key="conv")
     st.caption("How to read this: residual per iteration, both measured against the exact A; the lossy plan's "
                "curve flattens where its approximation error stops further progress.")

@@ -92,6 +92,21 @@ def coarse_grid(rows, cols, values, shape, cap: int = 512, how: str = "mean",
     return grid.reshape(gr, gc), sr, sc
 
 
+def aggregation_note(sr: int, sc: int, what: str) -> str:
+    """Title suffix of a grid whose cells each stand for ``sr × sc`` cells of the full grid
+    ("" when exact); ``what`` says what a cell's colour shows then."""
+    return "" if sr == 1 and sc == 1 else f" (each cell: {sr}×{sc} tiles, {what})"
+
+
+def occupancy_text(rows, cols, shape, cap: int, sr: int, sc: int):
+    """Hover text "k of s tiles nonempty" per cell of a map aggregated by :func:`coarse_grid`
+    (None when the map is exact)."""
+    if sr == 1 and sc == 1:
+        return None
+    count, _, _ = coarse_grid(rows, cols, np.ones(len(rows)), shape, cap, "sum", fill=0)
+    return np.char.add(count.astype(np.int64).astype(str), f" of {sr * sc} tiles nonempty")
+
+
 def empty_figure(message: str, height: int = 300) -> go.Figure:
     """A figure that says, in words, why there is nothing to draw.
 
@@ -115,6 +130,11 @@ def grid_axes(fig: go.Figure, n_rows: int, n_cols: int, ytitle: str, xtitle: str
     # grid and zero lines would show through the gaps between cells as stray rules
     fig.update_xaxes(showgrid=False, zeroline=False)
     fig.update_yaxes(showgrid=False, zeroline=False)
+    # a few cells along an axis: whole-number ticks (plotly would label a single row -0.4 … 0.4)
+    if n_rows <= 10:
+        fig.update_yaxes(tick0=0, dtick=1)
+    if n_cols <= 10:
+        fig.update_xaxes(tick0=0, dtick=1)
     if stretched:
         fig.update_yaxes(autorange="reversed", title=ytitle)
         fig.update_xaxes(title=xtitle)

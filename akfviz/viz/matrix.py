@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -66,8 +67,7 @@ def spy_density(A, max_bins: int = 512, title: str | None = None, height: int = 
 
 def nnz_histograms(A, height: int = 300) -> go.Figure:
     """Histograms of nonzeros per row and per column (log count axis)."""
-    row_nnz = np.diff(np.asarray(A.indptr))
-    col_nnz = np.bincount(np.asarray(A.indices, np.int64), minlength=A.shape[1])
+    row_nnz, col_nnz = _row_col_nnz(A)
     fig = make_subplots(rows=1, cols=2, subplot_titles=("nonzeros per row", "nonzeros per column"),
                         horizontal_spacing=0.12)
     for k, (vals, color) in enumerate(((row_nnz, "#2e86c1"), (col_nnz, "#e67e22")), start=1):
@@ -78,18 +78,35 @@ def nnz_histograms(A, height: int = 300) -> go.Figure:
     return styled(fig, height=height, bargap=0.05)
 
 
+def _row_col_nnz(A) -> tuple[np.ndarray, np.ndarray]:
+    """Stored entries per row and per column of a CSR matrix."""
+    return np.diff(np.asarray(A.indptr)), np.bincount(np.asarray(A.indices, np.int64), minlength=A.shape[1])
+
+
+def nnz_counts(A) -> pd.DataFrame:
+    """The data of :func:`nnz_histograms`: one row per matrix row and per column,
+    ``axis`` ("row" / "column"), ``index``, ``nnz``."""
+    row_nnz, col_nnz = _row_col_nnz(A)
+    return pd.concat([pd.DataFrame({"axis": "row", "index": np.arange(row_nnz.size), "nnz": row_nnz}),
+                      pd.DataFrame({"axis": "column", "index": np.arange(col_nnz.size), "nnz": col_nnz})],
+                     ignore_index=True)
+
+
 def matrix_summary(A) -> dict:
     """Summary statistics shown beside the spy plot (all computed from ``A``)."""
     n, m = A.shape
     row_nnz = np.diff(np.asarray(A.indptr))
     data = np.asarray(A.data)
+    big = float(np.abs(data).max()) if data.size else 0.0
+    # scaled: sqrt(Σ a²) under- or overflows for entries beyond about 1e∓154
+    fro = big * float(np.sqrt(np.dot(data / big, data / big))) if big > 0 else 0.0
     return {
         "rows": n, "columns": m, "nnz": int(A.nnz),
         "density": A.nnz / (n * m),
         "empty rows": int(np.count_nonzero(row_nnz == 0)),
         "max nnz per row": int(row_nnz.max()) if n else 0,
         "mean nnz per row": float(row_nnz.mean()) if n else 0.0,
-        "‖A‖_F": float(np.sqrt(np.dot(data, data))) if data.size else 0.0,
-        "max |a_ij|": float(np.abs(data).max()) if data.size else 0.0,
+        "‖A‖_F": fro,
+        "max |a_ij|": big,
         "symmetric": bool((A != A.T).nnz == 0) if n == m and A.nnz < 5_000_000 else False,
     }

@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .colors import CLUSTER_PALETTE
-from .layout import coarse_grid, empty_figure, grid_axes, log_ticks, styled
+from .layout import aggregation_note, coarse_grid, empty_figure, grid_axes, log_ticks, occupancy_text, styled
 
 
 def _tile_axes(fig: go.Figure, n_brows: int, n_bcols: int, tile: int) -> None:
@@ -43,7 +43,8 @@ def tile_density_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 25
     # the extent of the tiles, not of the markers (autorange would pad for their size)
     fig.update_xaxes(range=[-0.5, n_bcols - 0.5], autorange=False)
     fig.update_yaxes(range=[n_brows - 0.5, -0.5], autorange=False)
-    return styled(fig, f"Tile density — {len(tiles):,} nonempty tiles of {n_brows}×{n_bcols}", height)
+    return styled(fig, f"Tile density — {len(tiles):,} nonempty tiles of {n_brows}×{n_bcols}"
+                       + aggregation_note(sr, sc, "mean density over its area"), height)
 
 
 def _click_layer(fig: go.Figure, idx, z, sr: int, sc: int) -> None:
@@ -92,15 +93,18 @@ def cluster_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 256,
     scale += [[k / (k + 1), "#d9d9d9"], [1.0, "#d9d9d9"]]
     if selected_cluster is not None:
         z = np.where((cid >= 0) & (cid != int(selected_cluster)), k, z)
+    hover = "bi %{y:.0f}, bj %{x:.0f}<br>cluster %{customdata}"
+    text = occupancy_text(bi, bj, (n_brows, n_bcols), cap, sr, sc)
     fig = go.Figure(go.Heatmap(
         z=z.astype(np.float32), customdata=cid.astype(np.int32), x0=(sc - 1) / 2, dx=sc, y0=(sr - 1) / 2, dy=sr,
-        colorscale=scale, zmin=-0.5, zmax=k + 0.5, showscale=False,
+        colorscale=scale, zmin=-0.5, zmax=k + 0.5, showscale=False, text=text,
         xgap=1 if n_bcols <= 64 else 0, ygap=1 if n_brows <= 64 else 0,
-        hovertemplate="bi %{y:.0f}, bj %{x:.0f}<br>cluster %{customdata}<extra></extra>",
+        hovertemplate=hover + ("<br>%{text}" if text is not None else "") + "<extra></extra>",
     ))
     _tile_axes(fig, n_brows, n_bcols, tile)
     n_cl = int(cl.max()) + 1 if cl.size else 0
-    return styled(fig, f"LSH clusters — {n_cl} clusters (colours repeat every {k})", height)
+    return styled(fig, f"LSH clusters — {n_cl} clusters (colours repeat every {k})"
+                       + aggregation_note(sr, sc, "the cluster of its first nonempty tile"), height)
 
 
 def representative_gallery(dense_tiles: list, labels: list[str], cols: int = 4,
@@ -130,19 +134,37 @@ def representative_gallery(dense_tiles: list, labels: list[str], cols: int = 4,
 
 
 def density_histogram(tiles, height: int = 320) -> go.Figure:
-    """Histogram of tile densities on log-spaced bins, stacked by the analysis' density bin."""
+    """Histogram of tile densities on log-spaced bins, stacked by the analysis' density bin.
+
+    The bins are laid out in log10 density from the smallest to the largest density exactly, so
+    every tile is counted (bar heights add up to the number of tiles). Each bar is split by the
+    log-density bin ``floor(log10(density) · bins_per_decade)`` the clustering uses (akf-spec §2):
+    tiles of different colours never share a cluster.
+    """
     if len(tiles) == 0:
         return empty_figure("No nonempty tiles.", height)
-    d = tiles["density"].to_numpy()
-    lo, hi = np.log10(d.min()), np.log10(max(d.max(), d.min() * 1.0001))
-    edges = np.logspace(lo, hi, min(40, max(5, int(np.sqrt(len(d))) + 1)))
-    counts, edges = np.histogram(d, bins=edges)
-    centers = np.sqrt(edges[:-1] * edges[1:])
-    fig = go.Figure(go.Bar(x=centers, y=counts, width=np.diff(edges), marker_color="#2e86c1",
-                           hovertemplate="density ≈ %{x:.3g}: %{y} tiles<extra></extra>"))
-    fig.update_xaxes(type="log", title="tile density (nnz / area)")
+    logd = np.log10(tiles["density"].to_numpy(dtype=np.float64))
+    lo, hi = float(logd.min()), float(logd.max())
+    hi = max(hi, lo + 1e-4)                    # one density only: one narrow bar
+    n_bins = min(40, max(5, int(np.sqrt(len(logd))) + 1))
+    log_edges = np.linspace(lo, hi, n_bins + 1)
+    edges = 10.0 ** log_edges
+    centers = 10.0 ** ((log_edges[:-1] + log_edges[1:]) / 2)
+    groups = tiles["density_bin"].to_numpy() if "density_bin" in tiles else np.zeros(len(logd), np.int64)
+    fig = go.Figure()
+    kinds = np.unique(groups)
+    for i, g in enumerate(kinds):
+        counts, _ = np.histogram(logd[groups == g], bins=log_edges)
+        fig.add_trace(go.Bar(x=centers, y=counts, width=np.diff(edges), name=f"bin {int(g)}",
+                             marker_color=CLUSTER_PALETTE[i % len(CLUSTER_PALETTE)],
+                             hovertemplate=f"density bin {int(g)}<br>density ≈ %{{x:.3g}}: %{{y}} tiles"
+                                           "<extra></extra>"))
+    ticks = log_ticks(lo, hi)
+    fig.update_xaxes(type="log", title="tile density (nnz / area)", tickvals=[10.0 ** t for t in ticks],
+                     ticktext=[f"{10.0 ** t:.2g}" for t in ticks])
     fig.update_yaxes(title="tiles")
-    return styled(fig, "Tile density histogram", height)
+    return styled(fig, f"Tile density histogram — {len(logd):,} tiles", height, barmode="stack",
+                  showlegend=len(kinds) > 1, legend=dict(title="density bin"))
 
 
 def cluster_sizes(clusters, height: int = 320) -> go.Figure:

@@ -9,15 +9,20 @@ from plotly.subplots import make_subplots
 from .layout import empty_figure, styled
 
 
-def convergence(curves: dict, height: int = 380, ylabel: str = "relative residual ‖b − A x_k‖ / ‖b‖") -> go.Figure:
-    """Residual per iteration for several plans (log scale). ``curves``: name -> residual array."""
+def convergence(curves: dict, height: int = 380, ylabel: str = "relative residual ‖b − A x_k‖ / ‖b‖",
+                iterations=None) -> go.Figure:
+    """Residual per iteration for several plans (log scale). ``curves``: name -> residual array.
+
+    ``iterations`` numbers the entries (default ``1, 2, …``: entry k is the residual after
+    iteration k + 1, as in :attr:`SolverResult.curves`)."""
     if not curves:
         return empty_figure("No convergence data.", height)
     colors = ["#1f4e79", "#e67e22", "#17a589", "#c0392b"]
     fig = go.Figure()
     for i, (name, r) in enumerate(curves.items()):
         r = np.asarray(r, np.float64)
-        fig.add_trace(go.Scatter(x=np.arange(r.size), y=r, mode="lines", name=name,
+        x = np.arange(1, r.size + 1) if iterations is None else np.asarray(iterations)[:r.size]
+        fig.add_trace(go.Scatter(x=x, y=r, mode="lines", name=name,
                                  line=dict(color=colors[i % len(colors)], dash="solid" if i == 0 else "dash")))
     fig.update_yaxes(type="log", title=ylabel, exponentformat="power")
     fig.update_xaxes(title="iteration")

@@ -538,3 +538,90 @@ def test_learn_timeline_draws_instant_steps_on_top_of_the_bars():
     drawn = sum(len([v for v in t.x if v is not None]) // 2 for t in bars)
     assert drawn == sum(1 for s in tr.steps if s.end > s.start)
     assert set(names) <= set(learn.KIND_COLORS)
+
+
+@pytest.mark.parametrize("kind, shape", [("banded", None), ("uniform", None), ("powerlaw", None),
+                                         ("uniform", (100, 300))])
+def test_density_histogram_counts_every_tile_once_by_density_bin(kind, shape):
+    """np.logspace edges rounded above the smallest density: 62 of 94 banded tiles were dropped."""
+    import akfviz
+
+    kw = {"n": shape[0], "m": shape[1]} if shape else {"n": 1024}
+    pa = akfviz.analyze(akfviz.generate(kind, seed=3, **kw), tile=32)
+    fig = patterns.density_histogram(pa.tiles)
+    assert fig.layout.barmode == "stack"
+    assert sum(int(np.sum(t.y)) for t in fig.data) == len(pa.tiles)
+    per_bin = pa.tiles["density_bin"].value_counts()
+    for t in fig.data:
+        assert int(np.sum(t.y)) == per_bin[int(t.name.split()[-1])]
+    d = pa.tiles["density"].to_numpy()
+    for t in fig.data:     # bar centres lie within the tiles' density range
+        assert np.all(np.asarray(t.x) >= d.min() * (1 - 1e-12)) and np.all(np.asarray(t.x) <= d.max() * (1 + 1e-12))
+
+
+def test_density_histogram_of_one_density():
+    import pandas as pd
+
+    tiles = pd.DataFrame({"density": [0.25] * 7, "density_bin": [-2] * 7})
+    fig = patterns.density_histogram(tiles)
+    assert sum(int(np.sum(t.y)) for t in fig.data) == 7
+
+
+def test_convergence_plots_each_residual_at_its_iteration():
+    """Entry k of the curves is the residual after iteration k + 1: it was drawn at x = k."""
+    import akfviz
+    from akfviz.npu.iterative import run_solver
+
+    A = akfviz.generate("stencil5", n=256)
+    res = run_solver(akfviz.select(akfviz.analyze(A, tile=16), error_budget=0.02), method="jacobi", iterations=12)
+    cur = res.curves
+    fig = solver.convergence({"exact": cur["residual_exact"]}, iterations=cur["iteration"])
+    assert list(fig.data[0].x) == list(cur["iteration"]) and fig.data[0].x[0] == 1
+    assert list(solver.convergence({"r": [0.5, 0.25]}).data[0].x) == [1, 2]
+
+
+def test_aggregated_tile_maps_say_so_and_count_the_nonempty_tiles_of_each_cell():
+    import akfviz
+    import scipy.sparse as sp
+
+    from akfviz.viz import kernels as vk
+
+    rng = np.random.default_rng(0)
+    cols = rng.choice(100_000, 900, replace=False)
+    A = sp.csr_array((rng.standard_normal(900), (np.zeros(900, int), cols)), shape=(1, 100_000))
+    pa = akfviz.analyze(A, tile=32)
+    plan = akfviz.select(pa)
+    nbc = -(-100_000 // 32)                       # 3125 tile columns → 13 per cell at cap 256
+    occupied = np.bincount(np.unique(cols // 32) // 13, minlength=-(-nbc // 13))
+    figs = [vk.kernel_map(pa.tiles, plan.tile_kernels, 1, nbc, 32), patterns.cluster_map(pa.tiles, 1, nbc, 32),
+            patterns.tile_density_map(pa.tiles, 1, nbc, 32)]
+    for fig in figs:
+        assert "each cell: 1×13 tiles" in fig.layout.title.text
+        assert fig.layout.yaxis.dtick == 1                          # one tile row: whole-number ticks
+    for fig in figs[:2]:
+        text = np.asarray(fig.data[0].text)[0]
+        shown = [int(t.split()[0]) for t in text]
+        assert shown == occupied.tolist()
+    # an exact map has no such note
+    B = akfviz.generate("clustered", n=256, seed=1)
+    pb = akfviz.analyze(B, tile=32)
+    assert "each cell" not in patterns.cluster_map(pb.tiles, 8, 8, 32).layout.title.text
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e300, 1.0])
+def test_matrix_summary_norm_is_scaled(scale):
+    import scipy.sparse as sp
+
+    A = sp.csr_array(np.array([[3.0, 0.0], [0.0, 4.0]]) * scale)
+    s = matrix.matrix_summary(A)
+    assert s["‖A‖_F"] == pytest.approx(5.0 * scale, rel=1e-15) and s["max |a_ij|"] == 4.0 * scale
+
+
+def test_nnz_counts_is_the_data_of_the_histograms():
+    import scipy.sparse as sp
+
+    A = sp.csr_array(np.array([[1.0, 0, 2.0], [0, 0, 0]]))
+    df = matrix.nnz_counts(A)
+    assert df[df.axis == "row"]["nnz"].tolist() == [2, 0]
+    assert df[df.axis == "column"]["nnz"].tolist() == [1, 0, 1]
+    assert df[df.axis == "column"]["index"].tolist() == [0, 1, 2]
