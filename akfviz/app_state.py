@@ -45,6 +45,9 @@ from .errors import InputError
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 #: The largest whole number a browser number box holds exactly (2**53 − 1).
 JS_MAX_INT = 2**53 - 1
+#: Largest PE grid side the app offers (NPU form, links, sweeps): 1024² PEs simulate in seconds;
+#: the library's HardwareConfig goes up to 4096 (about 1 GB per point).
+MAX_GRID_SIDE = 1024
 
 
 def _number(s) -> float:
@@ -172,8 +175,8 @@ FIELDS: dict[str, Field] = {f.key: f for f in (
     Field("lsh_seed", 0, _int_in(0, 2**31 - 1), "LSH seed"),
     Field("tsel", 0, _int_in(0, 10**9), "selected tile (row of pa.tiles)"),
     Field("csel", 0, _int_in(0, 10**9), "selected cluster"),
-    Field("hw_rows", None, _opt_int_in(1, 1024), "PE grid rows (empty: preset)"),
-    Field("hw_cols", None, _opt_int_in(1, 1024), "PE grid columns (empty: preset)"),
+    Field("hw_rows", None, _opt_int_in(1, MAX_GRID_SIDE), "PE grid rows (empty: preset)"),
+    Field("hw_cols", None, _opt_int_in(1, MAX_GRID_SIDE), "PE grid columns (empty: preset)"),
     Field("hw_sram", None, _opt_int_in(64, 1 << 30), "SRAM bytes per PE (empty: preset)"),
     Field("hw_clock", None, _opt_float_in(1e6, 1e11), "clock in Hz (empty: preset)"),
     Field("hw_bw", None, _opt_int_in(1, 1 << 20), "DRAM bytes per cycle (empty: preset)"),
@@ -610,9 +613,25 @@ def prediction_error_cached(key: str, _pa, hw_key: str, _hw):
 @st.cache_resource(max_entries=8, show_spinner="Simulating the NPU event by event…")
 def simulate_cached(key: str, _plan, hw_key: str, _hw, x_key: str, _x, fused: bool = True,
                     iterations: int = 1, persistent: bool = True, _mapping="anneal"):
+    """The simulation of the app's pages; it records the busy intervals (the NPU page's timeline)
+    only when :func:`records_timeline` says they are few enough."""
     import akfviz
+    record = records_timeline(_plan, _x)
     return akfviz.simulate(_plan, _hw, x=_x, iterations=iterations, persistent=persistent, fused=fused,
-                           mapping=_mapping)
+                           mapping=_mapping, record=record)
+
+
+#: Most busy intervals a simulation in the app records for the timeline (≈ 160 bytes each while
+#: recording); above it the app simulates without them — the same counters, cycles and energy.
+MAX_RECORDED_INTERVALS = 5_000_000
+
+
+def records_timeline(plan, x) -> bool:
+    """Whether the app's simulation of ``plan`` on ``x`` records its busy intervals (the NPU
+    page's timeline): only when there are at most :data:`MAX_RECORDED_INTERVALS` of them."""
+    from .npu.simulate import recorded_intervals_estimate
+    return recorded_intervals_estimate(plan.npu_work(), (np.asarray(x) != 0)[:, None],
+                                       int(plan.pa.tile)) <= MAX_RECORDED_INTERVALS
 
 
 @st.cache_data(max_entries=8, show_spinner=False)

@@ -277,8 +277,9 @@ def cmd_simulate(args):
     if args.rho_x > 0:  # choose kernels for the input that will run (the table needs rho_x > 0)
         kw["rho_x"] = args.rho_x
     plan = select(analyze(A, tile=args.tile), hw=hw, **kw)
+    # record=False: the same counters, without the busy intervals the command never writes
     res = simulate(plan, hw, iterations=args.iterations, persistent=not args.non_persistent,
-                   fused=not args.unfused, rho_x=args.rho_x, seed=args.seed)
+                   fused=not args.unfused, rho_x=args.rho_x, seed=args.seed, record=False)
     _emit({"source": src, "plan": plan.to_dict(), "simulation": res.to_dict()}, args, table=res.pe_frame,
           table_what="the per-PE counters (one row per PE)")
 

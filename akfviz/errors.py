@@ -54,7 +54,8 @@ def checked_call(func):
     listing the parameters, instead of Python's ``TypeError`` (e.g. ``select(pa, alpah=2)``).
 
     The check binds the arguments to the signature before the call (a few microseconds);
-    a ``TypeError`` raised inside the function is not touched.
+    a ``TypeError`` raised inside the function is not touched. A ``MemoryError`` that escapes
+    the memory checks made beforehand becomes a :class:`ResourceLimitError` saying what to try.
     """
     import functools
     import inspect
@@ -69,6 +70,11 @@ def checked_call(func):
             sig.bind(*args, **kwargs)
         except TypeError as exc:
             raise InputError(f"{func.__name__}(): {exc}. Its parameters are: {', '.join(params)}.") from None
-        return func(*args, **kwargs)
+        try:
+            return func(*args, **kwargs)
+        except MemoryError as exc:
+            from .memory import out_of_memory
+
+            raise out_of_memory(f"{func.__name__}()", exc) from exc
 
     return wrapper

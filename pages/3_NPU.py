@@ -18,8 +18,8 @@ if hw is None:
 with st.expander("Hardware configuration", expanded=False):
     with st.form("hw_form"):
         f = st.columns(5)
-        rows = f[0].number_input("PE rows", 1, 1024, int(hw.rows))
-        cols = f[1].number_input("PE columns", 1, 1024, int(hw.cols))
+        rows = f[0].number_input("PE rows", 1, S.MAX_GRID_SIDE, int(hw.rows))
+        cols = f[1].number_input("PE columns", 1, S.MAX_GRID_SIDE, int(hw.cols))
         sram = f[2].number_input("SRAM bytes per PE", 64, 1 << 30, int(hw.sram_bytes_per_pe), step=1024)
         clock = f[3].number_input("Clock (MHz)", 1.0, 100000.0, float(hw.clock_hz) / 1e6)
         bw = f[4].number_input("DRAM bytes / cycle (shared)", 1, 1 << 20, int(hw.dram_bytes_per_cycle))
@@ -97,8 +97,9 @@ m[5].metric("mean utilisation", f"{summary['utilization_mean']:.4f}")
 sim_key = f"{S.plan_key(wl, pa, hwk)}|{S.get('xdens')}"  # what the simulation depends on
 S.chart(S.figure_cached(f"util|{sim_key}", lambda: vn.utilization_heatmap(res.utilization, height=560)),
         key="util_heatmap")
-st.caption("How to read this: one cell per PE of the whole grid (not downsampled); colour = busy cycles / makespan, "
-           "scaled to the busiest PE. Black = idle. A few bright PEs mean the makespan is set by them (load imbalance).")
+st.caption("How to read this: one cell per PE of the whole grid (over 256 PEs per side, the mean of a block of PEs, "
+           "as the title says); colour = busy cycles / makespan, scaled to the busiest PE. Black = idle. A few bright "
+           "PEs mean the makespan is set by them (load imbalance).")
 
 busy_rows = np.flatnonzero(res.counters["busy"].reshape(hw.rows, hw.cols).sum(axis=1) > 0)
 default_row = int(np.argmax(res.counters["busy"].reshape(hw.rows, hw.cols).max(axis=1)))
@@ -124,9 +125,14 @@ with left:
             tl = tl.assign(pe=[f"PE {p // hw.cols},{p % hw.cols}" for p in tl["pe"]], kernel=kind_label)
         return vn.pe_timeline(tl, makespan=res.cycles)
 
-    S.chart(S.figure_cached(f"timeline|{sim_key}|{row}", _timeline_figure), key="timeline")
-    st.caption(f"How to read this: busy intervals of the busy PEs of row {row} (up to 24), coloured by kernel "
-               "family; gaps are waits for events or partial sums.")
+    if res.meta["recorded"]:
+        S.chart(S.figure_cached(f"timeline|{sim_key}|{row}", _timeline_figure), key="timeline")
+        st.caption(f"How to read this: busy intervals of the busy PEs of row {row} (up to 24), coloured by kernel "
+                   "family; gaps are waits for events or partial sums.")
+    else:
+        st.info(f"No timeline for this run: it would record more than {S.MAX_RECORDED_INTERVALS:,} busy intervals, "
+                "so the simulation ran without them (the same counters, cycles and energy). A larger tile side T "
+                "or a lower activation density ρ_x gives fewer.")
 with right:
     S.chart(S.figure_cached(f"energy|{sim_key}", lambda: vn.energy_breakdown(res.energy_pj)), key="energy")
     st.caption("How to read this: energy = Σ actions × the energy table; static = leakage of every PE over the makespan.")
@@ -140,7 +146,7 @@ with right:
     # the same entry S.simulation placed the plan with (same key)
     mp = S.mapping_cached(S.plan_key(wl, pa, hwk), plan, hwk, hw, float(S.get("xdens")))
     S.chart(S.figure_cached(f"anneal|{sim_key}", lambda: vn.annealing_trajectory(
-        np.arange(mp.trajectory.size), mp.trajectory, mp.greedy_objective)), key="anneal")
+        mp.trajectory_proposals, mp.trajectory, mp.greedy_objective)), key="anneal")
     st.caption(f"How to read this: the placement objective (makespan + γ·hops + δ·overflow, lower is better) "
                f"while annealing ({mp.iterations:,} proposals); {100 * mp.improvement:.1f} % better than the "
                f"greedy start.")

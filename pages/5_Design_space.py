@@ -27,6 +27,8 @@ LIMIT = 60
 #: A grid this small on a matrix this small runs by itself when the page opens (about a second
 #: for the default grid on the default sample), so the first visit shows a real sweep.
 AUTO_POINTS, AUTO_NNZ = 12, 300_000
+#: …and on PE grids no larger than the default 256 × 256 (a 1024² grid takes seconds per point).
+AUTO_PES = 256 * 256
 grid = None
 points = []
 try:
@@ -44,6 +46,10 @@ try:
             raise InputError(f"Sweep parameter '{p.name}' needs numbers, got {v!r}.") from None
 
     grid = {k: [params[k].check(conv(params[k], v)) for v in vals] for k, vals in raw.items()}
+    for side in ("rows", "cols"):
+        if max(grid.get(side, [0])) > S.MAX_GRID_SIDE:
+            raise InputError(f"Sweep parameter '{side}' goes up to {S.MAX_GRID_SIDE} in the app, as on the NPU "
+                             f"page (got {max(grid[side]):g}); larger grids: python -m akfviz sweep.")
     points = sweep.expand_grid(grid, max_points=LIMIT)
     st.caption(f"{len(points)} point(s): {sweep.describe_grid(grid)}. Other settings: T = {S.get('tile')}, "
                f"α = {S.get('alpha'):g}, β = {S.get('beta'):g}, R = {S.get('resource')}, preset {hw.preset}.")
@@ -61,7 +67,8 @@ if empty:
 tried = st.session_state.setdefault("_akf_sweeps_auto", set())
 auto = (not run and grid is not None and key not in store and key not in tried
         and st.session_state.get("sweep_upload") is None
-        and 0 < len(points) <= AUTO_POINTS and 0 < wl.A.nnz <= AUTO_NNZ)
+        and 0 < len(points) <= AUTO_POINTS and 0 < wl.A.nnz <= AUTO_NNZ
+        and max(int(p.get("rows", hw.rows)) * int(p.get("cols", hw.cols)) for p in points) <= AUTO_PES)
 if run:
     tried.discard(key)
 if auto:
@@ -94,7 +101,8 @@ if df is None and key in store:
     df, source = store[key], ("run automatically: small grid, small matrix" if key in tried
                               else "run in this session")
 if df is None:
-    big = (f" Grids over {AUTO_POINTS} points or matrices over {AUTO_NNZ:,} nonzeros wait for the button."
+    big = (f" Grids over {AUTO_POINTS} points or {AUTO_PES:,} PEs, or matrices over {AUTO_NNZ:,} nonzeros, "
+           "wait for the button."
            if grid is not None else "")
     st.info("Press **Run sweep** to compute the grid above (each point runs analyze → select → simulate), "
             "or load a sweep file." + big)

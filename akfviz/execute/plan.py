@@ -18,6 +18,7 @@ import scipy.sparse as sp
 
 from .._jit import njit_cached
 from ..errors import InputError
+from ..memory import check_memory
 from ..kernels.base import gather_entries
 from ..kernels.registry import KERNELS, get_kernel
 from ..npu.work import TileWork
@@ -303,6 +304,10 @@ class FusionPlan:
                 f"X must be a 2-D array with {self.shape[1]} rows (the number of columns of A), "
                 f"got shape {arr.shape}."
             )
+        k = arr.shape[1]
+        copy = 0 if (arr.dtype == np.float64 and arr.flags.c_contiguous) else arr.shape[0] * k * 8
+        check_memory(copy + self.shape[0] * k * 8, f"Y = Â X with X of {k:,} columns",
+                     "Multiply fewer columns at a time (X[:, i:j]).")
         arr = np.ascontiguousarray(arr, dtype=np.float64)
         _refuse_non_finite(arr, "X", arr.shape[1])
         return self._packed.matmat(arr)

@@ -72,6 +72,13 @@ class Mapping:
     components: dict = field(default_factory=dict)
 
     @property
+    def trajectory_proposals(self) -> np.ndarray:
+        """Annealing proposals evaluated at each point of ``trajectory``: 0 (the greedy start),
+        then every ``max(1, iterations // TRAJECTORY_POINTS)`` proposals."""
+        every = max(1, int(self.iterations) // TRAJECTORY_POINTS)
+        return np.arange(self.trajectory.size, dtype=np.int64) * every
+
+    @property
     def improvement(self) -> float:
         """Relative improvement over greedy, ``1 − objective / greedy_objective``."""
         if self.greedy_objective <= 0:
@@ -331,57 +338,53 @@ def _anneal(pe, bi, bj, work, ev, outr, payload, red, src, red_load, rows, cols,
             rr = min(max(rr, 0), rows - 1)
             cc = min(max(cc, 0), cols - 1)
             pb = rr * cols + cc
-            if pb == pa:
-                temp *= cool
-                continue
             v = -1
         else:
             v = int(r1 * n)
             pb = pe[v]
-            if pb == pa:
-                temp *= cool
-                continue
-        # deltas
-        wu = work[u]
-        dhop = _tile_hops(pb, u, bi, bj, ev, outr, red, src, cols) - \
-            _tile_hops(pa, u, bi, bj, ev, outr, red, src, cols)
-        la = load[pa] - wu
-        lb = load[pb] + wu
-        ya = pay[pa] - payload[u]
-        yb = pay[pb] + payload[u]
-        if v >= 0:
-            wv = work[v]
-            dhop += _tile_hops(pa, v, bi, bj, ev, outr, red, src, cols) - \
-                _tile_hops(pb, v, bi, bj, ev, outr, red, src, cols)
-            la += wv
-            lb -= wv
-            ya += payload[v]
-            yb -= payload[v]
-        dovf = (max(ya - sram, 0.0) + max(yb - sram, 0.0)) - \
-            (max(pay[pa] - sram, 0.0) + max(pay[pb] - sram, 0.0))
-        old_a = load[pa]
-        old_b = load[pb]
-        _tree_set(tree, size, pa, la)
-        _tree_set(tree, size, pb, lb)
-        new_obj = tree[1] + gamma * (hops + dhop) + delta * (ovf + dovf)
-        d = new_obj - obj
-        accept = d <= 0.0
-        if not accept:
-            accept = rnd[5 * it + 4] < np.exp(-d / temp)
-        if accept:
-            load[pa] = la
-            load[pb] = lb
-            pay[pa] = ya
-            pay[pb] = yb
-            hops += dhop
-            ovf += dovf
-            obj = new_obj
-            pe[u] = pb
+        # a proposal that stays on its PE changes nothing, but still cools and is recorded
+        if pb != pa:
+            # deltas
+            wu = work[u]
+            dhop = _tile_hops(pb, u, bi, bj, ev, outr, red, src, cols) - \
+                _tile_hops(pa, u, bi, bj, ev, outr, red, src, cols)
+            la = load[pa] - wu
+            lb = load[pb] + wu
+            ya = pay[pa] - payload[u]
+            yb = pay[pb] + payload[u]
             if v >= 0:
-                pe[v] = pa
-        else:
-            _tree_set(tree, size, pa, old_a)
-            _tree_set(tree, size, pb, old_b)
+                wv = work[v]
+                dhop += _tile_hops(pa, v, bi, bj, ev, outr, red, src, cols) - \
+                    _tile_hops(pb, v, bi, bj, ev, outr, red, src, cols)
+                la += wv
+                lb -= wv
+                ya += payload[v]
+                yb -= payload[v]
+            dovf = (max(ya - sram, 0.0) + max(yb - sram, 0.0)) - \
+                (max(pay[pa] - sram, 0.0) + max(pay[pb] - sram, 0.0))
+            old_a = load[pa]
+            old_b = load[pb]
+            _tree_set(tree, size, pa, la)
+            _tree_set(tree, size, pb, lb)
+            new_obj = tree[1] + gamma * (hops + dhop) + delta * (ovf + dovf)
+            d = new_obj - obj
+            accept = d <= 0.0
+            if not accept:
+                accept = rnd[5 * it + 4] < np.exp(-d / temp)
+            if accept:
+                load[pa] = la
+                load[pb] = lb
+                pay[pa] = ya
+                pay[pb] = yb
+                hops += dhop
+                ovf += dovf
+                obj = new_obj
+                pe[u] = pb
+                if v >= 0:
+                    pe[v] = pa
+            else:
+                _tree_set(tree, size, pa, old_a)
+                _tree_set(tree, size, pb, old_b)
         temp *= cool
         if (it + 1) % every == 0 and k <= n_traj:
             traj[k] = obj
@@ -395,6 +398,12 @@ def _whole(value, name: str, lo: int):
     from ..arguments import check_whole
 
     return None if value is None else check_whole(value, name, lo)
+
+
+#: Points of the annealing trajectory after the greedy start (one every iterations // this proposals).
+TRAJECTORY_POINTS = 200
+#: Most annealing proposals one placement may ask for (5 random numbers each are drawn up front).
+MAX_ANNEAL_ITERATIONS = 20_000_000
 
 
 def map_tiles(work, hw, *, rho_x: float = 1.0, method: str = "anneal", seed: int = 0,
@@ -442,6 +451,10 @@ def map_tiles(work, hw, *, rho_x: float = 1.0, method: str = "anneal", seed: int
     seed = check_seed(seed)
     rho_x = check_activation_density(rho_x)
     iterations = _whole(iterations, "iterations", 0)
+    if iterations is not None and iterations > MAX_ANNEAL_ITERATIONS:
+        raise InputError(f"iterations={iterations:,} is more annealing proposals than akfviz runs (at most "
+                         f"{MAX_ANNEAL_ITERATIONS:,}: about 12 s and 0.8 GB of random numbers); the default "
+                         "is 30 per tile, between 20,000 and 600,000.")
     window = _whole(window, "window", 1)
     gamma = None if gamma is None else check_real(gamma, "gamma")
     delta = None if delta is None else check_real(delta, "delta")
@@ -489,7 +502,8 @@ def map_tiles(work, hw, *, rho_x: float = 1.0, method: str = "anneal", seed: int
         pe_a = pe.copy()
         t = time.perf_counter()
         obj_a, traj = _anneal(pe_a, bi, bj, est, ev, outr, payload, red, src, red_load, hw.rows,
-                              hw.cols, sram, float(gamma), float(delta), iters, int(window), rnd, 200)
+                              hw.cols, sram, float(gamma), float(delta), iters, int(window), rnd,
+                              TRAJECTORY_POINTS)
         secs = time.perf_counter() - t
         # exact recomputation (guards against drift of the incremental sums)
         mk2, hp2, ov2 = _objective_parts(pe_a, bi, bj, est, ev, outr, payload, red, src, red_load,

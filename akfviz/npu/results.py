@@ -45,9 +45,10 @@ class SimResult:
     hop_histogram : int64 array
         ``hop_histogram[d]`` = flits (events + partial sums) that travelled ``d`` hops, whole run.
     meta : dict
-        Options of the run (fused, persistent, iterations, batch, rho_x, tiles, kernels…).
+        Options of the run (fused, persistent, iterations, batch, rho_x, tiles, kernels, recorded…).
     intervals : dict of arrays
-        Busy intervals of the first iteration (``pe, start, end, tile, kind``).
+        Busy intervals of the first iteration (``pe, start, end, tile, kind``); empty when
+        ``meta["recorded"]`` is False (``simulate(..., record=False)``).
     kernel_names : tuple of str
         TileWork kernel names.
     kernel_id : int64 array (n_tiles,)

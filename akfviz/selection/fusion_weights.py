@@ -173,6 +173,10 @@ def _cost_scale(C, s) -> float:
     return float(g[order][np.searchsorted(cw, 0.5 * cw[-1])])
 
 
+#: Most descent steps (the default 120 ends one-hot; the trajectory is preallocated per step).
+MAX_STEPS = 100_000
+
+
 def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 10.0, steps: int = 120,
                             lr: float = 1.0, t0: float = 1.0, record_every: int = 4,
                             max_record_units: int = 32, argmin=None) -> FusionResult:
@@ -213,8 +217,8 @@ def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 1
         raise InputError("size must have one entry per unit and sram_bytes the shape of C.")
     if not (np.isfinite(penalty) and penalty >= 0):
         raise InputError(f"sram_penalty must be a finite number ≥ 0, got {penalty!r}.")
-    if not (isinstance(steps, (int, np.integer)) and steps >= 1):
-        raise InputError(f"steps must be a positive integer, got {steps!r}.")
+    if not (isinstance(steps, (int, np.integer)) and 1 <= steps <= MAX_STEPS):
+        raise InputError(f"steps must be a whole number from 1 to {MAX_STEPS:,} (default 120), got {steps!r}.")
     if not np.all(np.isfinite(C)):
         raise InputError("The cost matrix has non-finite entries.")
     cap = float(capacity)

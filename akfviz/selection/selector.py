@@ -26,6 +26,7 @@ import pandas as pd
 
 from ..arguments import check_flag, check_real, check_seed
 from ..errors import InputError, checked_call
+from ..memory import check_memory
 from .budgets import check_budget, solve_error_budget, solve_resource_budget
 from .costs import SelectionProblem, check_granularity, check_pa, resolve_candidates
 from .fusion_weights import FusionResult, optimize_fusion_weights
@@ -38,6 +39,11 @@ FUSION_MAX_UNITS = 20000
 #: has at most this many tiles: tile mode computes every lossy kernel's error on every tile (LOWRANK's SVDs
 #: take ~1 ms per tile), so beyond that it is no longer cheap; ask for it with ``cost_gap=True``.
 GAP_MAX_TILES = 256
+#: Memory of a selection, measured on 1M one-nonzero tiles (peak over the call): ≈ 140 bytes per
+#: tile in cluster mode (the plan), plus ≈ 60 bytes per decision unit and candidate kernel
+#: (errors, resources, costs, SRAM bytes; ≈ 1,050 bytes per tile in tile mode with 17 kernels).
+SELECT_BYTES_PER_TILE = 200
+SELECT_BYTES_PER_UNIT_KERNEL = 64
 
 
 @dataclass(eq=False)
@@ -254,6 +260,11 @@ def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", ke
     seed = check_seed(seed)
     candidates = resolve_candidates(kernels)
     hw = as_hardware(hw)
+    units = pa.n_tiles if granularity == "tile" else pa.n_clusters
+    check_memory(SELECT_BYTES_PER_TILE * pa.n_tiles + SELECT_BYTES_PER_UNIT_KERNEL * units * len(candidates),
+                 f"Selecting kernels for {pa.n_tiles:,} tiles ({units:,} {granularity} decisions × "
+                 f"{len(candidates)} candidate kernels)",
+                 "Use a larger tile side T, cluster granularity or fewer candidate kernels.")
 
     prob = SelectionProblem(pa, candidates, hw, resource=resource, granularity=granularity,
                             rho_x=rho_x, seed=int(seed))

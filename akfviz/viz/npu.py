@@ -2,74 +2,162 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
+import plotly.colors as pcolors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-import plotly.colors as pcolors
-
 from .colors import kernel_color
+from .layout import coarse_grid, empty_figure, grid_axes, styled
 
 # Inferno with its first colour written as #000000: the browser build parses plotly's "#000004"
 # as a short #RGBA colour and draws idle PEs purple (seen in the screenshots).
 UTIL_SCALE = [[i / (len(pcolors.sequential.Inferno) - 1), c]
               for i, c in enumerate(["#000000"] + list(pcolors.sequential.Inferno[1:]))]
-from .layout import empty_figure, styled
+
+#: Most cells per axis of the utilisation heatmap; larger grids are averaged into blocks.
+HEATMAP_CAP = 256
+#: Shortest drawn bar of the PE timeline, as a fraction of the cycle axis (≈ 2 px at 900 px).
+MIN_BAR_FRACTION = 1 / 400
+
+
+def _share(k: int, n: int) -> str:
+    """``k`` of ``n`` as a percentage that never reads 0.0 % for ``k > 0`` (two significant digits below 1 %)."""
+    pct = 100.0 * k / max(n, 1)
+    return f"{pct:.2g} %" if 0 < pct < 1 else f"{pct:.1f} %"
+
+
+def block_means(u: np.ndarray, cap: int = HEATMAP_CAP) -> tuple[np.ndarray, int, int]:
+    """Mean of ``u`` over blocks of ``sr × sc`` cells, at most ``cap`` blocks per axis.
+
+    ``sr = ceil(rows / cap)`` (same for columns), as :func:`~akfviz.viz.layout.coarse_grid`;
+    an edge block that is cut short is the mean of the cells it has. A grid within the cap is
+    returned unchanged (``sr = sc = 1``).
+
+    Returns
+    -------
+    grid : float64 array, sr, sc
+    """
+    if max(u.shape) <= cap:
+        return u.astype(np.float64), 1, 1
+    rows, cols = np.indices(u.shape).reshape(2, -1)
+    total, sr, sc = coarse_grid(rows, cols, u.ravel(), u.shape, cap, "sum")
+    count, _, _ = coarse_grid(rows, cols, np.ones(u.size), u.shape, cap, "sum")
+    return total / count, sr, sc
+
+
+def _utilization_title(u: np.ndarray, sr: int, sc: int, stretched: bool) -> tuple[str, int]:
+    """Title of :func:`utilization_heatmap` (how cells are drawn, PEs used) and its line count."""
+    notes = [f"{sr}×{sc} PEs per cell, mean"] if sr * sc > 1 else []
+    notes += ["aspect stretched"] if stretched else []
+    used = int(np.count_nonzero(u > 0))
+    stats = (f"{used:,} of {u.size:,} PEs used ({_share(used, u.size)}), "
+             f"mean {float(u.mean()):.3g}, max {float(u.max()):.3f}")
+    lines = [f"PE utilisation — {u.shape[0]}×{u.shape[1]} grid"] + (["; ".join(notes)] if notes else []) + [stats]
+    small = [f"<span style='font-size:12px'>{t}</span>" for t in lines[1:]]
+    return "<br>".join(lines[:1] + small), len(lines)
 
 
 def utilization_heatmap(util, height: int = 520, title: str | None = None) -> go.Figure:
     """PE utilisation (busy / makespan) over the whole grid as ONE heatmap trace.
 
-    The grid is sent as float32 (a 256×256 grid = 65,536 values, typed-array encoded,
-    ≈ 350 kB of JSON), never downsampled: every PE is one cell.
+    Up to ``HEATMAP_CAP`` (256) PEs per axis every PE is one cell (a 256×256 grid = 65,536
+    float32 values, ≈ 350 kB of JSON). A larger grid is averaged into blocks of ``sr × sc``
+    PEs (:func:`block_means`) and the title says so. A very wide or tall grid is stretched
+    rather than drawn with square cells (:func:`~akfviz.viz.layout.grid_axes`).
     """
-    u = np.asarray(util, np.float32)
+    u = np.asarray(util, np.float64)
     if u.ndim != 2 or u.size == 0:
         return empty_figure("No utilisation grid.", height)
-    used = float(np.mean(u > 0))
-    top = max(float(u.max()), 1e-9)      # colour range 0 … busiest PE, so sparse use stays visible
+    z, sr, sc = block_means(u)
+    exact = sr == sc == 1
+    hover = ("PE (%{y}, %{x})<br>utilisation %{z:.3g}" if exact else
+             f"{sr}×{sc} PEs around (%{{y}}, %{{x}})<br>mean utilisation %{{z:.3g}}")
     fig = go.Figure(go.Heatmap(
-        z=u, colorscale=UTIL_SCALE, zmin=0.0, zmax=top, colorbar=dict(title="busy / makespan"),
-        hovertemplate="PE (%{y}, %{x})<br>utilisation %{z:.3f}<extra></extra>"))
-    fig.update_yaxes(autorange="reversed", title="PE row", scaleanchor="x", constrain="domain")
-    fig.update_xaxes(title="PE column", constrain="domain")
-    return styled(fig, title or f"PE utilisation — {u.shape[0]}×{u.shape[1]} grid, "
-                                f"{100 * used:.1f} % of PEs used, mean {float(u.mean()):.4f}, max {top:.3f}", height)
+        z=z.astype(np.float32), x0=(sc - 1) / 2, dx=sc, y0=(sr - 1) / 2, dy=sr, colorscale=UTIL_SCALE,
+        zmin=0.0, zmax=max(float(z.max()), 1e-9),    # 0 … brightest cell, so sparse use stays visible
+        colorbar=dict(title="busy / makespan"),
+        hovertemplate=hover + "<extra></extra>"))
+    stretched = grid_axes(fig, *u.shape, "PE row", "PE column")
+    auto, n_lines = _utilization_title(u, sr, sc, stretched)
+    return styled(fig, title or auto, height, margin=dict(l=60, r=20, t=32 + 18 * n_lines, b=50))
+
+
+def merge_touching(intervals: pd.DataFrame) -> pd.DataFrame:
+    """Join the busy intervals of one PE and one kind that touch (``end == next start``).
+
+    Intervals are the same "kind" when they agree on every column of ``kernel`` and ``kind``
+    that the frame has. Returns ``pe, start, end`` (and those columns) plus ``parts``, the
+    number of intervals joined; busy cycles per PE are unchanged.
+    """
+    keys = ["pe"] + [k for k in ("kernel", "kind") if k in intervals]
+    df = intervals.sort_values(keys + ["start"], kind="stable")
+    same = np.ones(len(df), bool)
+    for k in keys:
+        col = df[k].to_numpy()
+        same[1:] &= col[1:] == col[:-1]
+    same[0] = False
+    same[1:] &= df["start"].to_numpy()[1:] == df["end"].to_numpy()[:-1]
+    run = np.cumsum(~same)
+    out = df.groupby(run, sort=False).agg(**{k: (k, "first") for k in keys}, start=("start", "first"),
+                                          end=("end", "last"), parts=("start", "size"))
+    return out.reset_index(drop=True)
+
+
+def _bar_trace(g: pd.DataFrame, ypos: dict, min_len: float, name: str, color: str) -> go.Scatter:
+    """One line-segment trace for the bars of ``g`` (merged intervals), at least ``min_len`` long.
+
+    The hover text gives each bar's true length and says when it is drawn longer.
+    """
+    start = g["start"].to_numpy(np.float64)
+    end = g["end"].to_numpy(np.float64)
+    drawn = np.maximum(end, start + min_len)
+    text = [f"{pe}: busy {e - s:,.0f} cycles ({s:,.0f}–{e:,.0f})"
+            + (f", {k} intervals back to back" if k > 1 else "")
+            + (f"<br>drawn {d - s:,.1f} cycles long to stay visible" if d > e else "")
+            for pe, s, e, d, k in zip(g["pe"], start, end, drawn, g["parts"])]
+    n = len(g)
+    xs, ys, tx = np.full(3 * n, np.nan), np.full(3 * n, np.nan), np.full(3 * n, None, dtype=object)
+    xs[0::3], xs[1::3] = start, drawn
+    ys[0::3] = ys[1::3] = [ypos[str(p)] for p in g["pe"]]
+    tx[0::3] = tx[1::3] = text
+    width = max(4, min(18, 240 // max(len(ypos), 1)))
+    return go.Scatter(x=xs, y=ys, text=tx, mode="lines", name=name, connectgaps=False,
+                      line=dict(width=width, color=color), hovertemplate="%{text}<extra>" + name + "</extra>")
 
 
 def pe_timeline(intervals, makespan: float | None = None, height: int = 380) -> go.Figure:
     """Gantt chart of busy intervals for a set of PEs.
 
     ``intervals``: DataFrame with ``pe`` (label), ``start``, ``end`` and optionally ``kernel``
-    (colours by kernel family). Drawn as one line-segment trace per kernel (fast for many bars).
+    (colours by kernel family) and ``kind``. Intervals of one PE and kind that touch are drawn as
+    one bar (:func:`merge_touching`); every bar is drawn at least ``MIN_BAR_FRACTION`` of the
+    cycle axis long, so a PE busy in many short pieces does not look idle, and its hover text
+    gives the true busy cycles. One line-segment trace per kernel (fast for many bars).
     """
     if intervals is None or len(intervals) == 0:
         return empty_figure("These PEs are idle for the whole run (no busy intervals).", height)
-    df = intervals
-    labels = [str(p) for p in dict.fromkeys(df["pe"].tolist())]
+    labels = [str(p) for p in dict.fromkeys(intervals["pe"].tolist())]
     ypos = {p: i for i, p in enumerate(labels)}
-    key = "kernel" if "kernel" in df else None
+    df = merge_touching(intervals)
+    span = float(makespan) if makespan else float(df["end"].max())
+    min_len = span * MIN_BAR_FRACTION
     fig = go.Figure()
-    groups = df.groupby(key, sort=True) if key else [("busy", df)]
+    groups = df.groupby("kernel", sort=True) if "kernel" in df else [("busy", df)]
     for name, g in groups:
-        n = len(g)
-        xs = np.empty(3 * n)
-        ys = np.empty(3 * n)
-        xs[0::3], xs[1::3], xs[2::3] = g["start"].to_numpy(), g["end"].to_numpy(), np.nan
-        y = np.array([ypos[str(p)] for p in g["pe"]], np.float64)
-        ys[0::3], ys[1::3], ys[2::3] = y, y, np.nan
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=str(name), connectgaps=False,
-                                 line=dict(width=max(4, min(18, 240 // max(len(labels), 1))),
-                                           color=PHASE_COLORS.get(str(name), kernel_color(str(name))) if key
-                                           else "#2e86c1"),
-                                 hovertemplate="cycle %{x:,.0f}<extra>" + str(name) + "</extra>"))
+        color = PHASE_COLORS.get(str(name), kernel_color(str(name))) if "kernel" in df else "#2e86c1"
+        fig.add_trace(_bar_trace(g, ypos, min_len, str(name), color))
     if makespan:
-        fig.add_vline(x=makespan, line=dict(color="#e6194b", dash="dash"), annotation_text="makespan")
+        # a legend entry rather than an annotation: the annotation sat under the legend
+        fig.add_trace(go.Scatter(x=[makespan, makespan], y=[-0.5, len(labels) - 0.5], mode="lines",
+                                 name="makespan", line=dict(color="#e6194b", dash="dash", width=1.5),
+                                 hovertemplate=f"makespan {makespan:,.0f} cycles<extra></extra>"))
     # tick labels already read "PE row,col": an axis title would sit on top of them
     # no zero line: on the categorical PE axis it is a stray rule through the first PE's row
     fig.update_yaxes(tickvals=list(range(len(labels))), ticktext=labels, autorange="reversed", zeroline=False)
     fig.update_xaxes(title="cycle")
     return styled(fig, "PE timeline (busy intervals)", max(height, 22 * len(labels) + 120),
-                  legend=dict(orientation="h", y=1.08, x=1, xanchor="right"))
+                  legend=dict(orientation="h", xref="container", yref="container", yanchor="bottom", y=0, x=0))
 
 
 PHASE_COLORS = {"setup": "#9aa5b1", "reduce": "#111111"}
@@ -78,7 +166,11 @@ ENERGY_COLORS = {"compute": "#1f4e79", "sram": "#2e86c1", "dram": "#c0392b", "no
 
 
 def energy_breakdown(energy: dict, height: int = 320, title: str = "Energy breakdown") -> go.Figure:
-    """Horizontal bars of energy by component (pJ), with the share of the total."""
+    """Horizontal bars of energy by component, labelled with the share of the total (pJ in the hover).
+
+    Made for a narrow column: no energy axis (its ticks rotated and overlapped), the share
+    printed past each bar's end, the total on a second title line.
+    """
     items = [(k, float(v)) for k, v in energy.items() if k not in ("total",)]
     if not items:
         return empty_figure("No energy counted.", height)
@@ -86,12 +178,16 @@ def energy_breakdown(energy: dict, height: int = 320, title: str = "Energy break
     names = [k for k, _ in items]
     vals = [v for _, v in items]
     colors = [next((c for key, c in ENERGY_COLORS.items() if key in k.lower()), "#5d6d7e") for k in names]
-    fig = go.Figure(go.Bar(y=names, x=vals, orientation="h", marker_color=colors,
-                           text=[f"{100 * v / tot:.1f} %" for v in vals], textposition="auto",
-                           hovertemplate="%{y}: %{x:.4g} pJ<extra></extra>"))
-    fig.update_xaxes(title="energy (pJ)")
-    fig.update_yaxes(autorange="reversed", automargin=True)
-    return styled(fig, f"{title} — total {tot:.4g} pJ", height, margin=dict(l=110, r=20, t=50, b=50))
+    fig = go.Figure(go.Bar(y=names, x=vals, orientation="h", marker_color=colors, width=0.42, offset=0.04,
+                           text=[f"{100 * v / tot:.1f} %" for v in vals], textposition="outside",
+                           cliponaxis=False, hovertemplate="%{y}: %{x:.4g} pJ<extra></extra>"))
+    # from 0: autorange would pad the left end for the tick labels drawn inside the plot
+    fig.update_xaxes(visible=False, range=[0, max(max(vals), 1e-30)], autorange=False)
+    # component names above their bars: a left margin for them left no room for the bars
+    fig.update_yaxes(autorange="reversed", ticklabelposition="inside top", showgrid=False)
+    # the right margin holds the share printed past the longest bar
+    return styled(fig, f"{title}<br><span style='font-size:12px'>total {tot:.4g} pJ</span>", height,
+                  margin=dict(l=10, r=50, t=60, b=10))
 
 
 def hop_histogram(counts, height: int = 300) -> go.Figure:
@@ -107,17 +203,22 @@ def hop_histogram(counts, height: int = 300) -> go.Figure:
     return styled(fig, "NoC hop histogram", height)
 
 
-def annealing_trajectory(step, objective, greedy: float | None = None, height: int = 320) -> go.Figure:
-    """Simulated-annealing objective per step (akf-spec §6), greedy start as a reference line."""
-    step = np.asarray(step)
-    if step.size == 0:
+def annealing_trajectory(proposals, objective, greedy: float | None = None,
+                         height: int = 320) -> go.Figure:
+    """Simulated-annealing objective against the proposals evaluated (akf-spec §6).
+
+    ``proposals``, ``objective``: ``Mapping.trajectory_proposals`` and ``Mapping.trajectory``.
+    The greedy start is a reference line.
+    """
+    objective = np.asarray(objective, np.float64)
+    if objective.size == 0:
         return empty_figure("No annealing trajectory recorded.", height)
-    fig = go.Figure(go.Scatter(x=step, y=objective, mode="lines", line=dict(color="#7d3c98"), name="objective",
-                               hovertemplate="step %{x}: makespan + γ·hops + δ·overflow = %{y:,.1f}"
-                                             "<extra></extra>"))
+    fig = go.Figure(go.Scatter(x=np.asarray(proposals), y=objective, mode="lines", line=dict(color="#7d3c98"),
+                               name="objective", hovertemplate="after %{x:,} proposals: "
+                                                               "makespan + γ·hops + δ·overflow = %{y:,.1f}<extra></extra>"))
     if greedy is not None:
         fig.add_hline(y=greedy, line=dict(color="#888", dash="dash"), annotation_text="greedy start")
-    fig.update_xaxes(title="annealing step")
+    fig.update_xaxes(title="annealing proposals")
     # the formula is in the hover text and the page caption: a long rotated title overflows the plot
     fig.update_yaxes(title="objective")
     return styled(fig, "Mapping: simulated-annealing trajectory", height)

@@ -701,3 +701,32 @@ def test_link_warnings_and_workload_errors_come_under_the_page_heading(app, page
     assert "Error" in kinds and "Warning" in kinds
     texts = [str(getattr(n, "value", "")) for n in app.main.children.values()]
     assert any("n=-5" in t for t in texts[2:]) and any("tile" in t for t in texts[2:])
+
+
+def test_design_space_keeps_to_the_apps_grid_sizes_and_waits_on_large_grids(app):
+    """A link once started a 4096×4096-PE sweep by itself (≈ 1 GB per point, then a traceback)."""
+    app.query_params["sweep"] = "rows=4096;cols=4096"
+    app.run()
+    app.switch_page("pages/5_Design_space.py").run()
+    assert not app.exception
+    assert not charts(app)
+    assert any("goes up to 1024 in the app" in e.value for e in app.error)
+
+
+def test_design_space_waits_for_the_button_on_grids_over_the_default_size(app):
+    app.query_params["sweep"] = "rows=512;cols=512"            # allowed, but over the automatic limit
+    app.run()
+    app.switch_page("pages/5_Design_space.py").run()
+    _ok(app)
+    assert not charts(app)
+    assert any("Press **Run sweep**" in i.value and "65,536 PEs" in i.value for i in app.info)
+
+
+def test_npu_page_says_when_the_timeline_was_not_recorded(app, monkeypatch):
+    monkeypatch.setattr(S, "MAX_RECORDED_INTERVALS", 0)
+    app.query_params["xdens"] = "0.35"                 # a simulation of its own (the cache is per process)
+    app.run()
+    app.switch_page("pages/3_NPU.py").run()
+    _ok(app)
+    assert any("No timeline for this run" in i.value for i in app.info)
+    assert len(charts(app)) >= 3                        # the heatmap, energy and the rest still drawn

@@ -1,0 +1,111 @@
+"""Requests too large for the memory this process may use are refused with a readable
+ResourceLimitError before allocating (held-out memory probe), and a MemoryError that escapes
+the estimates still reaches the user as one."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import akfviz
+from akfviz import memory
+from akfviz.errors import ResourceLimitError, checked_call
+
+
+@pytest.fixture
+def tiny_memory(monkeypatch):
+    """Every estimate is checked, against 1 kB: a small case stands in for a huge one."""
+    monkeypatch.setattr(memory, "CHECK_FROM_BYTES", 0)
+    monkeypatch.setattr(memory, "available_memory", lambda: 1 << 10)
+
+
+@pytest.fixture(scope="module")
+def plan():
+    A = akfviz.generate("clustered", n=512, seed=1)
+    return akfviz.select(akfviz.analyze(A, tile=32))
+
+
+def test_the_address_space_limit_counts_as_available_memory():
+    """ulimit -v (RLIMIT_AS): only /proc/meminfo was read, so a capped process passed every check."""
+    code = ("import resource; from akfviz import memory; "
+            "resource.setrlimit(resource.RLIMIT_AS, (6 * 2**30, resource.getrlimit(resource.RLIMIT_AS)[1])); "
+            "left = memory._rlimit_left(); print(left, memory.available_memory())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    left, avail = int(out[0]), int(out[1])
+    assert 0 < left < 6 * 2**30 and avail <= left
+
+
+def test_available_memory_is_the_least_known_limit(monkeypatch):
+    monkeypatch.setattr(memory, "_system_available", lambda: 20 << 30)
+    monkeypatch.setattr(memory, "_rlimit_left", lambda: 3 << 30)
+    monkeypatch.setattr(memory, "_cgroup_left", lambda: 5 << 30)
+    assert memory.available_memory() == 3 << 30
+    monkeypatch.setattr(memory, "_rlimit_left", lambda: None)
+    assert memory.available_memory() == 5 << 30
+    for name in ("_system_available", "_cgroup_left"):
+        monkeypatch.setattr(memory, name, lambda: None)
+    assert memory.available_memory() is None
+
+
+def test_a_memory_error_inside_a_public_function_becomes_a_readable_refusal():
+    @checked_call
+    def work(n=1):
+        raise MemoryError("Unable to allocate 1.12 GiB for an array")
+
+    with pytest.raises(ResourceLimitError, match=r"work\(\) ran out of memory \(Unable to allocate 1.12 GiB"):
+        work()
+
+
+def test_select_refuses_a_selection_beyond_memory(tiny_memory, plan):
+    with pytest.raises(ResourceLimitError, match="cluster granularity"):
+        akfviz.select(plan.pa, granularity="tile")
+
+
+def test_simulate_refuses_to_record_beyond_memory_and_runs_without_recording(monkeypatch, plan):
+    from akfviz.npu import simulate as sim
+
+    x = np.ones((plan.shape[1], 8))
+    hw = akfviz.HardwareConfig(rows=8, cols=8)        # its per-PE memory is far below the recording's
+    est = sim.recorded_intervals_estimate(plan.npu_work(), x != 0, plan.pa.tile)
+    full = akfviz.simulate(plan, hw, x=x)
+    assert len(full.intervals["pe"]) <= est                  # an upper bound of what is kept
+    monkeypatch.setattr(memory, "CHECK_FROM_BYTES", 0)
+    monkeypatch.setattr(memory, "available_memory",
+                        lambda: int((sim.BYTES_PER_INTERVAL * est - 1) / memory.MEMORY_SHARE))
+    with pytest.raises(ResourceLimitError, match="record=False"):
+        akfviz.simulate(plan, hw, x=x)
+    quiet = akfviz.simulate(plan, hw, x=x, record=False)
+    assert quiet.cycles == full.cycles and not quiet.intervals and quiet.meta["recorded"] is False
+
+
+def test_simulate_refuses_a_grid_beyond_memory(monkeypatch, plan):
+    from akfviz.npu import simulate as sim
+
+    monkeypatch.setattr(memory, "CHECK_FROM_BYTES", 0)
+    monkeypatch.setattr(memory, "available_memory", lambda: int((sim.BYTES_PER_PE * 256 * 256 - 1) / memory.MEMORY_SHARE))
+    with pytest.raises(ResourceLimitError, match="256×256 PE grid .* smaller PE grid"):
+        akfviz.simulate(plan, record=False)
+    assert akfviz.simulate(plan, akfviz.HardwareConfig(rows=128, cols=128), record=False).cycles > 0
+
+
+def test_generate_refuses_beyond_memory(tiny_memory):
+    with pytest.raises(ResourceLimitError, match="lower density"):
+        akfviz.generate("uniform", n=2000, density=0.5)
+    with pytest.raises(ResourceLimitError, match="dense intermediate"):
+        akfviz.generate("llm", n=2000)
+
+
+def test_matmat_refuses_an_output_beyond_memory(tiny_memory, plan):
+    X = np.broadcast_to(np.ones(1), (plan.shape[1], 10**6))   # no memory of its own: only Y and the copy
+    with pytest.raises(ResourceLimitError, match="fewer columns"):
+        plan.matmat(X)
+
+
+def test_annealing_and_descent_lengths_are_bounded(plan):
+    from akfviz.npu.mapping import MAX_ANNEAL_ITERATIONS, map_tiles
+    from akfviz.selection.fusion_weights import MAX_STEPS, optimize_fusion_weights
+
+    with pytest.raises(akfviz.InputError, match="annealing proposals"):
+        map_tiles(plan.npu_work(), akfviz.HardwareConfig(), iterations=MAX_ANNEAL_ITERATIONS + 1)
+    with pytest.raises(akfviz.InputError, match="steps must be"):
+        optimize_fusion_weights(np.ones((2, 2)), np.ones(2), np.ones((2, 2)), 1e6, steps=MAX_STEPS + 1)
