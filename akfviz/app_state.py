@@ -614,24 +614,15 @@ def prediction_error_cached(key: str, _pa, hw_key: str, _hw):
 def simulate_cached(key: str, _plan, hw_key: str, _hw, x_key: str, _x, fused: bool = True,
                     iterations: int = 1, persistent: bool = True, _mapping="anneal"):
     """The simulation of the app's pages; it records the busy intervals (the NPU page's timeline)
-    only when :func:`records_timeline` says they are few enough."""
+    only up to :data:`MAX_RECORDED_INTERVALS` of them."""
     import akfviz
-    record = records_timeline(_plan, _x)
     return akfviz.simulate(_plan, _hw, x=_x, iterations=iterations, persistent=persistent, fused=fused,
-                           mapping=_mapping, record=record)
+                           mapping=_mapping, record_limit=MAX_RECORDED_INTERVALS)
 
 
 #: Most busy intervals a simulation in the app records for the timeline (≈ 160 bytes each while
 #: recording); above it the app simulates without them — the same counters, cycles and energy.
 MAX_RECORDED_INTERVALS = 5_000_000
-
-
-def records_timeline(plan, x) -> bool:
-    """Whether the app's simulation of ``plan`` on ``x`` records its busy intervals (the NPU
-    page's timeline): only when there are at most :data:`MAX_RECORDED_INTERVALS` of them."""
-    from .npu.simulate import recorded_intervals_estimate
-    return recorded_intervals_estimate(plan.npu_work(), (np.asarray(x) != 0)[:, None],
-                                       int(plan.pa.tile)) <= MAX_RECORDED_INTERVALS
 
 
 @st.cache_data(max_entries=8, show_spinner=False)

@@ -109,3 +109,15 @@ def test_annealing_and_descent_lengths_are_bounded(plan):
         map_tiles(plan.npu_work(), akfviz.HardwareConfig(), iterations=MAX_ANNEAL_ITERATIONS + 1)
     with pytest.raises(akfviz.InputError, match="steps must be"):
         optimize_fusion_weights(np.ones((2, 2)), np.ones(2), np.ones((2, 2)), 1e6, steps=MAX_STEPS + 1)
+
+
+def test_record_limit_runs_without_the_timeline_above_it(plan):
+    from akfviz.npu.simulate import recorded_intervals_estimate
+
+    est = recorded_intervals_estimate(plan.npu_work(), np.ones((plan.shape[1], 1), bool), plan.pa.tile)
+    kept = akfviz.simulate(plan, record_limit=est)
+    dropped = akfviz.simulate(plan, record_limit=est - 1)
+    assert kept.meta["recorded"] and len(kept.intervals["pe"]) > 0
+    assert not dropped.meta["recorded"] and not dropped.intervals and dropped.cycles == kept.cycles
+    with pytest.raises(akfviz.InputError, match="record_limit"):
+        akfviz.simulate(plan, record_limit=-1)

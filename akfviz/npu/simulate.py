@@ -29,7 +29,7 @@ from collections import OrderedDict
 import numba
 import numpy as np
 
-from ..arguments import check_flag, check_seed
+from ..arguments import check_flag, check_seed, check_whole
 from ..frozen import read_only
 from ..memory import check_memory
 from ..errors import InputError, checked_call
@@ -393,7 +393,7 @@ def simulate(plan, hw: HardwareConfig | None = None, x=None, iterations: int = 1
              persistent: bool = True, fused: bool = True, *, rho_x: float | None = None,
              seed: int = 0, mapping="anneal", batch: int | None = None, shape=None,
              tile: int | None = None, record: bool = True,
-             tile_rows: int | None = None) -> SimResult:
+             tile_rows: int | None = None, record_limit: int | None = None) -> SimResult:
     """Simulate ``iterations`` applications of the plan's matrix on the NPU (akf-spec §7).
 
     Parameters
@@ -429,6 +429,10 @@ def simulate(plan, hw: HardwareConfig | None = None, x=None, iterations: int = 1
     record : bool
         Record busy intervals of the first iteration (for :meth:`SimResult.timeline`). With
         ``record=False`` the engine runs in parallel over PEs (same counters, bit for bit).
+    record_limit : int, optional
+        Record only when the run would keep at most this many busy intervals (estimated from
+        the routed columns before running, :func:`recorded_intervals_estimate`); above it the run
+        goes without, and ``meta["recorded"]`` says so. The app passes its interactive limit.
     tile_rows : int, optional
         Tile height when it differs from ``tile`` (the width); used by :func:`simulate_dense`.
 
@@ -442,6 +446,8 @@ def simulate(plan, hw: HardwareConfig | None = None, x=None, iterations: int = 1
     persistent = check_flag(persistent, "persistent")
     fused = check_flag(fused, "fused")
     record = check_flag(record, "record")
+    if record_limit is not None:
+        record_limit = check_whole(record_limit, "record_limit")
     work, shape, tile, tr, origin = _resolve_plan(plan, shape, tile, tile_rows)
     n_cols = shape[1]
     active, rho = _resolve_x(x, n_cols, rho_x, seed, batch)
@@ -451,9 +457,13 @@ def simulate(plan, hw: HardwareConfig | None = None, x=None, iterations: int = 1
     check_memory(BYTES_PER_PE * hw.n_pes, f"Simulating a {hw.rows}×{hw.cols} PE grid",
                  "Use a smaller PE grid (rows × cols).")
     if record:
-        check_memory(BYTES_PER_INTERVAL * recorded_intervals_estimate(work, active, tile),
-                     f"Recording every busy interval of {n:,} tiles for {k} input column(s)",
-                     "Pass record=False: the same counters, cycles and energy, without the timeline.")
+        n_intervals = recorded_intervals_estimate(work, active, tile)
+        if record_limit is not None and n_intervals > record_limit:
+            record = False
+        else:
+            check_memory(BYTES_PER_INTERVAL * n_intervals,
+                         f"Recording every busy interval of {n:,} tiles for {k} input column(s)",
+                         "Pass record=False: the same counters, cycles and energy, without the timeline.")
     n_brows = -(-shape[0] // tr)
     n_bcols = -(-n_cols // tile)
     if isinstance(mapping, Mapping):
