@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from .colors import CLUSTER_PALETTE
@@ -153,10 +154,13 @@ def density_histogram(tiles, height: int = 320) -> go.Figure:
     groups = tiles["density_bin"].to_numpy() if "density_bin" in tiles else np.zeros(len(logd), np.int64)
     fig = go.Figure()
     kinds = np.unique(groups)
+    # Viridis by bin, low density dark, as the tile density map beside it (not the cluster palette:
+    # a bin is not a cluster)
+    shades = sample_colorscale("Viridis", list(np.linspace(0.1, 0.9, len(kinds))) if len(kinds) > 1 else [0.5])
     for i, g in enumerate(kinds):
         counts, _ = np.histogram(logd[groups == g], bins=log_edges)
         fig.add_trace(go.Bar(x=centers, y=counts, width=np.diff(edges), name=f"bin {int(g)}",
-                             marker_color=CLUSTER_PALETTE[i % len(CLUSTER_PALETTE)],
+                             marker_color=shades[i],
                              hovertemplate=f"density bin {int(g)}<br>density ≈ %{{x:.3g}}: %{{y}} tiles"
                                            "<extra></extra>"))
     ticks = log_ticks(lo, hi)
