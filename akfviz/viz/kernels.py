@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .colors import family_color, families_in, kernel_color, kernel_family
-from .layout import aggregation_note, coarse_grid, empty_figure, grid_axes, log_ticks, occupancy_text, styled
+from .layout import aggregation_note, coarse_grid, empty_figure, grid_axes, log_ticks, occupancy, styled
 
 
 def factorize_kernels(tile_kernels) -> tuple[np.ndarray, list]:
@@ -50,14 +50,13 @@ def kernel_map(tiles, tile_kernels, n_brows: int, n_bcols: int, tile: int,
                             (n_brows, n_bcols), cap, "first", fill=-1)
     ok = idx >= 0
     labels[ok] = kname[codes[idx[ok].astype(np.int64)]]
-    text = occupancy_text(tiles["bi"].to_numpy(), tiles["bj"].to_numpy(), (n_brows, n_bcols), cap, sr, sc)
+    text, text_hover = occupancy(tiles["bi"].to_numpy(), tiles["bj"].to_numpy(), (n_brows, n_bcols), cap, sr, sc)
     fig = go.Figure(go.Heatmap(
         z=grid.astype(np.float32), customdata=labels, x0=(sc - 1) / 2, dx=sc, y0=(sr - 1) / 2, dy=sr,
         colorscale=scale if k > 1 else [[0, family_color(order[0])], [1, family_color(order[0])]],
         zmin=-0.5, zmax=k - 0.5, xgap=1 if n_bcols <= 64 else 0, ygap=1 if n_brows <= 64 else 0,
         colorbar=dict(title="kernel family", tickvals=list(range(k)), ticktext=order, len=min(1.0, 0.1 * k + 0.3)),
-        text=text, hovertemplate="bi %{y:.0f}, bj %{x:.0f}<br>%{customdata}"
-                                 + ("<br>%{text}" if text is not None else "") + "<extra></extra>",
+        text=text, hovertemplate="bi %{y:.0f}, bj %{x:.0f}<br>%{customdata}" + text_hover + "<extra></extra>",
     ))
     grid_axes(fig, n_brows, n_bcols, f"tile row bi (×{tile})", f"tile column bj (×{tile})")
     return styled(fig, "Kernel choice per tile" + aggregation_note(sr, sc, "the kernel of its first nonempty tile"),

@@ -98,13 +98,16 @@ def aggregation_note(sr: int, sc: int, what: str) -> str:
     return "" if sr == 1 and sc == 1 else f" (each cell: {sr}×{sc} tiles, {what})"
 
 
-def occupancy_text(rows, cols, shape, cap: int, sr: int, sc: int):
-    """Hover text "k of s tiles nonempty" per cell of a map aggregated by :func:`coarse_grid`
-    (None when the map is exact)."""
+def occupancy(rows, cols, shape, cap: int, sr: int, sc: int) -> tuple[np.ndarray | None, str]:
+    """Nonempty tiles per cell of a map aggregated by :func:`coarse_grid`, as an integer grid to
+    pass as a heatmap's ``text`` (typed-array encoded: 2 or 4 bytes per cell, where strings took
+    ≈ 25: 1.6 MB more per 256² map), and the hover line that shows it ("" and None when the map
+    is exact)."""
     if sr == 1 and sc == 1:
-        return None
+        return None, ""
     count, _, _ = coarse_grid(rows, cols, np.ones(len(rows)), shape, cap, "sum", fill=0)
-    return np.char.add(count.astype(np.int64).astype(str), f" of {sr * sc} tiles nonempty")
+    small = sr * sc < 2**15
+    return count.astype(np.int16 if small else np.int32), f"<br>%{{text}} of {sr * sc} tiles nonempty"
 
 
 def empty_figure(message: str, height: int = 300) -> go.Figure:

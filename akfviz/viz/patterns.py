@@ -7,7 +7,7 @@ from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from .colors import CLUSTER_PALETTE
-from .layout import aggregation_note, coarse_grid, empty_figure, grid_axes, log_ticks, occupancy_text, styled
+from .layout import aggregation_note, coarse_grid, empty_figure, grid_axes, log_ticks, occupancy, styled
 
 
 def _tile_axes(fig: go.Figure, n_brows: int, n_bcols: int, tile: int) -> None:
@@ -95,12 +95,12 @@ def cluster_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 256,
     if selected_cluster is not None:
         z = np.where((cid >= 0) & (cid != int(selected_cluster)), k, z)
     hover = "bi %{y:.0f}, bj %{x:.0f}<br>cluster %{customdata}"
-    text = occupancy_text(bi, bj, (n_brows, n_bcols), cap, sr, sc)
+    text, text_hover = occupancy(bi, bj, (n_brows, n_bcols), cap, sr, sc)
     fig = go.Figure(go.Heatmap(
         z=z.astype(np.float32), customdata=cid.astype(np.int32), x0=(sc - 1) / 2, dx=sc, y0=(sr - 1) / 2, dy=sr,
         colorscale=scale, zmin=-0.5, zmax=k + 0.5, showscale=False, text=text,
         xgap=1 if n_bcols <= 64 else 0, ygap=1 if n_brows <= 64 else 0,
-        hovertemplate=hover + ("<br>%{text}" if text is not None else "") + "<extra></extra>",
+        hovertemplate=hover + text_hover + "<extra></extra>",
     ))
     _tile_axes(fig, n_brows, n_bcols, tile)
     n_cl = int(cl.max()) + 1 if cl.size else 0
