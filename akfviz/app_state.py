@@ -1237,14 +1237,16 @@ def export_buttons(label: str, frame_fn, stem: str, key: str, what: str = "") ->
     """CSV and Parquet download buttons for a table that is built only when a button is clicked
     (``frame_fn()`` returns the DataFrame; e.g. a million-tile table costs nothing until asked for);
     ``what`` (optional) is shown beside them: what one row of the table is."""
-    c1, c2, c3 = st.columns([1, 1, 3], vertical_alignment="center")
+    # a wrapping row sized to its content: fixed column shares cut the labels ("Traject…") when the
+    # buttons sit in half of the page
+    row = st.container(horizontal=True, vertical_alignment="center")
+    row.download_button(f"{label} (CSV)", data=lambda: frame_bytes(frame_fn(), "csv"),
+                        file_name=f"akfviz-{stem}.csv", mime="text/csv", on_click="ignore", key=f"{key}_csv")
+    row.download_button(f"{label} (Parquet)", data=lambda: frame_bytes(frame_fn(), "parquet"),
+                        file_name=f"akfviz-{stem}.parquet", mime="application/octet-stream",
+                        on_click="ignore", key=f"{key}_parquet")
     if what:
-        c3.caption(what)
-    c1.download_button(f"{label} (CSV)", data=lambda: frame_bytes(frame_fn(), "csv"),
-                       file_name=f"akfviz-{stem}.csv", mime="text/csv", on_click="ignore", key=f"{key}_csv")
-    c2.download_button(f"{label} (Parquet)", data=lambda: frame_bytes(frame_fn(), "parquet"),
-                       file_name=f"akfviz-{stem}.parquet", mime="application/octet-stream",
-                       on_click="ignore", key=f"{key}_parquet")
+        row.caption(what)
 
 
 def frame_bytes(df, fmt: str) -> bytes:

@@ -419,7 +419,7 @@ def test_selected_tile_of_a_larger_matrix_is_moved_into_range(app):
 
 @pytest.mark.parametrize("page,labels", [
     ("pages/1_Patterns.py", ["Tiles (CSV)", "Tiles (Parquet)", "Clusters (CSV)", "Clusters (Parquet)"]),
-    ("app.py", ["nnz per row / column (CSV)", "nnz per row / column (Parquet)"]),
+    ("app.py", ["nnz counts (CSV)", "nnz counts (Parquet)"]),
     ("pages/2_Kernels.py", ["Plan (CSV)", "Plan (Parquet)", "Trajectory (CSV)", "Pareto front (CSV)", "Fits (CSV)",
                             "Calibration points (Parquet)"]),
     ("pages/3_NPU.py", ["Simulation (JSON)", "PE counters (CSV)", "PE counters (Parquet)"]),
