@@ -134,8 +134,11 @@ BYTES_PER_DENSE_ELEMENT = 24
 _SMALLER = "Use a smaller n (or m) or a lower density."
 
 
-def _check_nnz(limits: LoadLimits, kind: str, estimate: float) -> None:
-    limits.check_nnz(int(math.ceil(estimate)), what=f"generated {kind!r} matrix")
+def _check_nnz(limits: LoadLimits, kind: str, estimate: float, stored: float | None = None) -> None:
+    """Refuse a generator call whose ``estimate`` entries (drawn, before duplicates are merged)
+    would exhaust memory, or whose ``stored`` entries (default: ``estimate``) exceed the limits."""
+    stored = estimate if stored is None else min(stored, estimate)
+    limits.check_nnz(int(math.ceil(stored)), what=f"generated {kind!r} matrix")
     check_memory(int(BYTES_PER_GENERATED_ENTRY * estimate),
                  f"Generating the {kind!r} matrix (about {estimate:,.0f} entries)", _SMALLER)
 
@@ -303,7 +306,9 @@ def _clustered(rng, n, m, limits, *, blocks, min_block, max_block, density, nois
     """
     k_blocks = max(1, n // 64) if blocks is None else blocks
     lo, hi = min(min_block, max_block), max(min_block, max_block)
-    _check_nnz(limits, "clustered", k_blocks * hi * hi + noise * n * m)
+    # blocks are clipped to the matrix, and overlapping blocks share positions: at most n·m stored
+    kept = k_blocks * min(hi, n) * min(hi, m) * density + noise * n * m
+    _check_nnz(limits, "clustered", kept, stored=n * m)
     heights = np.minimum(rng.integers(lo, hi + 1, size=k_blocks), n)
     widths = np.minimum(rng.integers(lo, hi + 1, size=k_blocks), m)
     r0 = rng.integers(0, n - heights + 1)

@@ -251,6 +251,16 @@ def test_clustered_many_blocks_is_not_one_step_per_block(counting_np, monkeypatc
                              density=1.0, noise=0.0, seed=1))
 
 
+def test_clustered_estimate_clips_blocks_to_the_matrix():
+    """Blocks are clipped to the matrix, so a 1×1 matrix with huge or many blocks holds at most
+    one entry; the size check used to refuse it, quoting 4 096 000 001 (or 1e36) entries."""
+    assert generate("clustered", n=1, blocks=1_000_000, seed=0).nnz == 1
+    assert generate("clustered", n=1, min_block=10**18, max_block=10**18, density=1.0, seed=0).nnz == 1
+    assert generate("clustered", n=3, m=2, max_block=10**18, density=1.0, noise=0.0, seed=0).nnz == 6
+    with pytest.raises(akfviz.errors.ResourceLimitError, match="10000000000 stored entries"):
+        generate("clustered", n=100_000, blocks=1_000_000, min_block=5000, max_block=5000, density=1.0)
+
+
 # --------------------------------------------------------------------------- block pruning
 @pytest.mark.parametrize("kind, extra", [("llm_block", {}), ("llm", {"prune": "block"})])
 def test_block_larger_than_the_matrix_is_refused(kind, extra):
