@@ -5,7 +5,7 @@ import streamlit as st
 
 from akfviz import app_state as S
 from akfviz.viz import patterns as vp
-from akfviz.viz.tables import property_table
+from akfviz.viz.tables import property_table, tiles_export
 from akfviz.app_shell import page_end, page_start
 
 page_start("Patterns",
@@ -123,8 +123,9 @@ with d2:
                  column_config={"density": st.column_config.NumberColumn(format="%.4g")})
 
 st.subheader("Export")
-S.export_buttons("Tiles", lambda: tiles, f"tiles-T{pa.tile}", "exp_tiles",
-                  "one row per nonempty tile: position, every feature, signature, cluster (as pa.tiles)")
+S.export_buttons("Tiles", lambda: tiles_export(tiles), f"tiles-T{pa.tile}", "exp_tiles",
+                  "one row per nonempty tile: position, every feature, signature (an integer, and in hex as "
+                  "shown above), cluster (as pa.tiles)")
 S.export_buttons("Clusters", lambda: clusters.reset_index(), f"clusters-T{pa.tile}", "exp_clusters",
                   "one row per cluster: size, representative tile, density bin, mean density, Jaccard")
 

@@ -101,7 +101,7 @@ with right:
     st.caption("How to read this: nonzeros of A handled by each kernel.")
 
 S.export_buttons("Plan", plan.tile_table, f"plan-T{pa.tile}", "exp_plan",
-                  "one row per tile: position, nnz, cluster, chosen kernel and its error E = ‖t − Â_t‖²_F")
+                  "one row per tile: position, nnz, cluster, chosen kernel and its squared error sq_error = ‖t − Â_t‖²_F")
 
 st.subheader("Why each cluster got its kernel")
 per_unit = rep.per_unit

@@ -100,6 +100,6 @@ S.export_buttons("Solutions", res.solutions, f"solver-{method}-solutions", "exp_
                  "one row per unknown: the last iterate with the exact A, with the lossy plan Â, and their difference")
 S.export_buttons("NPU cost", lambda: res.npu.reset_index(names="kernel_mode"), f"solver-{method}-npu",
                  "exp_solver_npu", "persistent and non-persistent runs: cycles, DRAM bytes and energy, "
-                 "in all and per iteration")
+                 "in all and per iteration, in the library's units (seconds, pJ; the table above shows µs, µJ)")
 
 page_end()

@@ -113,7 +113,7 @@ def test_matrix_file_as_positional_argument(capsys, tmp_path):
 
 @pytest.mark.parametrize("cmd,columns,rows", [
     ("analyze", ["bi", "bj", "nnz", "density", "cluster"], "tiles"),
-    ("select", ["tile", "bi", "bj", "nnz", "density", "cluster", "kernel", "error"], "tiles"),
+    ("select", ["tile", "bi", "bj", "nnz", "density", "cluster", "kernel", "sq_error"], "tiles"),
     ("simulate", ["pe", "row", "col", "busy", "utilization"], "pes"),
 ])
 def test_out_csv_and_parquet_write_the_commands_table(capsys, tmp_path, cmd, columns, rows):

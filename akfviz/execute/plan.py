@@ -219,14 +219,15 @@ class FusionPlan:
 
     def tile_table(self) -> pd.DataFrame:
         """One row per tile (aligned with ``pa.tiles``): ``tile, bi, bj, nnz, density, cluster``,
-        the chosen ``kernel`` and its error ``E = ||t − Â_t||_F²`` (akf-spec §3) — the plan as a
-        table, e.g. to export."""
+        the chosen ``kernel`` and its squared error ``sq_error`` = ``E = ||t − Â_t||_F²``
+        (akf-spec §3, in the matrix's units squared; ``sqrt(Σ sq_error) / ||A||_F`` is
+        ``relative_error``) — the plan as a table, e.g. to export."""
         t = self.pa.tiles_as_analysed()
         return pd.DataFrame({
             "tile": np.arange(len(t), dtype=np.int64), "bi": t["bi"].to_numpy(), "bj": t["bj"].to_numpy(),
             "nnz": t["nnz"].to_numpy(), "density": t["density"].to_numpy(),
             "cluster": t["cluster"].to_numpy(), "kernel": self.tile_kernels_categorical,
-            "error": self.tile_errors.copy()})
+            "sq_error": self.tile_errors.copy()})
 
     @property
     def relative_error(self) -> float:

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
+import akfviz
 from akfviz import app_state as S
 from akfviz.errors import InputError
 from akfviz.viz import colors, dse, layout, matrix, npu, patterns, solver
@@ -626,3 +627,23 @@ def test_nnz_counts_is_the_data_of_the_histograms():
     assert df[df.axis == "row"]["nnz"].tolist() == [2, 0]
     assert df[df.axis == "column"]["nnz"].tolist() == [1, 0, 1]
     assert df[df.axis == "column"]["index"].tolist() == [0, 1, 2]
+
+
+def test_tiles_export_adds_the_signature_in_hex_as_the_page_shows_it():
+    import io
+
+    from akfviz.app_state import frame_bytes
+    from akfviz.viz.tables import readable, tiles_export
+
+    A = akfviz.generate("clustered", n=300, seed=4)
+    pa = akfviz.analyze(A, tile=16)
+    out = tiles_export(pa.tiles)
+    cols = list(pa.tiles.columns)
+    i = cols.index("signature")
+    assert list(out.columns) == cols[:i + 1] + ["signature_hex"] + cols[i + 1:]
+    pd.testing.assert_frame_equal(out.drop(columns="signature_hex"), pa.tiles)
+    sig = pa.tiles["signature"].to_numpy()
+    assert sig.max() > 2**53  # bits a float would round away
+    assert list(out["signature_hex"]) == [readable(v, "signature") for v in sig]
+    back = pd.read_csv(io.BytesIO(frame_bytes(out, "csv")))
+    assert [int(h, 16) for h in back["signature_hex"]] == [int(v) for v in sig]

@@ -394,20 +394,20 @@ def test_tile_table_is_the_plan_tile_by_tile_and_exports():
     names = np.array(["DENSE", "QUANT8", "PRUNE50", "SKIP"], dtype=object)[np.arange(pa.n_tiles) % 4]
     plan = FusionPlan(pa, names)
     tab = plan.tile_table()
-    assert list(tab.columns) == ["tile", "bi", "bj", "nnz", "density", "cluster", "kernel", "error"]
+    assert list(tab.columns) == ["tile", "bi", "bj", "nnz", "density", "cluster", "kernel", "sq_error"]
     assert len(tab) == pa.n_tiles and list(tab["kernel"].astype(str)) == list(names)
     np.testing.assert_array_equal(tab[["bi", "bj", "nnz", "cluster"]].to_numpy(),
                                   pa.tiles[["bi", "bj", "nnz", "cluster"]].to_numpy())
     # the errors sum to the plan's measured error; lossless tiles have none
-    assert np.sqrt(tab["error"].sum()) / pa.fro_norm == pytest.approx(plan.relative_error, rel=1e-12)
-    assert (tab.loc[tab["kernel"] == "DENSE", "error"] == 0).all()
-    assert (tab.loc[tab["kernel"] == "SKIP", "error"] > 0).all()
+    assert np.sqrt(tab["sq_error"].sum()) / pa.fro_norm == pytest.approx(plan.relative_error, rel=1e-12)
+    assert (tab.loc[tab["kernel"] == "DENSE", "sq_error"] == 0).all()
+    assert (tab.loc[tab["kernel"] == "SKIP", "sq_error"] > 0).all()
     # both export formats read back to the same table
     csv = pd.read_csv(io.BytesIO(frame_bytes(tab, "csv")))
     np.testing.assert_array_equal(csv["kernel"].to_numpy(), tab["kernel"].astype(str).to_numpy())
-    np.testing.assert_allclose(csv["error"].to_numpy(), tab["error"].to_numpy(), rtol=1e-15)
+    np.testing.assert_allclose(csv["sq_error"].to_numpy(), tab["sq_error"].to_numpy(), rtol=1e-15)
     pq = pd.read_parquet(io.BytesIO(frame_bytes(tab, "parquet")))
-    np.testing.assert_array_equal(pq["error"].to_numpy(), tab["error"].to_numpy())
+    np.testing.assert_array_equal(pq["sq_error"].to_numpy(), tab["sq_error"].to_numpy())
     assert list(pq["kernel"].astype(str)) == list(names)
 
 
