@@ -48,6 +48,11 @@ JS_MAX_INT = 2**53 - 1
 #: Largest PE grid side the app offers (NPU form, links, sweeps): 1024² PEs simulate in seconds;
 #: the library's HardwareConfig goes up to 4096 (about 1 GB per point).
 MAX_GRID_SIDE = 1024
+#: Largest stored entries / dense intermediate the app's generator form makes (the library's
+#: defaults are 200M / 400M: about 1 minute and 8 GB, which on a shared server would hold a
+#: large share of the memory in the generator cache). 20M entries is 20× the benchmark matrix.
+MAX_GENERATED_NNZ = 20_000_000
+MAX_GENERATED_DENSE = 100_000_000
 
 
 def _number(s) -> float:
@@ -524,8 +529,12 @@ def bytes_digest(data: bytes) -> str:
 
 @st.cache_resource(max_entries=16, show_spinner="Generating the matrix…")
 def generate_cached(kind: str, params: tuple) -> Any:
+    """``akfviz.generate`` within the app's limits (:data:`MAX_GENERATED_NNZ`,
+    :data:`MAX_GENERATED_DENSE`), cached across sessions."""
     import akfviz
-    return akfviz.generate(kind, **dict(params))
+    from .workloads.limits import LoadLimits
+    limits = LoadLimits(max_nnz=MAX_GENERATED_NNZ, max_dense_elements=MAX_GENERATED_DENSE)
+    return akfviz.generate(kind, limits=limits, **dict(params))
 
 
 @st.cache_resource(max_entries=8, show_spinner="Loading the sample…")

@@ -730,3 +730,14 @@ def test_npu_page_says_when_the_timeline_was_not_recorded(app, monkeypatch):
     _ok(app)
     assert any("No timeline for this run" in i.value for i in app.info)
     assert len(charts(app)) >= 3                        # the heatmap, energy and the rest still drawn
+
+
+def test_the_generator_form_keeps_to_the_apps_size_limit(app):
+    """The form accepted the library's 200M entries (about 1 minute and 8 GB, then held in a cache
+    shared by every session); it now stops at the app's 20M with the way around it."""
+    app.query_params.update({"src": "gen", "gen": "uniform", "g_n": "100000", "g_density": "0.003"})
+    app.run()
+    assert not app.exception, [e.value[:300] for e in app.exception]
+    msgs = [e.value for e in app.error]
+    assert any("30000000 stored entries, over the limit of 20000000" in m and "Python API" in m
+               for m in msgs), msgs
