@@ -15,7 +15,7 @@ from akfviz import app_state as S
 from akfviz.errors import InputError
 from akfviz.workloads.archives import ARCHIVE_SUFFIXES, COMPRESSED_SUFFIXES
 from akfviz.viz import matrix as vm
-from akfviz.app_shell import page_end, page_start
+from akfviz.app_shell import metric_row, page_end, page_start
 
 page_start("Matrix",
            "The workload `y = A x`: a real pruned transformer weight, a stencil, or a generated matrix (akf-spec §1).")
@@ -158,7 +158,7 @@ if wl.provenance:
 summary = vm.matrix_summary(A)
 S.record_result("matrix", {"shape": list(A.shape), "nnz": A.nnz, "sha256": wl.digest,
                            "density": summary["density"]})
-cols = st.columns(6)
+cols = metric_row(6)
 for col, key in zip(cols, ("rows", "columns", "nnz", "density", "empty rows", "max nnz per row")):
     v = summary[key]
     col.metric(key, f"{v:.3g}" if isinstance(v, float) else f"{v:,}")

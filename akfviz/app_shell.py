@@ -85,6 +85,26 @@ def _reseed_widgets_on_page_change() -> None:
         ss["_akf_page"] = page
 
 
+def metric_row(n: int) -> list:
+    """``n`` slots for ``st.metric`` in one row that wraps: each slot is as wide as its label and
+    value, so a narrow window puts the last metrics on a second line instead of cutting every
+    label and value to "makes…" / "0.…" as ``st.columns(n)`` did at 1000 px. Slots may be filled
+    in any order."""
+    row = st.container(horizontal=True, wrap=True, gap="medium")
+    return [_MetricSlot(row.container(width="content")) for _ in range(n)]
+
+
+class _MetricSlot:
+    """One place in a :func:`metric_row`: ``slot.metric(...)`` is ``st.metric`` sized to its content."""
+
+    def __init__(self, container):
+        self._container = container
+
+    def metric(self, *args, **kwargs):
+        kwargs.setdefault("width", "content")
+        return self._container.metric(*args, **kwargs)
+
+
 def page_end() -> None:
     """After the page body: write the state into the URL; compile numba once per server."""
     S.sync_url()
@@ -114,6 +134,10 @@ def _workload_controls() -> None:
         if presets:
             S.widget(st.selectbox, "Hardware preset", "preset", options=presets,
                      help="Energy table and NPU parameters (edit them on the NPU page).")
+            changes = S.hardware_changes()
+            if changes:
+                st.caption("Changed on the NPU page: " + ", ".join(changes) + " (so every page uses custom "
+                           "hardware; \"Reset to the preset\" there undoes it).")
 
 
 def _share_and_save(wl) -> None:

@@ -1178,6 +1178,36 @@ def hardware():
         return None, ""
 
 
+def hardware_changes() -> list[str]:
+    """The NPU page's changes to the preset, as short phrases ("16×16 PEs", "8,192 B SRAM per PE",
+    "edited energy table"); empty when the preset is used as it is."""
+    hwmod = stage("npu.hardware")
+    names = hwmod.HardwareConfig.preset_names()
+    base = hwmod.HardwareConfig.from_preset(get("preset") if get("preset") in names else names[0])
+    value = {k: get(k) for k in ("hw_rows", "hw_cols", "hw_sram", "hw_clock", "hw_bw")}
+    rows = base.rows if value["hw_rows"] is None else int(value["hw_rows"])
+    cols = base.cols if value["hw_cols"] is None else int(value["hw_cols"])
+    out = [f"{rows}×{cols} PEs"] if (rows, cols) != (base.rows, base.cols) else []
+    for key, attr, fmt, scale in (("hw_sram", "sram_bytes_per_pe", "{:,.0f} B SRAM per PE", 1),
+                                  ("hw_clock", "clock_hz", "{:g} MHz", 1e-6),
+                                  ("hw_bw", "dram_bytes_per_cycle", "{:,.0f} DRAM B/cycle", 1)):
+        v = value[key]
+        if v is not None and float(v) != float(getattr(base, attr)):
+            out.append(fmt.format(float(v) * scale))
+    if st.session_state.get("_akf_energy_override") is not None:
+        out.append("edited energy table")
+    return out
+
+
+def hardware_text(hw) -> str:
+    """One line naming the hardware a result was computed on: the preset, or "custom" with the
+    NPU page's changes, then the grid, SRAM and clock."""
+    changes = hardware_changes()
+    label = get("preset") if not changes else f"custom (preset {get('preset')}, changed on the NPU page)"
+    return (f"{label}: {hw.rows}×{hw.cols} = {hw.n_pes:,} PEs, {hw.sram_bytes_per_pe:,} B SRAM per PE, "
+            f"{hw.clock_hz / 1e6:g} MHz")
+
+
 def _apply_overrides(hw):
     import dataclasses
     overrides = {}

@@ -6,7 +6,7 @@ import streamlit as st
 from akfviz import app_state as S
 from akfviz.viz import patterns as vp
 from akfviz.viz.tables import property_table, tiles_export
-from akfviz.app_shell import page_end, page_start
+from akfviz.app_shell import metric_row, page_end, page_start
 
 page_start("Patterns",
            "Tiles of side T, their features, and MinHash-LSH clusters split by log-density bin "
@@ -37,7 +37,7 @@ summ = pa.summary()
 timings = summ["timings"]
 total_t = float(timings.get("total", sum(timings.values())))
 S.record_result("patterns", {k: summ[k] for k in ("tile", "n_tiles", "n_clusters", "jaccard_mean")})
-m = st.columns(5)
+m = metric_row(5)
 m[0].metric("nonempty tiles", f"{len(tiles):,}", help=f"of {ts.n_brows}×{ts.n_bcols} = {ts.n_brows * ts.n_bcols:,}")
 m[1].metric("clusters", f"{pa.n_clusters:,}")
 m[2].metric("tiles per cluster", f"{len(tiles) / max(pa.n_clusters, 1):.1f}")

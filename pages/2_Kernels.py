@@ -4,7 +4,7 @@ import streamlit as st
 
 from akfviz import app_state as S
 from akfviz.viz import kernels as vk
-from akfviz.app_shell import page_end, page_start
+from akfviz.app_shell import metric_row, page_end, page_start
 from akfviz.selection.perftable import MEASURE_UNITS
 
 page_start("Kernels",
@@ -61,7 +61,7 @@ S.record_result("selection", {"relative_error": plan.relative_error, "resource":
                               "resource_share": rep.resource_share, "measure": rep.measure,
                               "kernels_used": used_kernels})
 
-m = st.columns(5)
+m = metric_row(5)
 m[0].metric("relative error", f"{100 * plan.relative_error:.3g} %", help="Measured ‖A − Â‖_F / ‖A‖_F.")
 m[1].metric(f"{rep.measure} ÷ Dense (est.)", f"{rep.resource_share:.3g}×",
             help=f"The selector's estimate R / R_dense (R = {plan.resource:.4g}): the performance table's "
@@ -204,7 +204,7 @@ if st.toggle("Check the table against exact pricing on this matrix", key="pt_che
 
 st.subheader("CPU check: fused execution vs scipy")
 chk = S.cpu_check_cached(pkey, plan, wl.A)
-cc = st.columns(3)
+cc = metric_row(3)
 cc[0].metric("‖plan.matvec(x) − Â x‖ / ‖Â x‖", f"{chk['vs_approx']:.2e}",
              help="The fused numba executor against scipy on the plan's own approximation (rounding only).")
 cc[1].metric("output error ‖(A − Â) x‖ / ‖A x‖", f"{100 * chk['output_error']:.3g} %")

@@ -5,7 +5,7 @@ import streamlit as st
 from akfviz import app_state as S
 from akfviz.errors import InputError
 from akfviz.viz import npu as vn
-from akfviz.app_shell import page_end, page_start
+from akfviz.app_shell import metric_row, page_end, page_start
 
 page_start("NPU",
            "The fused plan placed on a PE grid (greedy + simulated annealing) and simulated event by event: "
@@ -86,7 +86,7 @@ if res is None:
 summary = res.to_dict()
 S.record_result("npu", {k: summary[k] for k in ("cycles", "seconds", "energy_total_pj", "events", "macs",
                                                 "dram_bytes", "utilization_mean", "pes_busy")})
-m = st.columns(6)
+m = metric_row(6)
 m[0].metric("makespan (cycles)", f"{res.cycles:,}", help=f"{res.seconds * 1e6:.3g} µs at {hw.clock_hz / 1e6:g} MHz")
 m[1].metric("energy", f"{res.energy_total_pj / 1e6:.4g} µJ")
 m[2].metric("events", f"{res.events:,}")

@@ -33,7 +33,7 @@ with c2:
             "resource": f"resource budget {S.get('rbudget'):g}"}.get(S.get("mode"), S.get("mode"))
     st.caption(f"AKF is the plan the Kernels and NPU pages show ({mode}, R = {S.get('resource')}, "
                f"T = {S.get('tile')}, granularity {S.get('gran')}); all four plans see the same x "
-               f"(ρ_x = {S.get('xdens'):g}) — change these on Kernels / NPU.")
+               f"(ρ_x = {S.get('xdens'):g}) — change these on Kernels / NPU. Hardware: {S.hardware_text(hw)}.")
 plan = S.plan_for(wl, pa, hw, hwk)
 if plan is None:
     st.stop()
@@ -57,8 +57,14 @@ shown = pc.copy()
 gaps = [c for c in shown.columns if c != "note" and shown[c].isna().any()]
 for col in gaps:
     shown[col] = [("—" if v != v else f"{v:.4g}") for v in shown[col]]
+labels = {"speedup_measured": "speedup, measured", "speedup_claimed": "speedup, paper",
+          "energy_rel_measured": "energy ÷ Dense, measured", "energy_claimed_table": "energy, paper's table",
+          "energy_claimed_text": "energy, paper's text", "error_pct_measured": "error %, measured",
+          "error_pct_claimed": "error %, paper"}
 st.dataframe(shown.drop(columns="note", errors="ignore"), width="stretch",
-             column_config={c: st.column_config.TextColumn(alignment="right") for c in gaps})
+             column_config={c: (st.column_config.TextColumn(labels.get(c, c), alignment="right") if c in gaps else
+                                st.column_config.NumberColumn(labels.get(c, c), format="%.4g"))
+                            for c in shown.columns if c != "note"})
 if "note" in pc:
     # the per-plan explanation is the point of this table: a list anyone can read, not a column off-screen
     st.markdown("**Where and why they differ**\n\n" + "\n".join(f"- **{name}**: {note}" for name, note in

@@ -4,7 +4,7 @@ import streamlit as st
 from akfviz import app_state as S
 from akfviz.errors import InputError
 from akfviz.viz import solver as vs
-from akfviz.app_shell import page_end, page_start
+from akfviz.app_shell import metric_row, page_end, page_start
 
 page_start("Solver",
            "Iterative methods apply y = A x many times: the plan's error shows up in convergence, and a "
@@ -54,7 +54,7 @@ except (InputError, ValueError) as exc:
 S.record_result("solver", {"operator": label, "method": method, "iterations": int(iters),
                            "relative_error": res.relative_error, "solution_error": res.solution_error,
                            "iterations_to_tol": res.iterations_to_tol})
-m = st.columns(5)
+m = metric_row(5)
 m[0].metric("operator size", f"{A.shape[0]:,}²", help=f"{label}: {A.shape[0]:,}×{A.shape[1]:,}, nnz {A.nnz:,}")
 m[1].metric("plan's relative error", f"{100 * res.relative_error:.3g} %",
             help="‖A − Â‖_F / ‖A‖_F of the lossy plan (akf-spec §5).")

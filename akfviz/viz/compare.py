@@ -7,8 +7,9 @@ from plotly.subplots import make_subplots
 
 from .layout import styled
 
-METRICS = (("speedup", "speedup over Dense (×)"), ("energy_rel", "energy relative to Dense"),
-           ("error_pct", "approximation error (%)"))
+# two-line panel titles: on one line the three ran into each other in a 650 px wide column
+METRICS = (("speedup", "speedup<br>over Dense (×)"), ("energy_rel", "energy<br>relative to Dense"),
+           ("error_pct", "approximation<br>error (%)"))
 PLAN_COLORS = {"Dense": "#1f4e79", "BlockSparse": "#5d6d7e", "StaticSparse": "#2e86c1", "AKF": "#17a589"}
 
 
@@ -24,7 +25,8 @@ def compare_bars(measured, claimed=None, height: int = 360) -> go.Figure:
         vals = measured[col].to_numpy(dtype=float)
         fig.add_trace(go.Bar(x=plans, y=vals, marker_color=[PLAN_COLORS.get(p, "#888") for p in plans],
                              name="measured", showlegend=j == 1, legendgroup="m",
-                             text=[f"{v:.3g}" for v in vals], textposition="auto",
+                             text=[f"{v:.3g}" for v in vals], textposition="outside", textangle=0,
+                             textfont=dict(size=10), cliponaxis=False,
                              hovertemplate="%{x}: %{y:.4g}<extra>measured</extra>"), 1, j)
         if claimed is not None and col in claimed:
             cv = claimed.reindex(measured.index)[col].to_numpy(dtype=float)
@@ -34,7 +36,7 @@ def compare_bars(measured, claimed=None, height: int = 360) -> go.Figure:
                                      showlegend=j == 1, legendgroup="c",
                                      hovertemplate="%{x}: %{y:.4g}<extra>paper</extra>"), 1, j)
     return styled(fig, "Baselines on the same matrix and hardware", height + 30,
-                  legend=dict(orientation="h", y=-0.25, x=0.5, xanchor="center"), margin=dict(l=50, r=20, t=70, b=90))
+                  legend=dict(orientation="h", y=-0.25, x=0.5, xanchor="center"), margin=dict(l=50, r=20, t=100, b=90))
 
 
 def cpu_timings(names, medians_ms, height: int = 280) -> go.Figure:

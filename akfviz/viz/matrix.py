@@ -68,7 +68,7 @@ def spy_density(A, max_bins: int = 512, title: str | None = None, height: int = 
 def nnz_histograms(A, height: int = 300) -> go.Figure:
     """Histograms of nonzeros per row and per column (log count axis)."""
     row_nnz, col_nnz = _row_col_nnz(A)
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("nonzeros per row", "nonzeros per column"),
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("nnz per row", "nnz per column"),
                         horizontal_spacing=0.12)
     for k, (vals, color) in enumerate(((row_nnz, "#2e86c1"), (col_nnz, "#e67e22")), start=1):
         fig.add_trace(go.Histogram(x=vals, marker_color=color, nbinsx=min(60, int(vals.max()) + 1 if vals.size else 1),

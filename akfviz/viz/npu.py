@@ -186,7 +186,9 @@ def energy_breakdown(energy: dict, height: int = 320, title: str = "Energy break
     # component names above their bars: a left margin for them left no room for the bars
     fig.update_yaxes(autorange="reversed", ticklabelposition="inside top", showgrid=False)
     # the right margin holds the share printed past the longest bar
-    return styled(fig, f"{title}<br><span style='font-size:12px'>total {tot:.4g} pJ</span>", height,
+    # in µJ as the page's energy metric, with the pJ of the hover and the exports beside it
+    pj = f"{tot:,.0f}" if tot >= 1 else f"{tot:.3g}"
+    return styled(fig, f"{title}<br><span style='font-size:12px'>total {tot / 1e6:.4g} µJ = {pj} pJ</span>", height,
                   margin=dict(l=10, r=50, t=60, b=10))
 
 
@@ -221,7 +223,7 @@ def annealing_trajectory(proposals, objective, greedy: float | None = None,
     fig.update_xaxes(title="annealing proposals")
     # the formula is in the hover text and the page caption: a long rotated title overflows the plot
     fig.update_yaxes(title="objective")
-    return styled(fig, "Mapping: simulated-annealing trajectory", height)
+    return styled(fig, "Annealing trajectory", height)
 
 
 def fused_vs_unfused(rows: dict, height: int = 320) -> go.Figure:

@@ -741,3 +741,43 @@ def test_the_generator_form_keeps_to_the_apps_size_limit(app):
     msgs = [e.value for e in app.error]
     assert any("30000000 stored entries, over the limit of 20000000" in m and "Python API" in m
                for m in msgs), msgs
+
+
+def test_compare_names_the_hardware_and_the_sidebar_says_it_was_changed(app):
+    """Compare said only "the same hardware" and the sidebar kept showing the preset's name while
+    a link's 16×16 grid with 8 KiB SRAM per PE made every page's numbers."""
+    app.query_params.update({"hw_rows": "16", "hw_cols": "16", "hw_sram": "8192"})
+    app.run()
+    app.switch_page("pages/4_Compare.py").run()
+    assert not app.exception, [e.value[:300] for e in app.exception]
+    caps = [c.value for c in app.caption]
+    assert any("Hardware: custom (preset horowitz-45nm, changed on the NPU page): 16×16 = 256 PEs, "
+               "8,192 B SRAM per PE" in c for c in caps), caps
+    side = [c.value for c in app.sidebar.caption]
+    assert any(c.startswith("Changed on the NPU page: 16×16 PEs, 8,192 B SRAM per PE") for c in side), side
+    app.query_params.clear()
+
+
+def test_metrics_sit_in_a_wrapping_row_sized_to_their_content(app):
+    """In st.columns(6) every metric was cut to "makes…" / "0.…" in a 1000 px window."""
+    app.run()
+    app.switch_page("pages/3_NPU.py").run()
+    assert not app.exception
+    rows = {}
+
+    def walk(node, row=None):
+        for child in getattr(node, "children", {}).values():
+            if getattr(child, "type", "") == "metric":
+                rows.setdefault(id(row), (row, []))[1].append(child.label)
+                # in its own content-sized slot, not in a fixed share of the row (st.columns)
+                assert not node.proto.HasField("column"), child.label
+                continue
+            proto = getattr(child, "proto", None)
+            wraps = proto is not None and "flex_container" in type(proto).DESCRIPTOR.fields_by_name \
+                and proto.HasField("flex_container") and proto.flex_container.wrap \
+                and proto.flex_container.direction == proto.flex_container.Direction.HORIZONTAL
+            walk(child, child if wraps else row)
+
+    walk(app.main)
+    (row, labels), = rows.values()       # all six in one wrapping horizontal row (not columns)
+    assert row is not None and labels[:2] == ["makespan (cycles)", "energy"] and len(labels) == 6

@@ -158,4 +158,5 @@ def test_energy_breakdown_fits_a_narrow_column(run):
     shares = [float(t.rstrip(" %")) for t in bar.text]
     assert abs(sum(shares) - 100) < 0.5
     assert fig.layout.xaxis.visible is False           # no energy ticks to rotate and overlap
-    assert f"total {res.energy_total_pj:.4g} pJ" in fig.layout.title.text
+    # in µJ like the page's energy metric, and the pJ of the hover and the exports
+    assert f"total {res.energy_total_pj / 1e6:.4g} µJ = {res.energy_total_pj:,.0f} pJ" in fig.layout.title.text

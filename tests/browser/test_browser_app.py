@@ -152,7 +152,7 @@ def test_clicking_a_tile_on_the_density_map_selects_it(server, page):
 
 def test_plan_export_downloads_the_table(server, page, tmp_path):
     # the Kernels page's "Plan (CSV)" button: the table is built on the click and the browser gets
-    # one row per nonempty tile with the chosen kernel and its error
+    # one row per nonempty tile with the chosen kernel and its squared error
     import pandas as pd
 
     open_page(page, server, "Kernels")
@@ -161,6 +161,6 @@ def test_plan_export_downloads_the_table(server, page, tmp_path):
     path = tmp_path / "plan.csv"
     info.value.save_as(path)
     df = pd.read_csv(path)
-    assert list(df.columns) == ["tile", "bi", "bj", "nnz", "density", "cluster", "kernel", "error"]
-    assert len(df) > 0 and (df["error"] >= 0).all() and df["kernel"].notna().all()
+    assert list(df.columns) == ["tile", "bi", "bj", "nnz", "density", "cluster", "kernel", "sq_error"]
+    assert len(df) > 0 and (df["sq_error"] >= 0).all() and df["kernel"].notna().all()
     assert page.locator('[data-testid="stException"]').count() == 0
