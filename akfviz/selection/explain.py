@@ -77,7 +77,8 @@ def explain(plan, tile=None, cluster=None) -> pd.DataFrame:
             chosen = int(rep.chosen[u])
             argmin = int(rep.argmin[u])
             context = (f"cluster {cluster} ({int(rep.unit_size[u])} tiles), decided on its representative "
-                       f"tile {int(rep.units[u])}")
+                       f"tile {int(rep.units[u])}; E is the representative's error scaled to the members' "
+                       f"mean ‖t‖²_F")
         else:
             tile = int(pa.clusters_as_analysed().loc[cluster, "representative"])
             context = f"cluster {cluster}'s representative tile {tile} (tile mode: every tile decided itself)"

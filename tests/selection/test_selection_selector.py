@@ -65,10 +65,14 @@ def test_cluster_mode_applies_representatives_kernel(pa, naive):
     names, (E, R, C) = naive
     plan = select(pa, 1.0, 1.0, granularity="cluster", fusion=False)
     clusters = pa.tiles["cluster"].to_numpy()
+    fro2A = float(pa.fro_norm) ** 2
     for c in range(pa.n_clusters):
         rep_t = int(pa.clusters.loc[c, "representative"])
-        want = names[int(np.argmin(C[rep_t]))]
         members = np.nonzero(clusters == c)[0]
+        # the representative's relative error, scaled to the members' mean ||t||²
+        mass = [float(np.sum(pa.tileset.dense(int(t)) ** 2)) for t in members]
+        ratio = np.mean(mass) / mass[list(members).index(rep_t)] if len(members) > 1 else 1.0
+        want = names[int(np.argmin(C[rep_t] + (ratio - 1.0) * E[rep_t] / fro2A))]
         assert set(plan.tile_kernels[members]) == {want}
     # errors are measured on every member by the plan
     assert plan.relative_error == pytest.approx(
@@ -76,6 +80,31 @@ def test_cluster_mode_applies_representatives_kernel(pa, naive):
         / pa.fro_norm, rel=1e-9, abs=1e-15)
     gap = plan.selection.cost_gap
     assert gap is not None and gap["gap"] >= -1e-12  # tile mode is the per-tile optimum
+
+
+def test_cluster_mode_weighs_a_representatives_error_by_its_clusters_mass():
+    """Clusters group tiles by pattern and density, not magnitude: on a row-scaled banded matrix
+    the representative was a small tile, SKIP looked free, and the default plan dropped the whole
+    matrix (relative error 1.0, matvec all zeros; tile mode 0.033)."""
+    B = akfviz.generate("banded", n=512, seed=0)
+    for scale in (np.logspace(0, 3, 512), np.logspace(3, 0, 512)):
+        A = sp.csr_array(sp.diags_array(scale) @ B)
+        pa = akfviz.analyze(A)
+        plan = select(pa)
+        assert "SKIP" not in set(plan.tile_kernels) and plan.relative_error < 0.05
+        tile = select(pa, granularity="tile")
+        assert plan.selection.cost_gap["gap"] >= -1e-12
+        assert plan.selection.cost_gap["gap"] < 1.0                 # was 132 (cost 1.0 against 0.0075)
+        # unit E = the representative's own error × mean member mass / its mass
+        rep = plan.selection
+        tiles = pa.tiles
+        for u in range(rep.units.size):
+            t = int(rep.units[u])
+            members = np.nonzero(tiles["cluster"].to_numpy() == rep.unit_cluster[u])[0]
+            ratio = tiles["fro2"].to_numpy()[members].mean() / tiles["fro2"].iat[t] if members.size > 1 else 1.0
+            own = np.array([get_kernel(k).error(pa.tileset.dense(t)) for k in rep.candidates])
+            np.testing.assert_allclose(rep.E[u], own * ratio, rtol=1e-9, atol=1e-12)
+        assert tile.relative_error < 0.05
 
 
 def test_fusion_weights_equal_argmin_when_sram_does_not_bind(pa):
