@@ -328,7 +328,7 @@ def cmd_sweep(args):
 
     # --tile is the tile side of every point unless --vary tile=… sweeps it
     df = run_sweep(A, grid, hw=_hw(args), seed=args.seed, scheduler=args.scheduler, progress=progress,
-                   base={"tile": args.tile})
+                   base={"tile": args.tile}, baselines=args.baselines, static_kernel=args.static)
     if not args.timings:
         df = without_wall_clock(df)
     if args.out:
@@ -459,6 +459,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--vary", action="append", metavar="NAME=V1,V2,…",
                     help="a swept parameter, repeatable (e.g. --vary alpha=0.1,1,10)")
     sp.add_argument("--scheduler", choices=["local", "dask"], default="local")
+    sp.add_argument("--baselines", action="store_true",
+                    help="also simulate the Block-sparse and Static-sparse baselines at every point and add "
+                         "AKF's speedup and energy ratio against each (about twice the time)")
+    sp.add_argument("--static", default="CSC", metavar="KERNEL",
+                    help="the Static-sparse baseline's kernel, with --baselines (default CSC)")
     sp.set_defaults(func=cmd_sweep)
 
     sp = sub.add_parser("bench", help="time the fused CPU executor against scipy")

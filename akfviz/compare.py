@@ -58,7 +58,7 @@ def _check_x(x, n_cols, rho_x, seed):
     return arr
 
 
-def _kernel_mix_of(plan) -> str:
+def kernel_mix_of(plan) -> str:
     """The plan's kernel mix label from its per-kernel tile counts (names in alphabetical order,
     so equal shares are listed alphabetically)."""
     from .selection.pareto import kernel_mix
@@ -172,7 +172,7 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
         # record=False: only the counters are needed (no timeline), and the engine may use the
         # worker threads (same counters, bit for bit)
         res = simulate(plan, hw, x=xv, seed=seed, mapping=mapping, record=False)
-        rows[name] = _row(res, plan=plan, mix=_kernel_mix_of(plan))
+        rows[name] = _row(res, plan=plan, mix=kernel_mix_of(plan))
         rows[name]["output_error_pct"] = 100.0 * float(plan.output_error(xv)) if n else 0.0
 
     report(0)

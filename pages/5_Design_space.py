@@ -8,8 +8,9 @@ from akfviz.viz import dse as vd
 from akfviz.app_shell import page_end, page_start
 
 page_start("Design space",
-           "Run the whole pipeline (analyze → select → simulate, with the Dense baseline of each hardware point) "
-           "over a small grid of parameters, or load a sweep made by `python -m akfviz sweep`.")
+           "Run the whole pipeline (analyze → select → simulate, with the Dense, Block-sparse and Static-sparse "
+           "baselines of each hardware point) over a small grid of parameters, for the plan the Kernels page "
+           "defines, or load a sweep made by `python -m akfviz sweep`.")
 sweep = S.stage("dse.sweep")
 wl = S.require_workload()
 hw, hwk = S.hardware()
@@ -51,13 +52,68 @@ try:
             raise InputError(f"Sweep parameter '{side}' goes up to {S.MAX_GRID_SIDE} in the app, as on the NPU "
                              f"page (got {max(grid[side]):g}); larger grids: python -m akfviz sweep.")
     points = sweep.expand_grid(grid, max_points=LIMIT)
-    st.caption(f"{len(points)} point(s): {sweep.describe_grid(grid)}. Other settings: T = {S.get('tile')}, "
-               f"α = {S.get('alpha'):g}, β = {S.get('beta'):g}, R = {S.get('resource')}, preset {hw.preset}.")
 except (InputError, ValueError) as exc:
     st.error(str(exc))
+swept_names = set(grid or {})
+
+# The plan definition every other page uses (Kernels: mode, budgets, R, granularity; NPU: ρ_x), so a
+# point with the page's settings is the plan Kernels, NPU and Compare show.
+args = S.selection_args()
+extra = dict(args["extra"])
+mode = S.get("mode")
+base = {"tile": int(S.get("tile")), "alpha": args["alpha"], "beta": args["beta"],
+        "error_budget": args["budget"], "resource_budget": extra.get("resource_budget"),
+        "resource": extra.get("resource", S.get("resource")), "granularity": args["granularity"],
+        "rho_x": float(extra.get("rho_x", S.get("xdens")))}
+if "error_budget" in swept_names:          # a swept budget replaces the other one
+    base["resource_budget"] = None
+if "resource_budget" in swept_names:
+    base["error_budget"] = None
+base = {k: v for k, v in base.items() if k not in swept_names}
+static = S.get("static")
+if static not in S.known_names().get("static", [static]):
+    static = "CSC"
+
+
+def fixed_settings() -> str:
+    """The settings every point shares, in words (swept ones are not fixed, so not listed)."""
+    parts = []
+    if "tile" in base:
+        parts.append(f"T = {base['tile']}")
+    if base.get("error_budget") is not None:
+        parts.append(f"error budget {base['error_budget']:g} (Kernels page; α, β not used)")
+    elif base.get("resource_budget") is not None:
+        parts.append(f"resource budget {base['resource_budget']:g} of Dense (Kernels page; α, β not used)")
+    else:
+        parts += [f"{n} = {base[k]:g}" for k, n in (("alpha", "α"), ("beta", "β")) if k in base]
+    parts += [f"{n} {base[k]}" for k, n in (("resource", "R ="), ("granularity", "granularity")) if k in base]
+    if "rho_x" in base:
+        parts.append(f"ρ_x = {base['rho_x']:g} (NPU page)")
+    grid_txt = (f", {hw.rows}×{hw.cols} PEs" if not ({"rows", "cols"} & swept_names)
+                else f", {hw.cols} PE columns" if "cols" not in swept_names
+                else f", {hw.rows} PE rows" if "rows" not in swept_names else "")
+    sram_txt = "" if "sram_bytes_per_pe" in swept_names else f", {hw.sram_bytes_per_pe:,} B SRAM per PE"
+    parts.append(f"hardware {hw.preset}{grid_txt}{sram_txt}")
+    if baselines:
+        parts.append(f"Static-sparse kernel {static} (Compare page)")
+    return "; ".join(parts)
+
+
+baselines = st.checkbox("Also simulate the Block-sparse and Static-sparse baselines at every point", value=True,
+                        key="dse_baselines",
+                        help="akf-spec §8: Block-sparse skips empty tiles and runs the rest DENSE; Static-sparse "
+                             "runs one kernel on every nonempty tile. Simulated as on the Compare page, once per "
+                             "tile size and hardware; about twice the time of a sweep without them.")
+if grid is not None:
+    st.caption(f"{len(points)} point(s): {sweep.describe_grid(grid)}. Same at every point: {fixed_settings()}.")
+    if mode in ("error", "resource") and {"alpha", "beta"} & swept_names and not (
+            {"error_budget", "resource_budget"} & swept_names):
+        st.info(f"The Kernels page selects with a{'n error' if mode == 'error' else ' resource'} budget, which "
+                "replaces α and β, so sweeping them changes nothing; sweep error_budget (or resource_budget) "
+                "instead, or switch the Kernels page to weights.")
 
 store = st.session_state.setdefault("_akf_sweeps", {})
-key = f"{wl.digest}|{spec}|{hwk}|{S.get('tile')}|{S.get('alpha')}|{S.get('beta')}|{S.get('resource')}|{S.get('gran')}"
+key = f"{wl.digest}|{spec}|{hwk}|{sorted(base.items())}|{baselines}|{static if baselines else ''}"
 c1, c2 = st.columns([1, 3])
 empty = wl.A.nnz == 0   # nothing to select or simulate: every page says so, and so does this one
 run = c1.button("Run sweep", type="primary", disabled=grid is None or empty)
@@ -80,11 +136,9 @@ if (run or auto) and grid is not None and not empty:
     def progress(done, total, point):
         bar.progress(done / total, text=f"Point {done} / {total}: {point}")
 
-    base = {"tile": int(S.get("tile")), "alpha": float(S.get("alpha")), "beta": float(S.get("beta")),
-            "resource": S.get("resource"), "granularity": S.get("gran")}
     try:
-        store[key] = sweep.run_sweep(wl.A, grid, base={k: v for k, v in base.items() if k not in grid}, hw=hw,
-                                     progress=progress, max_points=LIMIT)
+        store[key] = sweep.run_sweep(wl.A, grid, base=base, hw=hw, progress=progress, max_points=LIMIT,
+                                     baselines=baselines, static_kernel=static)
     except (InputError, ValueError) as exc:
         st.error(str(exc))
     bar.empty()
@@ -111,17 +165,62 @@ if df is None:
 st.subheader(f"{len(df)} configurations ({source})")
 swept = [c for c in df.columns if c in params]
 numeric = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c])]
+has_baselines = all(c in df for c in ("speedup_vs_blocksparse", "speedup_vs_staticsparse"))
+kernel_used = (str(df["static_kernel"].iloc[0]) if "static_kernel" in df and len(df) else static)
+st.caption("Baselines (akf-spec §8, on the same hardware and x as each point): `speedup`, `energy_rel` are against "
+           "**Dense** (every tile slot, empty ones too, as DENSE)"
+           + (f"; `speedup_vs_blocksparse`, `energy_rel_vs_blocksparse` against **Block-sparse** (empty tiles "
+              f"skipped, the rest DENSE); `speedup_vs_staticsparse`, `energy_rel_vs_staticsparse` against "
+              f"**Static-sparse** ({kernel_used} on every nonempty tile). "
+              "speedup = baseline cycles / AKF cycles; energy ratio = AKF energy / baseline energy."
+              if has_baselines else ". This sweep has no Block-sparse / Static-sparse columns "
+              "(tick the box above and run it again, or load a sweep made with them)."))
+notes = []
+if has_baselines and {"dense_cycles", "blocksparse_cycles"} <= set(df.columns) and \
+        (df["dense_cycles"] == df["blocksparse_cycles"]).all() and \
+        (df["dense_energy_pj"] == df["blocksparse_energy_pj"]).all():
+    slots = ""
+    if not (source or "").startswith("loaded") and "n_tiles" in df and ("tile" in df or "tile" in base):
+        m, n = wl.A.shape
+        sides = df["tile"] if "tile" in df else [base["tile"]] * len(df)
+        if all(int(k) == -(-m // int(T)) * -(-n // int(T)) for k, T in zip(df["n_tiles"], sides)):
+            slots = " every tile slot of this matrix is nonempty, so skipping empty tiles saves nothing;"
+    notes.append(f"**Block-sparse = Dense at every point**:{slots} AKF's speedup and energy ratio against "
+                 "Block-sparse are the same as against Dense.")
+same = [c for c in ("cycles", "error_pct", "speedup", "energy_pj") if c in df and len(df) > 1
+        and df[c].nunique(dropna=False) == 1]
+if same:
+    notes.append("Same at every point: " + ", ".join(f"{c} {vd.format_value(df[c].iloc[0])}" for c in same) + ".")
+if "sram_bytes_per_pe" in swept and "overflow_bytes" in df and (df["overflow_bytes"] == 0).all():
+    notes.append("**SRAM per PE does not change AKF's cycles here**: at every point the plan's payload fits in "
+                 "the SRAM of the PEs it is placed on (overflow_bytes = 0), so nothing streams from DRAM "
+                 "whatever the size.")
+if {"rows", "cols"} & set(swept) and "energy_pj" not in same and "cycles" in same:
+    notes.append("Energy changes with the PE grid although cycles do not: static energy is leakage × PEs × "
+                 "cycles, so idle PEs of a larger grid still cost energy.")
+if notes:
+    st.markdown("\n".join(f"- {n}" for n in notes))
 c1, c2, c3 = st.columns(3)
 xcol = c1.selectbox("x axis", numeric, index=numeric.index("cycles") if "cycles" in numeric else 0, key="dse_x")
 ycol = c2.selectbox("y axis", numeric, index=numeric.index("error_pct") if "error_pct" in numeric else 0, key="dse_y")
 ccol = c3.selectbox("colour", numeric, index=numeric.index("energy_pj") if "energy_pj" in numeric else 0, key="dse_c")
 S.chart(vd.sweep_scatter(df, xcol, ycol, ccol, hover=swept + ["kernel_mix"]), key="dse_scatter")
-st.caption(vd.pareto_caption(xcol, ycol, ccol))
+st.caption(vd.pareto_caption(xcol, ycol, ccol) + " Configurations at the same spot are counted (×n); the hover "
+           "lists each of them, and a ringed dot shows an optimal one's colour.")
+if has_baselines:
+    S.chart(vd.baseline_bars(df, swept), key="dse_baselines_chart")
+    st.caption("How to read this: one group of bars per configuration (the swept settings below it), one bar per "
+               "baseline; top: above the dotted line = AKF is faster than that baseline, bottom: below it = AKF "
+               "uses less energy. Hover for the values; every number is also in the table.")
 S.chart(vd.parallel_coordinates(df, swept + ["cycles", "energy_pj", "error_pct", "speedup"], ccol),
-                key="dse_parcoords")
-st.caption("How to read this: each line is one configuration crossing every axis; drag on an axis to filter.")
-st.dataframe(df, hide_index=True, width="stretch")
+        key="dse_parcoords")
+st.caption("How to read this: each line is one configuration crossing every axis; drag on an axis to filter. "
+           "An axis marked (constant) has one value at every point.")
+help_of = getattr(sweep, "COLUMN_HELP", {})
+st.dataframe(df, hide_index=True, width="stretch",
+             column_config={c: st.column_config.Column(help=h) for c, h in help_of.items() if c in df})
 S.export_buttons("Sweep", lambda: df, "sweep", "exp_sweep",
-                  "one row per configuration: the swept parameters and every measured column")
+                  "one row per configuration: the swept parameters, AKF's measured columns and, with the baselines, "
+                  "each baseline's cycles and energy and AKF's speedup / energy ratio against it")
 
 page_end()

@@ -3,7 +3,10 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+
+import akfviz
 
 from akfviz.cli import main
 
@@ -60,6 +63,22 @@ def test_sweep_writes_csv(capsys, tmp_path):
     from akfviz.dse.sweep import load_sweep
 
     assert len(load_sweep(target)) == 2
+
+
+def test_sweep_baselines_flag_adds_block_and_static_sparse(capsys, tmp_path):
+    from akfviz.dse.sweep import BASELINE_COLUMNS, load_sweep, run_sweep
+
+    target = tmp_path / "sweep.csv"
+    code, _, err = run(capsys, "sweep", *GEN, "--vary", "rows=8,16", "--baselines", "--static", "dia",
+                       "--out", str(target))
+    assert code == 0, err
+    df = load_sweep(target)
+    assert set(BASELINE_COLUMNS) <= set(df.columns) and (df["static_kernel"] == "DIA").all()
+    lib = run_sweep(akfviz.generate("banded", n=96), {"rows": [8, 16]}, base={"tile": 16}, baselines=True,
+                    static_kernel="DIA")
+    np.testing.assert_allclose(df["speedup_vs_staticsparse"], lib["speedup_vs_staticsparse"])
+    code, _, err = run(capsys, "sweep", *GEN, "--vary", "rows=8", "--out", str(target))
+    assert "static_kernel" not in load_sweep(target).columns
 
 
 def test_bench_reports_ratio(capsys):

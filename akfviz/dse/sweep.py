@@ -4,10 +4,13 @@ A sweep is the cartesian product of a few parameters, each over a short list of 
 (``expand_grid``). Every point runs the pipeline stages that depend on it —
 ``analyze`` (per tile size), ``select`` (per selector setting), ``simulate`` (per hardware
 setting) — and records the plan's measured error and the simulated cycles and energy, plus
-the Dense baseline of the same hardware so speedups are comparable (akf-spec §8).
+the Dense baseline of the same hardware so speedups are comparable (akf-spec §8). With
+``baselines=True`` it also records the Block-sparse and Static-sparse baselines of akf-spec §8,
+simulated by :func:`akfviz.compare.compare` itself (so a sweep point and the Compare page agree),
+and AKF's speedup and energy ratio against each.
 
-Work that several points share is computed once: one analysis per tile size, one Dense
-baseline per (tile size, hardware). Points run in order locally, or as Dask tasks on a
+Work that several points share is computed once: one analysis per tile size, one set of
+baselines per (tile size, hardware, ρ_x). Points run in order locally, or as Dask tasks on a
 local threaded scheduler (numba kernels release the GIL) with ``scheduler="dask"``.
 """
 from __future__ import annotations
@@ -119,6 +122,9 @@ SWEEP_PARAMETERS: dict[str, SweepParameter] = {
         SweepParameter("beta", "selection", float, 0.0, 1e12, help="weight of the resource term"),
         SweepParameter("error_budget", "selection", float, 0.0, 1.0, optional=True,
                        help="maximum relative error (replaces alpha/beta when set; None = no budget)"),
+        SweepParameter("resource_budget", "selection", float, 0.0, 1e6, optional=True,
+                       help="maximum resource as a share of Dense's (replaces alpha/beta when set; "
+                            "None = no budget)"),
         SweepParameter("granularity", "selection", str, choices=("cluster", "tile")),
         SweepParameter("resource", "selection", str, choices=("energy", "cycles", "bytes", "mix")),
         SweepParameter("rho_x", "simulation", float, 1e-6, 1.0, help="activation density of x"),
@@ -128,9 +134,45 @@ SWEEP_PARAMETERS: dict[str, SweepParameter] = {
 }
 
 RESULT_COLUMNS = ["cycles", "energy_pj", "error_pct", "speedup", "energy_rel", "payload_bytes",
-                  "n_kernels", "kernel_mix", "wall_s"]
-#: Result columns that hold numbers (``kernel_mix`` is text), and those every sweep row has.
-NUMERIC_RESULT_COLUMNS = [c for c in RESULT_COLUMNS if c != "kernel_mix"]
+                  "overflow_bytes", "n_tiles", "n_kernels", "kernel_mix", "wall_s"]
+#: The baselines ``run_sweep(..., baselines=True)`` adds (akf-spec §8), as
+#: {column prefix: plan name in :func:`akfviz.compare.compare`}.
+BASELINES = {"dense": "Dense", "blocksparse": "BlockSparse", "staticsparse": "StaticSparse"}
+#: Columns ``baselines=True`` adds: each baseline's cycles and energy, AKF's speedup
+#: (baseline cycles / AKF cycles) and energy ratio (AKF energy / baseline energy) against
+#: Block-sparse and Static-sparse (``speedup`` and ``energy_rel`` are those against Dense), and the
+#: Static-sparse kernel.
+BASELINE_COLUMNS = [f"{b}_{m}" for b in BASELINES for m in ("cycles", "energy_pj")] + [
+    f"{m}_vs_{b}" for b in ("blocksparse", "staticsparse") for m in ("speedup", "energy_rel")] + ["static_kernel"]
+_TEXT_COLUMNS = ("kernel_mix", "static_kernel")
+#: Result columns that hold numbers (``kernel_mix`` and ``static_kernel`` are text), and those every
+#: sweep row has.
+NUMERIC_RESULT_COLUMNS = [c for c in RESULT_COLUMNS + BASELINE_COLUMNS if c not in _TEXT_COLUMNS]
+#: What each result column means (the app's column help and table headers).
+COLUMN_HELP = {
+    "cycles": "AKF plan: simulated cycles of one SpMV",
+    "energy_pj": "AKF plan: simulated energy (pJ)",
+    "error_pct": "AKF plan: 100 · ‖A − Â‖_F / ‖A‖_F",
+    "speedup": "vs Dense: Dense cycles / AKF cycles (Dense = every tile slot as DENSE, same hardware)",
+    "energy_rel": "vs Dense: AKF energy / Dense energy (below 1 = AKF uses less)",
+    "payload_bytes": "AKF plan: bytes of all encoded tiles",
+    "overflow_bytes": "AKF plan: payload bytes that do not fit in their PE's SRAM (streamed from DRAM)",
+    "n_tiles": "nonempty tiles of the matrix at this tile side",
+    "n_kernels": "AKF plan: number of different kernels used",
+    "kernel_mix": "AKF plan: share of the nonempty tiles per kernel (as in the comparison table)",
+    "wall_s": "seconds this point took on this machine",
+    "dense_cycles": "Dense baseline: cycles (every tile slot, empty ones too, as DENSE)",
+    "dense_energy_pj": "Dense baseline: energy (pJ)",
+    "blocksparse_cycles": "Block-sparse baseline: cycles (empty tiles skipped, every nonempty tile DENSE)",
+    "blocksparse_energy_pj": "Block-sparse baseline: energy (pJ)",
+    "staticsparse_cycles": "Static-sparse baseline: cycles (one kernel, static_kernel, for every nonempty tile)",
+    "staticsparse_energy_pj": "Static-sparse baseline: energy (pJ)",
+    "speedup_vs_blocksparse": "vs Block-sparse: Block-sparse cycles / AKF cycles",
+    "energy_rel_vs_blocksparse": "vs Block-sparse: AKF energy / Block-sparse energy",
+    "speedup_vs_staticsparse": "vs Static-sparse: Static-sparse cycles / AKF cycles",
+    "energy_rel_vs_staticsparse": "vs Static-sparse: AKF energy / Static-sparse energy",
+    "static_kernel": "the one kernel of the Static-sparse baseline",
+}
 REQUIRED_COLUMNS = ["cycles", "energy_pj", "error_pct"]
 
 
@@ -284,6 +326,8 @@ def run_sweep(
     scheduler: str = "local",
     progress: Callable[[int, int, dict], None] | None = None,
     max_points: int = 400,
+    baselines: bool = False,
+    static_kernel: str = "CSC",
 ) -> pd.DataFrame:
     """Run the AKF pipeline at every point of a parameter grid.
 
@@ -297,10 +341,10 @@ def run_sweep(
         The workload (validated by :func:`akfviz.workloads.validate.as_csr`).
     grid : mapping
         Parameter name -> list of values (see :data:`SWEEP_PARAMETERS` and :func:`expand_grid`).
-        ``error_budget`` may list ``None`` (no budget: alpha and beta decide).
+        ``error_budget`` and ``resource_budget`` may list ``None`` (no budget: alpha and beta decide).
     base : mapping, optional
-        Values for parameters not swept (default tile 32, alpha 1, beta 1, no error budget,
-        cluster granularity, energy resource, rho_x 1). Checked like grid values.
+        Values for parameters not swept (default tile 32, alpha 1, beta 1, no error or resource
+        budget, cluster granularity, energy resource, rho_x 1). Checked like grid values.
     hw : HardwareConfig, optional
         Base hardware; hardware parameters of ``base`` and of a point are applied with
         ``hw.replace``.
@@ -312,13 +356,22 @@ def run_sweep(
         Called after each point (local scheduler) — the app's progress bar.
     max_points : int ≥ 1
         Refuse grids with more points than this.
+    baselines : bool
+        Also simulate the Block-sparse and Static-sparse baselines (akf-spec §8) with
+        :func:`akfviz.compare.compare`, once per (tile size, hardware, rho_x), and add
+        :data:`BASELINE_COLUMNS`. Costs about two more simulations per distinct hardware and tile
+        size (≈ 0.1–0.3 s each on the app's samples); the app turns it on.
+    static_kernel : str
+        Kernel of the Static-sparse baseline (as ``compare(static_kernel=…)``).
 
     Returns
     -------
     pandas.DataFrame
         One row per point: the parameters, then ``cycles, energy_pj, error_pct, speedup,
-        energy_rel, payload_bytes, n_kernels, kernel_mix, wall_s``. ``speedup`` and
-        ``energy_rel`` are relative to the Dense baseline on the same hardware.
+        energy_rel, payload_bytes, overflow_bytes, n_tiles, n_kernels, kernel_mix`` (see
+        :data:`COLUMN_HELP`), with ``baselines=True`` the :data:`BASELINE_COLUMNS`, and ``wall_s``.
+        ``speedup`` and ``energy_rel`` are relative to the Dense baseline on the same hardware;
+        ``kernel_mix`` is written as in :func:`akfviz.compare.compare` (``"CSC 61 %, DENSE 39 %"``).
 
     Raises
     ------
@@ -326,6 +379,10 @@ def run_sweep(
         A bad argument, grid, base value or hardware value (before any point runs).
     """
     from ..analysis.pattern import analyze
+    from ..arguments import check_flag
+    from ..compare import kernel_mix_of
+    from ..compare import compare as compare_plans
+    from ..kernels.registry import get_kernel
     from ..npu.simulate import simulate, simulate_dense
     from ..selection.selector import select
     from ..workloads.validate import as_csr
@@ -340,10 +397,12 @@ def run_sweep(
             f"got {progress!r}."
         )
     max_points = _check_max_points(max_points)
+    baselines = check_flag(baselines, "baselines")
+    static = get_kernel(static_kernel).name if baselines else None
     hw0 = as_hardware(hw)
     values = _checked_grid(grid, max_points)
     points = [dict(zip(values, combo)) for combo in itertools.product(*values.values())]
-    defaults = {"tile": 32, "alpha": 1.0, "beta": 1.0, "error_budget": None,
+    defaults = {"tile": 32, "alpha": 1.0, "beta": 1.0, "error_budget": None, "resource_budget": None,
                 "granularity": "cluster", "resource": "energy", "rho_x": 1.0}
     if base is not None:
         if not isinstance(base, _MappingABC):
@@ -358,7 +417,12 @@ def run_sweep(
     hw_configs = _hardware_configs(hw0, defaults, values, points)
     for point in points:
         p = {**defaults, **point}
-        if p["alpha"] == 0 and p["beta"] == 0 and p["error_budget"] is None:
+        if p["error_budget"] is not None and p["resource_budget"] is not None:
+            raise InputError(
+                f"At the sweep point {point}, both an error_budget and a resource_budget are set; "
+                "the selector takes one of the two (set the other to None)."
+            )
+        if p["alpha"] == 0 and p["beta"] == 0 and p["error_budget"] is None and p["resource_budget"] is None:
             raise InputError(
                 f"At the sweep point {point}, alpha and beta are both 0 (and there is no "
                 "error_budget), so every kernel would cost nothing; make alpha or beta > 0 there."
@@ -367,6 +431,9 @@ def run_sweep(
 
     analyses: dict = {}
     dense: dict = {}
+    # {(tile, hardware, rho_x): {baseline prefix: (cycles, energy)}} — two numbers per baseline,
+    # never a whole SimResult (≈ 1 GB of per-PE counters at 4096² PEs)
+    reference: dict = {}
 
     def full(point):
         p = dict(defaults)
@@ -389,6 +456,20 @@ def run_sweep(
             dense[key] = (float(res.cycles), float(res.energy_total_pj))
         return dense[key]
 
+    def get_reference(tile, hwp, rho_x, plan):
+        """The three baselines of this (tile, hardware, rho_x), simulated once by ``compare``
+        (on this point's plan; only its Dense, BlockSparse and StaticSparse rows are kept)."""
+        key = (tile, hwp.config_hash(), rho_x)
+        if key not in reference:
+            table = compare_plans(None, hw=hwp, plan=plan, static_kernel=static, rho_x=rho_x, seed=seed)
+            reference[key] = {b: (float(table.loc[name, "cycles"]), float(table.loc[name, "energy_pj"]))
+                              for b, name in BASELINES.items()}
+            dense[key] = reference[key]["dense"]
+        return reference[key]
+
+    def ratio(num, den):
+        return num / den if den else float("nan")
+
     def run_point(point):
         t0 = time.perf_counter()
         p = full(point)
@@ -399,48 +480,75 @@ def run_sweep(
                   resource=p["resource"], rho_x=p["rho_x"], seed=seed)
         if p["error_budget"] is not None:
             kw["error_budget"] = p["error_budget"]
+        if p["resource_budget"] is not None:
+            kw["resource_budget"] = p["resource_budget"]
         plan = select(pa, **kw)
         res = simulate(plan, hwp, rho_x=p["rho_x"], seed=seed, record=False)
-        dense_cycles, dense_energy = get_dense(ana["tile"], hwp, p["rho_x"])
-        counts = pd.Series(plan.tile_kernels).value_counts()
-        mix = ", ".join(f"{k}:{int(v)}" for k, v in counts.items())
+        cycles, energy = float(res.cycles), float(res.energy_total_pj)
+        overflow = float(res.meta.get("overflow_bytes", float("nan")))
+        del res
+        if baselines:
+            ref = get_reference(ana["tile"], hwp, p["rho_x"], plan)
+            dense_cycles, dense_energy = ref["dense"]
+        else:
+            dense_cycles, dense_energy = get_dense(ana["tile"], hwp, p["rho_x"])
         row = dict(point)
         row.update(
-            cycles=float(res.cycles),
-            energy_pj=float(res.energy_total_pj),
+            cycles=cycles,
+            energy_pj=energy,
             error_pct=100.0 * float(plan.relative_error),
-            speedup=dense_cycles / float(res.cycles) if res.cycles else float("nan"),
-            energy_rel=float(res.energy_total_pj) / dense_energy if dense_energy else float("nan"),
+            speedup=ratio(dense_cycles, cycles),
+            energy_rel=ratio(energy, dense_energy),
             payload_bytes=float(getattr(plan, "payload_bytes", float("nan"))),
-            n_kernels=int(len(counts)),
-            kernel_mix=mix,
-            wall_s=time.perf_counter() - t0,
+            overflow_bytes=overflow,
+            n_tiles=int(pa.n_tiles),
+            n_kernels=int(len(plan.kernel_counts)),
+            # the comparison table's format (shares, not counts: "NM2:4:576" would be ambiguous)
+            kernel_mix=kernel_mix_of(plan),
         )
+        if baselines:
+            for b, (bc, be) in ref.items():
+                row[f"{b}_cycles"], row[f"{b}_energy_pj"] = bc, be
+            for b in ("blocksparse", "staticsparse"):
+                bc, be = ref[b]
+                row[f"speedup_vs_{b}"] = ratio(bc, cycles)
+                row[f"energy_rel_vs_{b}"] = ratio(energy, be)
+            row["static_kernel"] = static
+        row["wall_s"] = time.perf_counter() - t0
         return row
 
-    rows = []
+    rows: list = [None] * len(points)
     if scheduler == "local":
         for i, point in enumerate(points):
-            rows.append(run_point(point))
+            rows[i] = run_point(point)
             if progress is not None:
                 progress(i + 1, len(points), point)
     else:
         import dask
 
-        # Shared stages first (they are cached and reused by every task).
-        for point in points:
+        # Shared stages first (they are cached and reused by every task): the analyses, and the
+        # baselines of each (tile, hardware, rho_x) — with ``baselines`` by running the first point
+        # of each here, since compare needs a plan.
+        for i, point in enumerate(points):
             p = full(point)
             ana, _, hwc, _ = _split(p)
             get_pa(ana["tile"])
-            get_dense(ana["tile"], get_hw(hwc), p["rho_x"])
-        tasks = [dask.delayed(run_point, pure=False)(p) for p in points]
-        rows = list(dask.compute(*tasks, scheduler="threads"))
+            hwp = get_hw(hwc)
+            if not baselines:
+                get_dense(ana["tile"], hwp, p["rho_x"])
+            elif (ana["tile"], hwp.config_hash(), p["rho_x"]) not in reference:
+                rows[i] = run_point(point)
+        rest = [i for i, r in enumerate(rows) if r is None]
+        tasks = [dask.delayed(run_point, pure=False)(points[i]) for i in rest]
+        for i, r in zip(rest, dask.compute(*tasks, scheduler="threads")):
+            rows[i] = r
         if progress is not None:
             progress(len(points), len(points), points[-1])
     df = pd.DataFrame(rows)
     df.attrs["akfviz_sweep"] = {"grid": {k: list(map(_jsonable, v)) for k, v in values.items()},
                                 "base": {k: _jsonable(v) for k, v in defaults.items()},
-                                "seed": seed, "shape": list(A.shape), "nnz": int(A.nnz)}
+                                "seed": seed, "shape": list(A.shape), "nnz": int(A.nnz),
+                                "baselines": baselines, "static_kernel": static}
     return df
 
 

@@ -87,3 +87,100 @@ def test_save_and_load_round_trip(tmp_path, small_matrix):
 def test_load_sweep_rejects_bad_files(data, words):
     with pytest.raises(akfviz.InputError, match=words):
         load_sweep(data)
+
+
+# --------------------------------------------------------------------------- baselines (held-out report)
+def _plan_at(A, tile, hw, seed=0, **kw):
+    pa = akfviz.analyze(A, tile=tile)
+    return akfviz.select(pa, hw=hw, seed=seed, **kw)
+
+
+def test_baselines_are_compares_block_and_static_sparse(small_matrix):
+    """The sweep reported speedup against Dense only: a designer could not see AKF's advantage over
+    Block-sparse or Static-sparse per PE grid size."""
+    from akfviz.compare import compare
+    from akfviz.npu.hardware import HardwareConfig
+
+    hw = HardwareConfig(rows=4, cols=4)
+    df = run_sweep(small_matrix, {"rows": [2, 4], "tile": [16, 32]}, hw=hw, baselines=True,
+                   static_kernel="NM2:4")
+    for col in ("dense_cycles", "dense_energy_pj", "blocksparse_cycles", "blocksparse_energy_pj",
+                "staticsparse_cycles", "staticsparse_energy_pj", "speedup_vs_blocksparse",
+                "energy_rel_vs_blocksparse", "speedup_vs_staticsparse", "energy_rel_vs_staticsparse"):
+        assert col in df.columns and np.isfinite(df[col].to_numpy(float)).all(), col
+    assert (df["static_kernel"] == "NM2:4").all()
+    for _, r in df.iterrows():
+        hwp = hw.replace(rows=int(r["rows"]))
+        ref = compare(None, hw=hwp, plan=_plan_at(small_matrix, int(r["tile"]), hwp), static_kernel="NM2:4")
+        for prefix, plan in (("dense", "Dense"), ("blocksparse", "BlockSparse"), ("staticsparse", "StaticSparse")):
+            assert r[f"{prefix}_cycles"] == ref.loc[plan, "cycles"]
+            assert r[f"{prefix}_energy_pj"] == ref.loc[plan, "energy_pj"]
+        assert r["cycles"] == ref.loc["AKF", "cycles"] and r["energy_pj"] == ref.loc["AKF", "energy_pj"]
+        assert r["speedup"] == ref.loc["AKF", "speedup"]
+        assert r["speedup_vs_blocksparse"] == ref.loc["BlockSparse", "cycles"] / r["cycles"]
+        assert r["energy_rel_vs_staticsparse"] == r["energy_pj"] / ref.loc["StaticSparse", "energy_pj"]
+    # the option adds columns and changes none of the others
+    plain = run_sweep(small_matrix, {"rows": [2, 4], "tile": [16, 32]}, hw=hw)
+    assert not set(plain.columns) & {"blocksparse_cycles", "static_kernel"}
+    pd.testing.assert_frame_equal(df[plain.columns].drop(columns="wall_s"), plain.drop(columns="wall_s"))
+
+
+def test_baselines_are_simulated_once_per_tile_and_hardware(small_matrix, monkeypatch):
+    import sys
+
+    mod = sys.modules["akfviz.compare"]
+    calls = []
+    real = mod.compare
+
+    def counting(*a, **k):
+        calls.append(k["hw"].rows)
+        return real(*a, **k)
+
+    monkeypatch.setattr(mod, "compare", counting)
+    df = run_sweep(small_matrix, {"beta": [0.1, 1.0, 10.0], "rows": [2, 4]}, baselines=True)
+    assert len(df) == 6 and sorted(calls) == [2, 4]
+
+
+def test_dask_scheduler_matches_local_with_baselines(small_matrix):
+    grid = {"beta": [0.5, 2.0], "tile": [16, 32]}
+    local = run_sweep(small_matrix, grid, baselines=True)
+    dask_df = run_sweep(small_matrix, grid, scheduler="dask", baselines=True)
+    pd.testing.assert_frame_equal(local.drop(columns="wall_s"), dask_df.drop(columns="wall_s"))
+
+
+def test_baseline_columns_survive_a_file_round_trip(tmp_path, small_matrix):
+    df = run_sweep(small_matrix, {"alpha": [1.0]}, baselines=True)
+    back = load_sweep(save_sweep(df, tmp_path / "b.csv"))
+    assert back["speedup_vs_blocksparse"].dtype.kind == "f" and back["static_kernel"].item() == "CSC"
+
+
+def test_kernel_mix_is_written_as_in_the_comparison(small_matrix):
+    """The sweep wrote 'QUANT8D:576' (tile counts) where the comparison wrote 'QUANT8D 100 %';
+    with a kernel named NM2:4, 'NM2:4:576' could not even be read back."""
+    from akfviz.compare import compare
+
+    df = run_sweep(small_matrix, {"alpha": [0.01, 100.0]}, base={"tile": 16})
+    for _, r in df.iterrows():
+        plan = _plan_at(small_matrix, 16, None, alpha=r["alpha"])
+        assert r["kernel_mix"] == compare(None, plan=plan).loc["AKF", "kernel_mix"]
+        assert r["kernel_mix"].endswith("%")
+
+
+def test_the_sweep_selects_with_the_budgets_and_rho_x_of_base(small_matrix):
+    """The Design space page swept alpha = beta = 1 while the other pages selected with an error budget."""
+    from akfviz.npu.simulate import simulate
+
+    df = run_sweep(small_matrix, {"tile": [16]}, base={"error_budget": 0.0, "rho_x": 0.5, "beta": 100.0})
+    plan = _plan_at(small_matrix, 16, None, error_budget=0.0, rho_x=0.5)
+    assert df["error_pct"].item() == 0.0 == 100 * plan.relative_error
+    assert df["cycles"].item() == simulate(plan, rho_x=0.5, record=False).cycles
+    res = run_sweep(small_matrix, {"resource_budget": [0.05, 1.0]}, base={"tile": 16})
+    assert res["error_pct"].iloc[0] >= res["error_pct"].iloc[1]
+    plan = _plan_at(small_matrix, 16, None, resource_budget=0.05)
+    assert res["error_pct"].iloc[0] == 100 * plan.relative_error
+
+
+def test_overflow_bytes_tell_whether_sram_matters(small_matrix):
+    df = run_sweep(small_matrix, {"sram_bytes_per_pe": [0, 1 << 20]}, base={"tile": 16})
+    assert df["overflow_bytes"].iloc[0] > 0 and df["overflow_bytes"].iloc[1] == 0
+    assert (df["n_tiles"] == akfviz.analyze(small_matrix, tile=16).n_tiles).all()

@@ -173,3 +173,25 @@ def test_load_round_trip_keeps_numbers(tmp_path, sweep_df):
     back = load_sweep(io.BytesIO(save_sweep(sweep_df, tmp_path / "s.csv").read_bytes()))
     assert pd.api.types.is_numeric_dtype(back["cycles"])
     np.testing.assert_allclose(back["cycles"], sweep_df["cycles"])
+
+
+# --------------------------------------------------------------------------- baselines, budgets
+@pytest.mark.parametrize("kw, words", [
+    ({"baselines": "yes"}, "baselines"),
+    ({"baselines": True, "static_kernel": "NOPE"}, "NOPE"),
+    ({"base": {"error_budget": 0.1, "resource_budget": 0.5}}, "both an error_budget and a resource_budget"),
+    ({"base": {"resource_budget": -1}}, "outside"),
+])
+def test_baseline_and_budget_arguments_are_checked_before_any_point_runs(A, kw, words):
+    calls = []
+    with pytest.raises(akfviz.InputError, match=words):
+        run_sweep(A, {"alpha": [1.0]}, progress=lambda *a: calls.append(a), **kw)
+    assert not calls
+
+
+def test_resource_budget_none_and_zero_weights(A):
+    df = run_sweep(A, {"resource_budget": [None, 0.5]}, base={"alpha": 0.0, "beta": 1.0, "tile": 16})
+    assert len(df) == 2
+    with pytest.raises(akfviz.InputError, match="both 0"):
+        run_sweep(A, {"resource_budget": [None]}, base={"alpha": 0.0, "beta": 0.0})
+    run_sweep(A, {"resource_budget": [0.5]}, base={"alpha": 0.0, "beta": 0.0, "tile": 16})

@@ -1,0 +1,131 @@
+"""Design space page, held-out UX report: baselines per point, constant parallel-coordinate axes,
+stacked scatter points, the plan definition of the other pages, and a caption without swept settings."""
+import numpy as np
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from akfviz.viz import dse
+
+PAGE = "pages/5_Design_space.py"
+#: The designer's sweep on the sample where every tile slot is nonempty (so Block-sparse = Dense).
+DESIGNER = {"sample": "minilm_ffn0_nm24", "sweep": "rows=32,64,256;sram_bytes_per_pe=8192,65536"}
+
+
+def _designer_frame():
+    """The designer's six configurations as the report gives them: one spot, energy by grid size."""
+    return pd.DataFrame({"rows": [32, 32, 64, 64, 256, 256], "sram_bytes_per_pe": [8192, 65536] * 3,
+                         "cycles": [938.0] * 6, "error_pct": [0.780599] * 6, "speedup": [1.0] * 6,
+                         "energy_pj": [7.98e6, 7.98e6, 5.67e6, 5.67e6, 5.29e6, 5.29e6],
+                         "kernel_mix": ["QUANT8D 100 %"] * 6})
+
+
+# --------------------------------------------------------------------------- 4: constant axes
+def test_constant_parallel_coordinate_axes_show_their_single_value():
+    df = _designer_frame()
+    fig = dse.parallel_coordinates(df, ["rows", "sram_bytes_per_pe", "cycles", "energy_pj", "error_pct",
+                                        "speedup"], "energy_pj")
+    dims = {d.label.split("<br>")[0]: d for d in fig.data[0].dimensions}
+    for name, text in (("cycles", "938"), ("error_pct", "0.7806"), ("speedup", "1")):
+        d = dims[name]
+        # ticks given: plotly draws only these and no invented range labels at the axis ends
+        assert list(d.ticktext) == [text] and len(d.tickvals) == 1, name
+        assert d.range[0] < d.tickvals[0] < d.range[1]
+        assert "constant" in d.label
+    for name in ("rows", "energy_pj"):          # varying axes keep plotly's own range and ticks
+        assert dims[name].tickvals is None and dims[name].range is None and "constant" not in dims[name].label
+
+
+# --------------------------------------------------------------------------- 5: stacked points
+def test_optimal_points_are_drawn_on_top_and_stacked_points_are_counted():
+    df = _designer_frame()
+    fig = dse.sweep_scatter(df, "cycles", "error_pct", "energy_pj", hover=["rows", "sram_bytes_per_pe"])
+    dots, rings = fig.data[0], fig.data[1]
+    # the two least-energy configurations are the optimal ones, and they are drawn last (on top)
+    assert list(rings.x) == [938.0, 938.0]
+    assert list(dots.marker.color[-2:]) == [5.29e6, 5.29e6]
+    assert list(dots.marker.color[:2]) == [7.98e6, 7.98e6]
+    # the hover of the spot lists all six configurations, the optimal ones first and marked
+    text = dots.text[-1]
+    assert text.startswith("6 configurations at this spot")
+    for r, s in zip(df["rows"], df["sram_bytes_per_pe"]):
+        assert f"rows={r}, sram_bytes_per_pe={s};" in text
+    assert text.count("(Pareto-optimal)") == 2 and text.index("rows=256") < text.index("rows=32")
+    # a count label at the spot, and no invented positions
+    labels = fig.data[2]
+    assert list(labels.text) == ["×6"] and list(labels.x) == [938.0] and list(labels.y) == [0.780599]
+    assert sorted(dots.x) == sorted(df["cycles"]) and sorted(dots.y) == sorted(df["error_pct"])
+
+
+def test_scatter_without_stacked_points_has_no_count_labels():
+    df = pd.DataFrame({"cycles": [1.0, 2.0, 3.0], "error_pct": [3.0, 2.0, 1.0], "energy_pj": [1.0, 1.0, 1.0]})
+    fig = dse.sweep_scatter(df)
+    assert len(fig.data) == 2 and len(fig.data[1].x) == 3
+    assert all(not t.startswith("1 configurations") for t in fig.data[0].text)
+
+
+# --------------------------------------------------------------------------- app
+@pytest.fixture
+def app():
+    return AppTest.from_file("/work/main/app.py", default_timeout=600)
+
+
+def _ok(at):
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def _sweep_table(at) -> pd.DataFrame:
+    return next(d.value for d in at.dataframe if "cycles" in d.value.columns)
+
+
+def test_the_designers_sweep_shows_each_baseline_and_says_why_nothing_changes(app):
+    """3 + 14: no Block-sparse / Static-sparse columns, no word on which baseline, nothing on why SRAM has
+    no effect; the caption listed swept settings as fixed."""
+    app.query_params.update(DESIGNER)
+    app.run()
+    app.switch_page(PAGE).run()
+    _ok(app)
+    df = _sweep_table(app)
+    assert len(df) == 6
+    for col in ("blocksparse_cycles", "blocksparse_energy_pj", "staticsparse_cycles", "staticsparse_energy_pj",
+                "speedup_vs_blocksparse", "energy_rel_vs_blocksparse", "speedup_vs_staticsparse",
+                "energy_rel_vs_staticsparse"):
+        assert col in df.columns and df[col].notna().all(), col
+    assert (df["blocksparse_cycles"] == df["dense_cycles"]).all()
+    captions = [c.value for c in app.caption]
+    said = next(c for c in captions if c.startswith("Baselines"))
+    assert "against **Dense**" in said and "against **Block-sparse**" in said and "against **Static-sparse**" in said
+    notes = " ".join(m.value for m in app.markdown)
+    assert "Block-sparse = Dense at every point" in notes and "every tile slot of this matrix is nonempty" in notes
+    assert "SRAM per PE does not change" in notes
+    assert len(app.get("plotly_chart")) >= 3          # scatter, AKF against each baseline, parallel coordinates
+    fixed = next(c for c in captions if c.startswith("6 point(s)")).split("Same at every point:")[1]
+    assert "SRAM" not in fixed and "256×256" not in fixed and "256 PE columns" in fixed
+    # the export holds the same columns (the table the buttons write)
+    assert "speedup_vs_blocksparse" in df.columns and "static_kernel" in df.columns
+
+
+def test_the_sweep_uses_the_selection_mode_budget_and_rho_x_of_the_other_pages(app):
+    """6 + 14: with mode=error&budget=0.001 the sweep ran α = 1, β = 1 (0.4654 % error, over the budget),
+    ignored ρ_x, and its caption said 'Other settings: T = 32' while T was swept."""
+    app.query_params.update({"mode": "error", "budget": "0.001", "xdens": "0.5"})
+    app.run()
+    app.switch_page(PAGE).run()
+    _ok(app)
+    df = _sweep_table(app)
+    assert len(df) == 6 and (df["error_pct"] <= 0.1 + 1e-12).all(), df["error_pct"].tolist()
+    caption = next(c.value for c in app.caption if c.value.startswith("6 point(s)"))
+    fixed = caption.split("Same at every point:")[1]
+    assert "error budget 0.001" in fixed and "ρ_x = 0.5" in fixed
+    assert "T = " not in fixed and "β =" not in fixed   # tile and beta are swept, not fixed
+    # sweeping β under an error budget changes nothing, and the page says so
+    assert any("replaces α and β" in i.value for i in app.info)
+    # the plan of the other pages at this point is the sweep's point with T = 32
+    import akfviz
+    from akfviz.workloads.samples import DEFAULT_SAMPLE, load_sample
+
+    pa = akfviz.analyze(load_sample(DEFAULT_SAMPLE), tile=32)
+    plan = akfviz.select(pa, error_budget=0.001, rho_x=0.5)
+    row = df[(df["tile"] == 32) & (df["beta"] == 1.0)]
+    assert np.isclose(row["error_pct"].item(), 100 * plan.relative_error, rtol=0, atol=1e-12)
