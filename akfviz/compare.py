@@ -27,7 +27,7 @@ PLANS = ("Dense", "BlockSparse", "StaticSparse", "AKF")
 STEPS = ("Simulating Dense (every tile slot)", "Simulating BlockSparse (nonempty tiles, DENSE)",
          "Simulating StaticSparse (one kernel)", "Selecting the AKF plan", "Simulating AKF")
 COLUMNS = ["cycles", "speedup", "energy_pj", "energy_rel", "error_pct", "output_error_pct", "dram_bytes",
-           "macs", "events", "payload_bytes", "seconds", "kernel_mix"]
+           "macs", "events", "payload_bytes", "seconds", "busiest_pe_busy", "busiest_pe_reduce", "kernel_mix"]
 
 #: The paper's §5 table and its text. ``energy_table`` is the row labelled "Energy Consumption (Watts)"
 #: (a power unit, and above Dense for every sparse plan); ``energy_text`` is the abstract's and results'
@@ -79,7 +79,24 @@ def _row(res, plan=None, payload=None, mix=""):
         "seconds": float(getattr(res, "seconds", np.nan)),
         "kernel_mix": mix,
     }
+    out.update(_busiest_pe(res))
     return out
+
+
+def _busiest_pe(res) -> dict:
+    """What sets a plan's makespan: the busiest PE's busy cycles (``busiest_pe_busy``) and, of
+    those, the cycles it spends adding other PEs' partial sums (``busiest_pe_reduce``: its
+    reduction adds × ``reduce_cycles``, akf-spec §7) — work that sparsity does not remove."""
+    counters = getattr(res, "counters", None)
+    hw = getattr(res, "hw", None)
+    if not counters or hw is None or "busy" not in counters or "reduce_adds" not in counters:
+        return {"busiest_pe_busy": np.nan, "busiest_pe_reduce": np.nan}
+    busy = np.asarray(counters["busy"])
+    if busy.size == 0:
+        return {"busiest_pe_busy": np.nan, "busiest_pe_reduce": np.nan}
+    k = int(np.argmax(busy))
+    return {"busiest_pe_busy": float(busy[k]),
+            "busiest_pe_reduce": float(np.asarray(counters["reduce_adds"])[k]) * float(hw.reduce_cycles)}
 
 
 @checked_call
@@ -242,6 +259,21 @@ def _share(df, plan, col):
     return v / d if d > 0 and np.isfinite(v) else None
 
 
+def _makespan_text(df, plan) -> str:
+    """Why fewer MACs need not mean fewer cycles: the makespan against the busiest PE's work."""
+    if not {"busiest_pe_busy", "busiest_pe_reduce", "cycles"} <= set(df.columns):
+        return ""
+    cyc, busy, red = (float(df.loc[plan, c]) for c in ("cycles", "busiest_pe_busy", "busiest_pe_reduce"))
+    if not (np.isfinite(busy) and np.isfinite(red) and cyc > 0):
+        return ""
+    text = (f"of its makespan of {cyc:,.0f} cycles, the busiest PE works {busy:,.0f} "
+            f"({100 * red / busy if busy else 0:.0f} % of them adding partial sums from other PEs, which "
+            f"sparsity does not remove)")
+    if cyc > busy:
+        text += "; the rest is loading x, events travelling the network and writing y back"
+    return text
+
+
 def _note(plan, df, r) -> str:
     if plan == "Dense":
         return ("reference: speedup and energy are 1 by definition; the paper gives no error for Dense and "
@@ -260,6 +292,9 @@ def _note(plan, df, r) -> str:
             why.append(f"{100 * sh:.3g} % of Dense's {label}")
     if why:
         parts.append("it does " + ", ".join(why))
+    limit = _makespan_text(df, plan)
+    if limit:
+        parts.append(limit)
     e = r.energy_rel_measured
     if np.isfinite(e):
         t = r.energy_claimed_table

@@ -123,7 +123,12 @@ def line_by_family(name: str, names) -> dict:
 
 def pareto_front(error, resource, current=None, labels=None, resource_name: str = "resource",
                  height: int = 380) -> go.Figure:
-    """Error–resource Pareto front from the multiplier sweep, with the current plan marked."""
+    """Error–resource Pareto front from the multiplier sweep, with the current plan marked.
+
+    The front usually ends in a plan that drops nearly everything (all SKIP: error ≈ 100 % at almost
+    no resource), which flattened every useful plan into a line at 0 %. When the largest error is
+    more than 10× the next one, the error axis stops above the next one and a note at the top says
+    where the cut-off points are."""
     error = np.asarray(error, np.float64)
     resource = np.asarray(resource, np.float64)
     if error.size == 0:
@@ -138,6 +143,18 @@ def pareto_front(error, resource, current=None, labels=None, resource_name: str 
                                  marker=dict(symbol="star", size=16, color="#e6194b")))
     fig.update_xaxes(title=resource_name)
     fig.update_yaxes(title="relative error ‖A−Â‖_F/‖A‖_F (%)")
+    pct = 100 * error[np.isfinite(error)]
+    levels = np.unique(pct)
+    if levels.size >= 3 and levels[-2] > 0 and levels[-1] > 10 * levels[-2]:
+        shown = max(levels[-2], 100 * current[0] if current is not None else 0.0)
+        top = 1.15 * shown
+        far = (100 * error > top) & np.isfinite(error)
+    if levels.size >= 3 and levels[-2] > 0 and levels[-1] > 10 * levels[-2] and far.any():
+        fig.update_yaxes(range=[-0.03 * top, top])
+        fig.add_annotation(x=0, xref="paper", y=1, yref="paper", xanchor="left", yanchor="bottom",
+                           showarrow=False, font=dict(size=11, color="#555"),
+                           text=f"↑ {int(far.sum())} plan(s) above, up to {levels[-1]:.3g} % error "
+                                f"at {resource_name} {resource[far].min():.3g}")
     return styled(fig, "Error–resource Pareto front", height, legend=dict(orientation="h", y=1.1, x=1, xanchor="right"))
 
 

@@ -647,3 +647,20 @@ def test_tiles_export_adds_the_signature_in_hex_as_the_page_shows_it():
     assert list(out["signature_hex"]) == [readable(v, "signature") for v in sig]
     back = pd.read_csv(io.BytesIO(frame_bytes(out, "csv")))
     assert [int(h, 16) for h in back["signature_hex"]] == [int(v) for v in sig]
+
+
+def test_pareto_front_cuts_the_drop_everything_plan_off_and_says_so():
+    """The all-SKIP end of the front (100 % error) flattened every useful plan into a line at 0 %."""
+    from akfviz.viz import kernels as vk
+
+    fig = vk.pareto_front([0.0, 0.001, 0.004, 1.0], [1.0, 0.5, 0.3, 0.0], current=(0.001, 0.5),
+                          resource_name="energy / Dense")
+    lo, hi = fig.layout.yaxis.range
+    assert 0.4 < hi < 1.0 and lo < 0
+    assert any("1 plan(s) above, up to 100 % error at energy / Dense 0" in a.text for a in fig.layout.annotations)
+    # every point is still in the figure (hover, export); nothing to cut without an outlier, or when
+    # the current plan is the outlier
+    assert list(fig.data[0].y) == [100.0, 0.4, 0.1, 0.0]
+    assert vk.pareto_front([0, 0.001, 0.004], [1.0, 0.5, 0.3]).layout.yaxis.range is None
+    assert vk.pareto_front([0, 0.001, 0.004, 1.0], [1.0, 0.5, 0.3, 0.0], current=(1.0, 0.0)).layout.yaxis.range \
+        is None
