@@ -198,6 +198,9 @@ class FusionPlan:
                 groups.append((kernel, idx, ap))
         self._groups = groups
         self._packed = pack_plan(ts, groups, A=pa.A, errors=self.tile_errors)
+        # the plan is what was packed: an edited tile_errors made relative_error and tile_table()
+        # disagree with matvec and kernel_counts (``.copy()`` gives a writable copy)
+        self.tile_errors.setflags(write=False)
 
     # ------------------------------------------------------------------ summaries
     @property
@@ -206,6 +209,7 @@ class FusionPlan:
         arr, codes, uniq = self._names
         if arr is None:
             arr = np.asarray(uniq, dtype=object)[codes] if codes.size else np.zeros(0, dtype=object)
+            arr.setflags(write=False)  # as tile_errors: the packed plan does not follow edits
             self._names = (arr, codes, uniq)
         return arr
 
@@ -282,9 +286,11 @@ class FusionPlan:
             return self._packed.matvec(x)  # the common case, checked without copies
         arr = self._check_vector(x)
         if arr.ndim != 1 or arr.shape[0] != self.shape[1]:
+            hint = (" For a column of shape (n, 1) use plan.matmat(x) (an (m, 1) result, as scipy's A @ x) "
+                    "or plan.matvec(x.ravel())." if arr.ndim == 2 and arr.shape == (self.shape[1], 1) else "")
             raise InputError(
                 f"x must be a 1-D vector of length {self.shape[1]} (the number of columns), "
-                f"got shape {arr.shape}."
+                f"got shape {arr.shape}.{hint}"
             )
         arr = np.ascontiguousarray(arr, dtype=np.float64)
         _refuse_non_finite(arr, "x")

@@ -128,14 +128,15 @@ def dense_operand(x, what: str = "x") -> np.ndarray:
     ------
     InputError
         ``x`` is a scipy sparse matrix (named as such, with the ``.toarray()`` hint; numpy
-        would make it a 0-d object array), or holds complex, float16, text or object values.
+        would make it a 0-d object array), or holds complex, text or object values.
     """
     if sp.issparse(x):
         kind = "array" if isinstance(x, sp.sparray) else "matrix"
         raise InputError(f"{what} must be a dense numpy array, got a scipy sparse {x.format} {kind}; "
                          f"pass {what}.toarray() (the product is dense anyway).")
     arr = np.asarray(x)
-    if arr.dtype.kind not in "fiub" or arr.dtype == np.float16:
-        raise InputError(f"{what} must hold float32/float64, integer or boolean numbers, "
-                         f"got dtype {arr.dtype}.")
+    if arr.dtype.kind not in "fiub":
+        raise InputError(f"{what} must hold real numbers (float, integer or boolean), got dtype {arr.dtype}.")
+    if arr.dtype == np.float16:
+        arr = arr.astype(np.float64)  # exact; numba has no float16 (the matrix side converts it too)
     return arr

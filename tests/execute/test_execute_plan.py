@@ -460,3 +460,28 @@ def test_matmat_columns_do_not_depend_on_the_batch_and_agree_with_matvec_to_roun
     y = plan.matvec(x)
     assert np.max(np.abs(y - one)) <= 1e-14 * np.max(np.abs(y))
     assert np.max(np.abs(y - A @ x)) <= 1e-13 * np.max(np.abs(y))
+
+
+def test_a_plans_arrays_are_read_only_so_it_cannot_contradict_itself():
+    """Editing tile_errors changed relative_error and tile_table() but not matvec or kernel_counts."""
+    A = akfviz.generate("llm", n=200, m=160, sparsity=0.8, seed=9)
+    plan = akfviz.select(analyze(A), error_budget=0)
+    for arr in (plan.tile_errors, plan.tile_kernels):
+        with pytest.raises(ValueError, match="read-only"):
+            arr[:] = arr[0]
+    assert plan.relative_error == 0.0
+    mine = plan.tile_errors.copy()          # a private copy is writable
+    mine[:] = 1.0
+    assert plan.relative_error == 0.0 and plan.tile_table()["sq_error"].sum() == 0.0
+
+
+def test_float16_x_is_computed_as_its_exact_float64_value_and_columns_get_a_hint():
+    A = akfviz.generate("banded", n=96, seed=2)
+    plan = akfviz.select(analyze(A, tile=16), error_budget=0)
+    x16 = np.random.default_rng(0).standard_normal(96).astype(np.float16)
+    np.testing.assert_array_equal(plan.matvec(x16), plan.matvec(x16.astype(np.float64)))
+    np.testing.assert_array_equal(plan.matmat(x16[:, None]), plan.matmat(x16.astype(np.float64)[:, None]))
+    res16 = akfviz.simulate(plan, akfviz.HardwareConfig(), x=x16)
+    assert res16.cycles == akfviz.simulate(plan, akfviz.HardwareConfig(), x=x16.astype(np.float64)).cycles
+    with pytest.raises(InputError, match=r"use plan\.matmat\(x\)"):
+        plan.matvec(np.ones((96, 1)))
