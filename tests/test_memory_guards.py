@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import akfviz
 from akfviz import memory
@@ -121,3 +122,14 @@ def test_record_limit_runs_without_the_timeline_above_it(plan):
     assert not dropped.meta["recorded"] and not dropped.intervals and dropped.cycles == kept.cycles
     with pytest.raises(akfviz.InputError, match="record_limit"):
         akfviz.simulate(plan, record_limit=-1)
+
+
+def test_analyze_of_a_very_wide_matrix_says_what_the_columns_cost(monkeypatch):
+    """The pass keeps per-thread counters over the column blocks; 1e11 columns at T = 32 asked for
+    23 GiB and ended in "did not foresee this"."""
+    import akfviz
+
+    monkeypatch.setattr(memory, "available_memory", lambda: 16 << 30)   # any machine: a 16 GB one
+    A = sp.csr_array((np.ones(4), ([0, 1, 2, 2], [0, 5, 5 * 10**10 + 7, 10**11 - 1])), shape=(3, 10**11))
+    with pytest.raises(akfviz.InputError, match=r"3,125,000,000 column blocks.*drop the empty columns"):
+        akfviz.analyze(A)

@@ -365,6 +365,13 @@ def _count(M_indptr, M_indices, data, shape, T):
     n_brows = -(-n_rows // T)
     n_bcols = -(-n_cols // T)
     n_chunks = _n_chunks(int(data.shape[0]), n_brows)
+    # both passes keep per-thread work arrays over the column blocks (≈ 17 bytes each); on a very
+    # wide matrix they, not the nonzeros, are the memory (1e11 columns at T = 32: 3.1e9 blocks)
+    check_memory(17 * n_bcols * min(n_chunks, max(numba.get_num_threads(), 1)),
+                 f"Analysing a matrix of {n_cols:,} columns with T = {T} ({n_bcols:,} column blocks, each "
+                 f"with per-thread work counters)",
+                 "Use a larger tile side T, or drop the empty columns first (A[:, cols] with "
+                 "cols = np.unique(A.indices)) when most of them are empty.")
     rb_count = np.zeros(n_brows, dtype=np.int64)
     ok = np.zeros(n_chunks, dtype=np.bool_)
     if n_chunks > 1:
