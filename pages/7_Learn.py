@@ -30,7 +30,8 @@ FIRST = ["CSC", "DENSE", "BITMAP", "DIA", "LOWRANK1", "selector's choice"]
 KERNELS = FIRST + [k for k in names if k not in FIRST and k != "SKIP"]
 CHOICES = {"ln": [8, 12, 16], "lT": [4, 8]}   # a link value outside them: S.widget warns and takes the nearest
 with st.expander("The tiny case", expanded=False):
-    c = st.columns(6)
+    # two rows of three: six columns in a row cut the labels on a narrow page
+    c = [*st.columns(3), *st.columns(3)]
     n = S.widget(c[0].selectbox, "n (matrix side)", "ln", options=CHOICES["ln"])
     tile = S.widget(c[1].selectbox, "T (tile side)", "lT", options=CHOICES["lT"])
     grid = S.widget(c[2].selectbox, "PE grid", "lgrid", options=["2×2", "1×2", "2×3", "3×3"])
@@ -47,21 +48,23 @@ except (InputError, ValueError) as exc:
 tr = tc.trace
 n_steps = len(tr.steps)
 
-b1, b2, b3, b4 = st.columns([1, 1, 1, 6])
 cur = min(int(S.get("lstep")), n_steps)
-if b1.button("Start", key="learn_first"):
-    S.put("lstep", 0)
-    st.rerun()
-if b2.button("Back", key="learn_prev"):
-    S.put("lstep", max(cur - 1, 0))
-    st.rerun()
-if b3.button("Next", key="learn_next"):
-    S.put("lstep", min(cur + 1, n_steps))
-    st.rerun()
-if cur != S.get("lstep"):
-    S.put("lstep", cur)
-with b4:
-    i = S.widget(st.slider, "Step", "lstep", 0, n_steps, help="Steps done so far (0 = nothing yet).")
+# the buttons in a row, each as wide as its label (in fixed columns they read "S…", "B…", "N…");
+# the slider takes the rest of the row, or a row of its own on a narrow page
+with st.container(horizontal=True, vertical_alignment="bottom", key="learn_buttons"):
+    if st.button("Start", key="learn_first", width="content"):
+        S.put("lstep", 0)
+        st.rerun()
+    if st.button("Back", key="learn_prev", width="content"):
+        S.put("lstep", max(cur - 1, 0))
+        st.rerun()
+    if st.button("Next", key="learn_next", width="content"):
+        S.put("lstep", min(cur + 1, n_steps))
+        st.rerun()
+    if cur != S.get("lstep"):
+        S.put("lstep", cur)
+    with st.container(width="stretch", key="learn_slider"):
+        i = S.widget(st.slider, "Step", "lstep", 0, n_steps, help="Steps done so far (0 = nothing yet).")
 step = tr.steps[i - 1] if i > 0 else None
 state = tr.state_at(i)
 
@@ -75,47 +78,62 @@ if step is None:
 else:
     st.markdown(f"**Step {i} / {n_steps} — {step.kind}** at cycle {step.start}"
                 f"{f' → {step.end}' if step.end != step.start else ''}: {step.text}")
-    st.code(step.formula, language=None)
+    st.code(step.formula, language=None, wrap_lines=True)   # long formulas wrap, not clipped
 
-left, right = st.columns([1, 1])
-with left:
-    S.chart(vl.learn_matrix(tc.A_hat, tc.x, tr.tile, tc.work.bi, tc.work.bj, tr.tile_pe, step), key="lm")
-    st.caption("How to read this: the matrix the PEs hold (after the kernel: Â), each tile framed in its PE's "
-               "colour (the PE boxes list their tiles); the shaded column is the input x_j of the current event.")
-with right:
-    S.chart(vl.learn_grid(state, tr, step), key="lg")
-    st.caption("How to read this: each box is a PE with its clock (when it is next free) and the events that "
-               "have arrived but wait to be processed; the arrow shows where the current message travels.")
+# the matrix and the grid at a fixed width side by side where the page is wide enough, one under the
+# other where it is not (a wrapping row): the figures are sized for that width, so their labels fit
+W = vl.PANEL_WIDTH
+with st.container(horizontal=True, gap="medium", key="learn_figs"):
+    with st.container(width=W):
+        S.chart(vl.learn_matrix(tc.A_hat, tc.x, tr.tile, tc.work.bi, tc.work.bj, tr.tile_pe, step, width=W),
+                key="lm", width=W)
+        st.caption("How to read this: the matrix the PEs hold (after the kernel: Â), each tile framed in its PE's "
+                   "colour (the PE boxes list their tiles); the shaded column is the input x_j of the current event.")
+    with st.container(width=W):
+        S.chart(vl.learn_grid(state, tr, step, width=W), key="lg", width=W)
+        st.caption("How to read this: each box is a PE with its clock (when it is next free) and the events that "
+                   "have arrived but wait to be processed; the arrow shows where the current message travels.")
 S.chart(vl.learn_timeline(tr, i), key="lt")
-st.caption("How to read this: what each PE has been busy with so far; the dashed line is the final makespan.")
+st.caption("How to read this: what each PE has been busy with so far; the dashed line is the final makespan "
+           "(its value is in the axis title).")
 
-left, right = st.columns([1, 1])
-with left:
-    st.markdown("**Partial sums per tile (so far)**")
-    rows_ps = []
-    for u, ps in enumerate(state["partial"]):
-        rows_ps.append({"tile": u, "(bi, bj)": f"({tc.work.bi[u]}, {tc.work.bj[u]})", "PE": int(tr.tile_pe[u]),
-                        "kernel": str(tc.plan.tile_kernels[u]),
-                        "partial sums": "[" + ", ".join(f"{v:.3g}" for v in ps) + "]"})
-    st.dataframe(pd.DataFrame(rows_ps), hide_index=True, width="stretch")
-    st.markdown("**y reduced so far** vs the exact Â x")
-    y_tab = pd.DataFrame({"y so far": state["y"], "Â x": tc.A_hat @ tc.x})
-    y_tab.index.name = "row i"
-    # one row per i (not transposed): n = 16 columns would need sideways scrolling in half the page
-    st.dataframe(y_tab, width="stretch", height=35 * (len(y_tab) + 1) + 3)
-with right:
-    st.markdown("**The formulas of each stage**")
-    st.markdown("1. Injection: source PE of column block ⌊j/T⌋ sends its k-th event at")
-    st.latex(r"t_{\mathrm{inject}}(j) = k \cdot \mathrm{inject\_cycles}")
-    st.markdown("2. Delivery to the tiles that store column j:")
-    st.latex(r"t_{\mathrm{arrive}} = t_{\mathrm{inject}} + \mathrm{hop} \cdot (|r_s - r_p| + |c_s - c_p|)")
-    st.markdown("3. Processing in arrival order, with the kernel's per-event work:")
-    st.latex(r"t \leftarrow \max(t, t_{\mathrm{arrive}}) + w,")
-    st.latex(r"w = \mathrm{event} + \lceil \mathrm{MACs}/\mathrm{lanes} \rceil + \mathrm{decodes}\cdot \mathrm{decode}")
-    st.latex(r"p_u \mathrel{+}= \hat A_{u}[:, j]\, x_j")
-    st.markdown("4. Reduction of each finished tile's partial sums at its row block's reduction PE:")
-    st.latex(r"t_q \leftarrow \max(t_q, t_{\mathrm{done}} + \mathrm{hop}\cdot d) + \mathrm{rows}\cdot\mathrm{reduce}")
-    st.latex(r"\mathrm{makespan} = \max_p t_p")
+st.markdown("**Partial sums per tile (so far)**")
+rows_ps = []
+for u, ps in enumerate(state["partial"]):
+    rows_ps.append({"tile": u, "(bi, bj)": f"({tc.work.bi[u]}, {tc.work.bj[u]})", "PE": int(tr.tile_pe[u]),
+                    "kernel": str(tc.plan.tile_kernels[u]),
+                    "partial sums": "[" + ", ".join(f"{v:.3g}" for v in ps) + "]"})
+# the whole page's width, the short columns small: the partial sums (up to T numbers) get the room
+small = st.column_config.Column(width="small")
+st.dataframe(pd.DataFrame(rows_ps), hide_index=True, width="stretch",
+             column_config={"tile": small, "(bi, bj)": small, "PE": small, "kernel": small,
+                            "partial sums": st.column_config.TextColumn("partial sums", width="large",
+                                                                        help="p_u: tile u's sums, one per row")})
+# y and the formulas: side by side where the page is wide enough, one under the other where it is not
+with st.container(horizontal=True, gap="large", key="learn_bottom"):
+    with st.container(width=300):
+        st.markdown("**y reduced so far** vs the exact Â x")
+        y_tab = pd.DataFrame({"y so far": state["y"], "Â x": tc.A_hat @ tc.x})
+        y_tab.index.name = "row i"
+        # one row per i (not transposed): n = 16 columns would need sideways scrolling in half the page
+        st.dataframe(y_tab, width="stretch", height=35 * (len(y_tab) + 1) + 3)
+    with st.container(width=480):
+        # the long formulas on two lines: one line ran past a half-page column's edge
+        st.markdown("**The formulas of each stage**")
+        st.markdown("1. Injection: source PE of column block ⌊j/T⌋ sends its k-th event at")
+        st.latex(r"t_{\mathrm{inject}}(j) = k \cdot \mathrm{inject\_cycles}")
+        st.markdown("2. Delivery to the tiles that store column j:")
+        st.latex(r"\begin{aligned} t_{\mathrm{arrive}} &= t_{\mathrm{inject}} \\ "
+                 r"&\quad + \mathrm{hop} \cdot (|r_s - r_p| + |c_s - c_p|) \end{aligned}")
+        st.markdown("3. Processing in arrival order, with the kernel's per-event work:")
+        st.latex(r"t \leftarrow \max(t, t_{\mathrm{arrive}}) + w,")
+        st.latex(r"\begin{aligned} w = {} & \mathrm{event} + \lceil \mathrm{MACs}/\mathrm{lanes} \rceil \\ "
+                 r"& + \mathrm{decodes}\cdot \mathrm{decode} \end{aligned}")
+        st.latex(r"p_u \mathrel{+}= \hat A_{u}[:, j]\, x_j")
+        st.markdown("4. Reduction of each finished tile's partial sums at its row block's reduction PE:")
+        st.latex(r"\begin{aligned} t_q \leftarrow \max(&t_q,\ t_{\mathrm{done}} + \mathrm{hop}\cdot d) \\ "
+                 r"& + \mathrm{rows}\cdot\mathrm{reduce} \end{aligned}")
+        st.latex(r"\mathrm{makespan} = \max_p t_p")
 
 with st.expander(f"All {n_steps} steps"):
     st.dataframe(pd.DataFrame([{"#": k + 1, "kind": s.kind, "PE": s.pe, "start": s.start, "end": s.end,

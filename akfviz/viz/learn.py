@@ -1,4 +1,10 @@
-"""Figures of the Learn page: the tiny matrix, the PE grid state at a step, and the step timeline."""
+"""Figures of the Learn page: the tiny matrix, the PE grid state at a step, and the step timeline.
+
+The matrix and the grid are drawn for a panel of known width (``width`` px, the Learn page places them
+at that fixed width): the cell size, the value labels' font and the grid boxes' text follow from it, so
+labels never overlap their neighbours. Where the cells are too small for a readable label, the labels are
+left out and each value is in the hover.
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -9,22 +15,93 @@ from .layout import styled
 KIND_COLORS = {"inject": "#d4ac0d", "setup": "#95a5a6", "final": "#7d3c98", "event": "#2e86c1",
                "send": "#e67e22", "reduce": "#17a589"}
 PE_COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f")
+#: The width (px) the Learn page gives the matrix and the grid figures.
+PANEL_WIDTH = 440
+#: Value labels smaller than this (px) are not drawn; the hover still gives the value.
+MIN_LABEL_FONT = 9
+_MATRIX_MARGIN = dict(l=50, r=10, b=40)
+# glyph widths in em, a little above Arial's / Inter's (digits 0.556 / 0.6): a label that fits by these fits
+_EM = {".": 0.3, "-": 0.4, "+": 0.62, "e": 0.6}
+_EM_DIGIT = 0.62
 
 
-def learn_matrix(A, x, tile: int, bi, bj, tile_pe, step=None, height: int = 360) -> go.Figure:
-    """The tiny matrix: values as text, each tile framed in the colour of its PE, x on top.
+def text_em(label: str) -> float:
+    """The width of a number's label in em (see ``_EM``)."""
+    return sum(_EM.get(ch, _EM_DIGIT) for ch in label)
 
-    The current step's tile is framed thick and its input column highlighted.
+
+def label_font(cell_px: float, labels, cap: int = 13) -> int:
+    """The largest font size (px, at most ``cap``) at which every label fits a cell ``cell_px`` wide.
+
+    >>> label_font(46, ["-0.67", "0.094"]), label_font(31, ["-0.67", "0.094"]), label_font(23, ["0.094"])
+    (13, 9, 6)
+    """
+    widest = max((text_em(t) for t in labels), default=0.0)
+    if widest == 0:
+        return cap
+    return int(max(0, min(cap, (cell_px - 4) / widest)))
+
+
+def short_label(v: float) -> str:
+    """A value's label in a matrix cell: 2 significant digits, no leading zero (``-.67``, ``.094``, ``1.5``).
+
+    >>> [short_label(v) for v in (-0.671, 0.0937, 1.5, -0.0045, 120.0)]
+    ['-.67', '.094', '1.5', '-.0045', '1.2e+02']
+    """
+    t = f"{v:.2g}"
+    if t.startswith("0."):
+        return t[1:]
+    if t.startswith("-0."):
+        return "-" + t[2:]
+    return t
+
+
+def _wrap_list(values: list[str], per_line: int) -> list[str]:
+    return [", ".join(values[k:k + per_line]) for k in range(0, len(values), per_line)]
+
+
+def learn_matrix(A, x, tile: int, bi, bj, tile_pe, step=None, height: int | None = None,
+                 width: int = PANEL_WIDTH) -> go.Figure:
+    """The tiny matrix: values as text (without the leading zero where the cells are small), each tile
+    framed in the colour of its PE, x on top.
+
+    The current step's tile is framed thick and its input column highlighted. The cells are square and as
+    large as ``width`` allows (at most 46 px); the value labels get the largest font (≤ 13 px) at which
+    the longest one fits its cell. Where that is below ``MIN_LABEL_FONT``, they are drawn at that size
+    and the few that still do not fit are left out; if more than a quarter would be, all are (the
+    values are always in the hover).
+    ``height`` defaults to what the cells need.
     """
     A = np.asarray(A, np.float64)
     n, m = A.shape
     z = np.where(A != 0, np.abs(A), np.nan)
+    plot_w = width - _MATRIX_MARGIN["l"] - _MATRIX_MARGIN["r"]
+    cell = max(4, min(46, plot_w // max(m, 1)))
+    # the plain labels (-0.67) where they fit at 11 px or more, else the short ones (-.67)
     text = [[f"{v:.2g}" if v != 0 else "" for v in row] for row in A]
-    # plotly shrinks heatmap text to fit; a fixed size keeps the values readable (12 px for 8×8)
-    size = max(8, min(13, 100 // max(n, m, 1)))
-    fig = go.Figure(go.Heatmap(z=z, text=text, texttemplate="%{text}", textfont=dict(size=size),
-                               colorscale="Blues", showscale=False,
-                               hovertemplate="A[%{y},%{x}] = %{text}<extra></extra>", xgap=1, ygap=1))
+    labels = [t for row in text for t in row if t]
+    size = label_font(cell, labels)
+    if size < 11:
+        text = [[short_label(v) if v != 0 else "" for v in row] for row in A]
+        labels = [t for row in text for t in row if t]
+        size = label_font(cell, labels)
+    omitted = 0
+    show = size >= MIN_LABEL_FONT
+    if not show and labels:
+        # a few long labels (-.0045) must not hide all the others: at the smallest readable size,
+        # the ones that still do not fit are left out (their value is in the hover) — if they are few
+        fits = [[t if t and text_em(t) * MIN_LABEL_FONT <= cell - 4 else "" for t in row] for row in text]
+        omitted = sum(1 for row, frow in zip(text, fits) for t, f in zip(row, frow) if t and not f)
+        if omitted <= len(labels) // 4:
+            size, text, show = MIN_LABEL_FONT, fits, True
+        else:
+            omitted = 0
+    hover = [[f"{v:.4g}" for v in row] for row in A]
+    heat = dict(z=z, customdata=hover, colorscale="Blues", showscale=False,
+                hovertemplate="Â[%{y},%{x}] = %{customdata}<extra></extra>", xgap=1, ygap=1)
+    if show:
+        heat.update(text=text, texttemplate="%{text}", textfont=dict(size=size))
+    fig = go.Figure(go.Heatmap(**heat))
     for u in range(len(bi)):
         c = PE_COLORS[int(tile_pe[u]) % len(PE_COLORS)]
         cur = step is not None and step.tile == u and step.kind in ("event", "final", "send", "reduce")
@@ -33,19 +110,44 @@ def learn_matrix(A, x, tile: int, bi, bj, tile_pe, step=None, height: int = 360)
                       line=dict(color=c, width=5 if cur else 2))
     if step is not None and step.column >= 0:
         fig.add_vrect(x0=step.column - 0.5, x1=step.column + 0.5, fillcolor="#e6194b", opacity=0.15, line_width=0)
-    fig.update_yaxes(autorange="reversed", title="row i", dtick=1, scaleanchor="x", range=[n - 0.5, -0.5],
+    # both axes constrained to their domain: the ranges stay [-0.5, n - 0.5] (no stray "−1" / "n" ticks)
+    tick = 1 if cell >= 16 else 2
+    fig.update_yaxes(autorange=False, title="row i", dtick=tick, scaleanchor="x", range=[n - 0.5, -0.5],
+                     constrain="domain", showgrid=False, zeroline=False)
+    fig.update_xaxes(title="column j", dtick=tick, range=[-0.5, m - 0.5], constrain="domain",
                      showgrid=False, zeroline=False)
-    fig.update_xaxes(title="column j", dtick=1, range=[-0.5, m - 0.5], constrain="domain",
-                     showgrid=False, zeroline=False)
-    xs = ", ".join(f"{v:.2g}" if v != 0 else "0" for v in np.asarray(x))
-    return styled(fig, f"Â, tiles framed in their PE's colour<br><span style='font-size:12px'>x = [{xs}]</span>",
-                  height,
-                  margin=dict(l=50, r=10, t=70, b=40))
+    # x, at most 8 values a line, so it fits above the matrix
+    xs = [f"{v:.2g}" if v != 0 else "0" for v in np.asarray(x)]
+    per = 8
+    x_lines = [f"x[{k}:{min(k + per, len(xs))}] = [{', '.join(xs[k:k + per])}]" if len(xs) > per
+               else f"x = [{', '.join(xs)}]" for k in range(0, len(xs), per)]
+    sub = "<br>".join(f"<span style='font-size:12px'>{t}</span>" for t in x_lines)
+    if not show:
+        sub += "<br><span style='font-size:12px'>(values in the hover: the cells are too small for labels)</span>"
+    elif omitted:
+        sub += (f"<br><span style='font-size:12px'>({omitted} value{'s' if omitted > 1 else ''} too long for "
+                f"{'their cells' if omitted > 1 else 'its cell'}: in the hover)</span>")
+    # plotly spaces every title line as a 14 px one (≈ 20 px), whatever its own font size
+    top = 27 + 19 * (1 + len(x_lines) + (not show or omitted > 0))
+    if height is None:
+        height = cell * n + top + _MATRIX_MARGIN["b"] + 10
+    fig = styled(fig, f"Â, tiles framed in their PE's colour<br>{sub}", height, width=width,
+                 margin=dict(_MATRIX_MARGIN, t=top))
+    # the title's lines downwards from the top: centred in the margin, its last line ran into row 0
+    fig.update_layout(title=dict(yref="container", y=1 - 17 / height, yanchor="top"))
+    return fig
 
 
-def learn_grid(state: dict, trace, step=None, height: int = 360) -> go.Figure:
-    """The PE grid after the current step: clock, queue and role of each PE; the step as an arrow."""
+def learn_grid(state: dict, trace, step=None, height: int | None = None, width: int = PANEL_WIDTH) -> go.Figure:
+    """The PE grid after the current step: clock, queue and role of each PE; the step as an arrow.
+
+    The boxes are square and as large as ``width`` allows (at most 190 px); on a 3-wide grid the text is
+    a size smaller and the queue is listed two events a line.
+    """
     R, C = trace.grid
+    box = max(60, min(190, (width - 20) // max(C, 1)))
+    font = 12 if box >= 170 else 10
+    per_line = 3 if box >= 170 else 2
     fig = go.Figure()
     for p in range(R * C):
         r, c = divmod(p, C)
@@ -60,11 +162,17 @@ def learn_grid(state: dict, trace, step=None, height: int = 360) -> go.Figure:
         if p in set(trace.src_pe.tolist()):
             roles.append("source of col block " + ",".join(str(b) for b in np.flatnonzero(trace.src_pe == p)))
         q = state["queues"][p]
-        qtxt = ", ".join(f"x[{j}]@{a}" for _, j, a in q[:6]) + (" …" if len(q) > 6 else "") if q else "empty"
-        lines = [f"<b>PE {p}</b> ({r},{c}) · clock {int(state['pe_clock'][p])}",
-                 f"tiles: {', '.join(tiles) or '—'}", *roles, f"queue: {qtxt}"]
+        if q:
+            qlines = _wrap_list([f"x[{j}]@{a}" for _, j, a in q[:6]], per_line)
+            if len(q) > 6:
+                qlines.append(f"… (+{len(q) - 6} more)")
+            qtxt = ["queue: " + qlines[0], *qlines[1:]]
+        else:
+            qtxt = ["queue: empty"]
+        lines = [f"<b>PE {p}</b> ({r},{c})", f"clock {int(state['pe_clock'][p])}",
+                 f"tiles: {', '.join(tiles) or '—'}", *roles, *qtxt]
         fig.add_annotation(x=c + 0.5, y=r + 0.5, text="<br>".join(lines), showarrow=False,
-                           font=dict(size=11), align="center")
+                           font=dict(size=font), align="center")
     if step is not None:
         tgt = step.pe
         if step.kind == "event":
@@ -80,16 +188,22 @@ def learn_grid(state: dict, trace, step=None, height: int = 360) -> go.Figure:
                                arrowcolor=KIND_COLORS.get(step.kind, "#333"))
     fig.update_xaxes(range=[0, C], visible=False)
     fig.update_yaxes(range=[R, 0], visible=False, scaleanchor="x")
+    if height is None:
+        height = box * R + 60
+    fig.update_layout(width=width)
     return styled(fig, f"PE grid {R}×{C} at cycle {state['time']}", height, margin=dict(l=10, r=10, t=50, b=10))
 
 
-def learn_timeline(trace, upto: int, height: int = 260) -> go.Figure:
+def learn_timeline(trace, upto: int, height: int | None = None) -> go.Figure:
     """Steps done so far as bars per PE (start → end), coloured by kind.
 
     Steps that take no cycles (an injection, a send) are drawn as ticks on top of the bars,
     so they stay visible where they coincide with a setup or an event on the same PE.
+    Every PE of the grid has its row from step 0 on (the axes do not change while stepping);
+    the legend sits under the title, left-aligned, so it fits a narrow page.
     """
     R, C = trace.grid
+    n_pe = R * C
     fig = go.Figure()
     done = trace.steps[:upto]
     ticks = []
@@ -111,10 +225,19 @@ def learn_timeline(trace, upto: int, height: int = 260) -> go.Figure:
                                     hovertemplate=f"{kind} at cycle %{{x}}<extra></extra>"))
     for tick in ticks:       # after every bar: on top
         fig.add_trace(tick)
-    fig.add_vline(x=trace.makespan, line=dict(color="#e6194b", dash="dash"), annotation_text="makespan")
-    # no zero line: on a categorical PE axis it is a stray rule through PE 0's row
-    fig.update_yaxes(tickvals=list(range(R * C)), ticktext=[f"PE {p}" for p in range(R * C)], autorange="reversed",
-                     zeroline=False)
-    fig.update_xaxes(title="cycle", range=[0, trace.makespan * 1.05 + 1])
-    return styled(fig, "Timeline of the steps done so far", height,
-                  legend=dict(orientation="h", y=1.2, x=1, xanchor="right"))
+    # the line's value in the axis title: a label at the line ran past the plot's edge ("makespar")
+    # or over PE 0's bars
+    fig.add_vline(x=trace.makespan, line=dict(color="#e6194b", dash="dash"))
+    # no zero line: on a categorical PE axis it is a stray rule through PE 0's row;
+    # a fixed range lists every PE of the grid from the first step on
+    fig.update_yaxes(tickvals=list(range(n_pe)), ticktext=[f"PE {p}" for p in range(n_pe)],
+                     range=[n_pe - 0.5, -0.5], autorange=False, zeroline=False)
+    fig.update_xaxes(title=f"cycle (dashed line: makespan = {trace.makespan})",
+                     range=[0, trace.makespan * 1.05 + 1])
+    if height is None:
+        height = 150 + 26 * n_pe
+    fig = styled(fig, "Timeline of the steps done so far", height,
+                 legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom"),
+                 margin=dict(l=60, r=20, t=66, b=50))
+    fig.update_layout(title=dict(yref="container", y=1.0, yanchor="top", pad=dict(t=10)))
+    return fig

@@ -1,0 +1,226 @@
+"""The Learn page stays readable on a narrow page (a 1000 px window with the sidebar open: ≈ 540 px of content).
+
+A UX test there found the step buttons cut to "S…", "B…", "N…", the matrix's value labels running into each other,
+the formulas and the step's formula clipped, the timeline's "makespan" label cut and its PE axis growing while
+stepping, and the partial-sums header cut. These tests pin the layout choices that fixed them, and step through
+every step of two cases.
+"""
+import json
+
+import numpy as np
+import pytest
+
+from akfviz.npu.trace import tiny_case
+from akfviz.viz import learn as vl
+
+APP = "/work/main/app.py"
+BIG = {"ln": "16", "lT": "4", "lgrid": "3×3", "ldens": "0.5", "lxd": "0.5", "lkernel": "DENSE", "lseed": "3"}
+
+
+@pytest.fixture
+def at():
+    from streamlit.testing.v1 import AppTest
+
+    return AppTest.from_file(APP, default_timeout=600)
+
+
+def _ok(app):
+    assert not app.exception, [e.value for e in app.exception]
+    assert not app.error, [e.value for e in app.error]
+
+
+def _block(app, key):
+    """The container with ``key`` (its Streamlit id ends with the key)."""
+    def walk(node):
+        proto = getattr(node, "proto", None)
+        if proto is not None and getattr(proto, "id", "").endswith("-" + key):
+            return node
+        for child in (node.children.values() if isinstance(getattr(node, "children", None), dict) else ()):
+            found = walk(child)
+            if found is not None:
+                return found
+        return None
+    return walk(app.main)
+
+
+# ---- the figures -------------------------------------------------------------------------------------------
+
+def _matrix(n, tile=4, width=vl.PANEL_WIDTH, seed=1):
+    tc = tiny_case(n=n, tile=tile, grid=(2, 2), density=0.6, x_density=1.0, seed=seed)
+    fig = vl.learn_matrix(tc.A_hat, tc.x, tc.trace.tile, tc.work.bi, tc.work.bj, tc.trace.tile_pe,
+                          tc.trace.steps[5], width=width)
+    return tc, fig
+
+
+@pytest.mark.parametrize("n", [8, 12, 16])
+@pytest.mark.parametrize("seed", [0, 1, 3])
+def test_matrix_labels_fit_their_cells(n, seed):
+    tc, fig = _matrix(n, seed=seed)
+    heat = fig.data[0]
+    m = fig.layout.margin
+    cell = (fig.layout.width - m.l - m.r) // n
+    A = np.asarray(tc.A_hat)
+    if heat.texttemplate:
+        size = heat.textfont.size
+        assert vl.MIN_LABEL_FONT <= size <= 13
+        shown = [t for row in heat.text for t in row if t]
+        widest = max(vl.text_em(t) for t in shown)
+        assert widest * size <= cell - 4, (widest, size, cell)      # a label never reaches its neighbour
+        omitted = int((A != 0).sum()) - len(shown)
+        assert omitted <= len(shown) // 3
+        if omitted:
+            assert f"{omitted} value" in fig.layout.title.text
+        for (i, j) in np.argwhere(A != 0)[:20]:
+            assert heat.text[i][j] in ("", vl.short_label(A[i, j]), f"{A[i, j]:.2g}")
+    else:
+        assert "values in the hover" in fig.layout.title.text
+    if n == 8:                                                    # plainly readable at n = 8, 0.5 as "0.5"
+        assert heat.texttemplate and heat.textfont.size >= 11
+        assert all(t == "" or t == f"{v:.2g}" for row, arow in zip(heat.text, A) for t, v in zip(row, arow))
+    if n == 12:
+        assert heat.texttemplate
+    # every value is in the hover (4 significant digits)
+    i, j = map(int, np.argwhere(A != 0)[0])
+    assert heat.customdata[i][j] == f"{A[i, j]:.4g}"
+
+
+def test_matrix_labels_are_left_out_when_the_cells_are_too_small():
+    tc = tiny_case(n=16, tile=4, grid=(2, 2), density=0.6, x_density=1.0, seed=1)
+    A = np.where(np.asarray(tc.A_hat) != 0, -0.0123, 0.0)        # every label long: "-.012"
+    fig = vl.learn_matrix(A, tc.x, tc.trace.tile, tc.work.bi, tc.work.bj, tc.trace.tile_pe)
+    heat = fig.data[0]
+    assert not heat.texttemplate and heat.text is None
+    assert "%{customdata}" in heat.hovertemplate and len(heat.customdata) == 16
+    assert "values in the hover" in fig.layout.title.text
+    # x, 16 values, on two lines of 8 so it fits over the matrix
+    assert fig.layout.title.text.count("x[") == 2
+    # the title's lines have room above the plot: 4 lines (title, x twice, the note)
+    assert fig.layout.margin.t >= 4 * 19
+
+
+def test_short_labels_drop_the_leading_zero_only():
+    assert [vl.short_label(v) for v in (-0.67, 0.094, 1.5, -1.0, 12.0)] == ["-.67", ".094", "1.5", "-1", "12"]
+
+
+def test_label_font_is_the_largest_that_fits():
+    assert vl.label_font(46, ["-.67", ".094"]) == 13
+    assert vl.label_font(10, ["-0.67"]) < vl.MIN_LABEL_FONT
+    assert vl.label_font(30, []) == 13
+
+
+def test_matrix_axes_keep_to_the_matrix():
+    _, fig = _matrix(8)
+    assert list(fig.layout.yaxis.range) == [7.5, -0.5] and list(fig.layout.xaxis.range) == [-0.5, 7.5]
+    assert fig.layout.yaxis.constrain == "domain" and fig.layout.xaxis.constrain == "domain"
+
+
+def test_grid_text_fits_a_three_wide_grid():
+    tc = tiny_case(n=16, tile=4, grid=(3, 3), density=0.5, x_density=1.0, seed=3)
+    tr = tc.trace
+    # the step where the most events wait in one queue
+    k = max(range(len(tr.steps) + 1), key=lambda s: max(len(q) for q in tr.state_at(s)["queues"]))
+    fig = vl.learn_grid(tr.state_at(k), tr, tr.steps[k - 1] if k else None)
+    assert fig.layout.width == vl.PANEL_WIDTH
+    box = (vl.PANEL_WIDTH - 20) // 3
+    for a in fig.layout.annotations:
+        if a.showarrow:
+            continue
+        assert a.font.size == 10
+        for line in a.text.split("<br>"):
+            plain = line.replace("<b>", "").replace("</b>", "")
+            assert len(plain) * a.font.size * 0.55 <= 0.9 * box, plain    # within the box (90 % of the cell)
+
+
+def test_timeline_lists_every_pe_from_the_first_step():
+    tc = tiny_case()
+    tr = tc.trace
+    n_pe = tr.grid[0] * tr.grid[1]
+    for upto in (0, 1, len(tr.steps)):
+        fig = vl.learn_timeline(tr, upto)
+        assert list(fig.layout.yaxis.range) == [n_pe - 0.5, -0.5]
+        assert list(fig.layout.yaxis.tickvals) == list(range(n_pe))
+        assert fig.layout.yaxis.autorange is False
+    assert {s.pe for s in tr.steps[:1]} != set(range(n_pe))      # at step 1 not every PE has done anything
+
+
+def test_timeline_legend_and_makespan_label_stay_inside():
+    tr = tiny_case().trace
+    fig = vl.learn_timeline(tr, len(tr.steps))
+    # the legend on the left, above the plot (not at the right edge, where the makespan label ran off)
+    assert fig.layout.legend.xanchor == "left" and fig.layout.legend.x == 0
+    # the makespan's value is in the axis title, no label at the line to run past the plot's edge
+    assert not fig.layout.annotations
+    assert f"makespan = {tr.makespan}" in fig.layout.xaxis.title.text
+    assert fig.layout.height >= 150 + 26 * 4
+
+
+# ---- the page ----------------------------------------------------------------------------------------------
+
+def test_step_buttons_sit_in_a_row_sized_to_their_labels(at):
+    at.run()
+    at.switch_page("pages/7_Learn.py").run()
+    _ok(at)
+    row = _block(at, "learn_buttons")
+    assert row is not None
+    fc = row.proto.flex_container
+    assert fc.direction == fc.HORIZONTAL and fc.wrap
+    kids = list(row.children.values())
+    buttons = [k for k in kids if type(k).__name__ == "Button"]
+    assert [b.key for b in buttons] == ["learn_first", "learn_prev", "learn_next"]
+    # straight in the row, not each in a column of a fixed share of the page (which cut the labels)
+    assert not any(type(k).__name__ == "Column" for k in kids)
+    assert _block(at, "learn_slider") is not None and at.slider(key="w:lstep") is not None
+
+
+def test_figures_and_formulas_wrap_where_the_page_is_narrow(at):
+    at.query_params["lstep"] = "3"
+    at.run()
+    at.switch_page("pages/7_Learn.py").run()
+    _ok(at)
+    for key, widths in (("learn_figs", {vl.PANEL_WIDTH}), ("learn_bottom", {300, 480})):
+        block = _block(at, key)
+        assert block is not None, key
+        assert block.proto.flex_container.wrap
+        assert {c.proto.width_config.pixel_width for c in block.children.values()} == widths
+    assert at.code[0].proto.wrap_lines                              # the step's formula wraps
+    long = [x.value for x in at.latex
+            if "arrive}} &=" in x.value or "w = {}" in x.value or "t_q \\leftarrow" in x.value]
+    assert len(long) == 3 and all("\\\\" in v for v in long)          # on two lines each
+    ps = next(d for d in at.dataframe if "partial sums" in d.value.columns)
+    assert list(ps.value.columns) == ["tile", "(bi, bj)", "PE", "kernel", "partial sums"]
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert [s["layout"].get("width") for s in specs[:2]] == [vl.PANEL_WIDTH, vl.PANEL_WIDTH]
+
+
+def _walk_all_steps(app, link):
+    app.query_params.update(link)
+    app.run()
+    app.switch_page("pages/7_Learn.py").run()
+    _ok(app)
+    n_steps = int(app.slider(key="w:lstep").max)
+    assert n_steps > 5
+    for k in range(1, n_steps + 1):
+        app.slider(key="w:lstep").set_value(k).run()
+        _ok(app)
+        assert any(m.value.startswith(f"**Step {k} / {n_steps}") for m in app.markdown), k
+        assert len(app.get("plotly_chart")) == 3
+    y = next(d.value for d in app.dataframe if "y so far" in d.value.columns)
+    np.testing.assert_allclose(y["y so far"].to_numpy(), y["Â x"].to_numpy(), rtol=1e-9, atol=1e-12)
+    return n_steps
+
+
+def test_every_step_of_the_default_case_renders(at):
+    # Next × 5, Back × 1 (the UX test's path), then every step by the slider
+    at.run()
+    at.switch_page("pages/7_Learn.py").run()
+    for key in ["learn_next"] * 5 + ["learn_prev"]:
+        next(b for b in at.button if b.key == key).click().run()
+        _ok(at)
+    assert at.slider(key="w:lstep").value == 4
+    _walk_all_steps(at, {})
+
+
+def test_every_step_of_a_larger_case_renders(at):
+    n_steps = _walk_all_steps(at, BIG)
+    assert at.selectbox(key="w:lgrid").value == "3×3"
+    assert n_steps > 40
