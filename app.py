@@ -82,7 +82,7 @@ with tab_gen:
                     kw[spec.name] = v
             S.generate_cached(kind, tuple(sorted(kw.items())))   # validates now, shows the error here
         except (InputError, ValueError) as exc:
-            st.error(str(exc))
+            S.show_error(exc)
         else:
             S.put("src", "gen")
             S.put("gen", kind)
@@ -105,7 +105,7 @@ with tab_up:
             try:
                 tensors = S.list_tensors_cached(digest, data)
             except (InputError, ValueError) as exc:
-                st.error(str(exc))
+                S.show_error(exc)
                 ok = False
             else:
                 two_d = [str(n) for n, shp in zip(tensors["name"], tensors["shape"]) if len(shp) == 2]
@@ -119,7 +119,7 @@ with tab_up:
             try:
                 members = S.archive_members_cached(digest, data, up.name)
             except (InputError, ValueError) as exc:
-                st.error(str(exc))
+                S.show_error(exc)
                 ok = False
             else:
                 if len(members) > 1:  # several matrices (e.g. SuiteSparse side files): let the user pick
@@ -141,7 +141,7 @@ with tab_up:
                 A_up = S.load_cached(digest, data, S._fmt_of(up.name), S.get("up_tensor") or None, prune,
                                      up.name)
             except (InputError, ValueError) as exc:
-                st.error(str(exc))
+                S.show_error(exc)
             else:
                 prev = st.session_state.get("_akf_upload")
                 st.session_state["_akf_upload"] = (up.name, data)

@@ -59,6 +59,9 @@ def page_start(title: str, caption: str | None = None):
         st.caption(caption)
     for problem in S.url_problems():
         st.warning(problem)
+    # where a widget inside a collapsed expander reports a link value it could not take (the
+    # warning drawn beside the widget was hidden)
+    st.session_state["_akf_notes"] = st.container()
     _workload_controls()
     wl = S.load_workload()
     _share_and_save(wl)

@@ -50,9 +50,14 @@ JS_MAX_INT = 2**53 - 1
 MAX_GRID_SIDE = 1024
 #: Largest stored entries / dense intermediate the app's generator form makes (the library's
 #: defaults are 200M / 400M: about 1 minute and 8 GB, which on a shared server would hold a
-#: large share of the memory in the generator cache). 20M entries is 20× the benchmark matrix.
-MAX_GENERATED_NNZ = 20_000_000
+#: large share of the memory in the generator cache). 5M entries is 5× the benchmark matrix;
+#: a hyper-sparse one has as many tiles, whose analysis takes ≈ 170 bytes each.
+MAX_GENERATED_NNZ = 5_000_000
 MAX_GENERATED_DENSE = 100_000_000
+#: Largest number of rows or columns of a matrix the app generates or reads from an upload: a
+#: 104-byte Matrix Market header of 50M × 50M with 3 nonzeros made the server hold 5 GB and
+#: left the NPU page blank for minutes (the input vector alone has one value per column).
+MAX_APP_SIDE = 1 << 20
 
 
 def _number(s) -> float:
@@ -533,7 +538,8 @@ def generate_cached(kind: str, params: tuple) -> Any:
     :data:`MAX_GENERATED_DENSE`), cached across sessions."""
     import akfviz
     from .workloads.limits import LoadLimits
-    limits = LoadLimits(max_nnz=MAX_GENERATED_NNZ, max_dense_elements=MAX_GENERATED_DENSE)
+    limits = LoadLimits(max_nnz=MAX_GENERATED_NNZ, max_dense_elements=MAX_GENERATED_DENSE,
+                        max_rows=MAX_APP_SIDE, max_cols=MAX_APP_SIDE)
     return akfviz.generate(kind, limits=limits, **dict(params))
 
 
@@ -547,7 +553,9 @@ def sample_cached(name: str):
 def load_cached(digest: str, _data: bytes, fmt: str | None, tensor: str | None, prune: tuple,
                 name: str | None = None):
     import akfviz
-    A = akfviz.load(_data, fmt=fmt, tensor=tensor or None, name=name)
+    from .workloads.limits import LoadLimits
+    A = akfviz.load(_data, fmt=fmt, tensor=tensor or None, name=name,
+                    limits=LoadLimits(max_rows=MAX_APP_SIDE, max_cols=MAX_APP_SIDE))
     method = prune[0]
     if method and method != "none":
         from .workloads.prune import prune as do_prune
@@ -830,8 +838,15 @@ def _bind(key: str, options=None, label: str = ""):
         st.session_state[wkey] = new
         st.session_state[key] = new
         if fresh and label:
-            st.warning(f"{label}: {shorten(old)} is not one of the choices here; using {shorten(new)}.")
+            note(f"{label}: {shorten(old)} is not one of the choices here; using {shorten(new)}.")
     return wkey
+
+
+def note(text: str) -> None:
+    """A warning about a setting, under the page's heading (widgets may sit in a collapsed expander,
+    where a warning beside them is never seen); in place when no page has started."""
+    slot = st.session_state.get("_akf_notes")
+    (slot if slot is not None else st).warning(text)
 
 
 def _commit(key: str):
@@ -844,7 +859,7 @@ def bounds(key: str) -> tuple:
     return FIELDS[key].parse.bounds
 
 
-def _clamp_to_range(fn, wkey: str, key: str, args, kwargs) -> None:
+def _clamp_to_range(fn, wkey: str, key: str, args, kwargs, label: str = "") -> None:
     """Bring a numeric value into a slider's or number input's ``[min, max]``.
 
     Streamlit raises when a widget's value lies outside its range. Ranges can depend on the
@@ -866,13 +881,15 @@ def _clamp_to_range(fn, wkey: str, key: str, args, kwargs) -> None:
     if new != v:
         st.session_state[wkey] = new
         st.session_state[key] = new
+        if label:  # said once: the state now holds the new value
+            note(f"{label}: {shorten(v)} is outside {shorten(lo)} … {shorten(hi)} here; using {shorten(new)}.")
 
 
 def widget(fn, label: str, key: str, *args, options=None, **kwargs):
     """Render ``fn`` (e.g. ``st.slider``) bound to state ``key``; the value survives page switches
     (and is moved into the widget's range when it lies outside, see :func:`_clamp_to_range`)."""
     wkey = _bind(key, options, label)
-    _clamp_to_range(fn, wkey, key, args, kwargs)
+    _clamp_to_range(fn, wkey, key, args, kwargs, label)
     if options is not None:
         args = (options, *args)
     value = fn(label, *args, key=wkey, on_change=_commit, args=(key,), **kwargs)

@@ -31,7 +31,7 @@ with st.expander("Hardware configuration", expanded=False):
             hw.replace(rows=int(rows), cols=int(cols), sram_bytes_per_pe=int(sram), clock_hz=float(clock) * 1e6,
                        dram_bytes_per_cycle=int(bw))
         except InputError as exc:
-            st.error(str(exc))
+            S.show_error(exc)
         else:
             for key, v in (("hw_rows", int(rows)), ("hw_cols", int(cols)), ("hw_sram", int(sram)),
                            ("hw_clock", float(clock) * 1e6), ("hw_bw", int(bw))):
@@ -56,7 +56,7 @@ with st.expander("Energy table (editable, with provenance)", expanded=False):
     try:
         table = EnergyTable.from_frame(edited, name="custom")
     except InputError as exc:
-        st.error(str(exc))
+        S.show_error(exc)
     else:
         changed = not edited.equals(frame)
         current = st.session_state.get("_akf_energy_override")

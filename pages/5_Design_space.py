@@ -53,7 +53,7 @@ try:
                              f"page (got {max(grid[side]):g}); larger grids: python -m akfviz sweep.")
     points = sweep.expand_grid(grid, max_points=LIMIT)
 except (InputError, ValueError) as exc:
-    st.error(str(exc))
+    S.show_error(exc)
 swept_names = set(grid or {})
 
 # The plan definition every other page uses (Kernels: mode, budgets, R, granularity; NPU: ρ_x), so a
@@ -140,7 +140,7 @@ if (run or auto) and grid is not None and not empty:
         store[key] = sweep.run_sweep(wl.A, grid, base=base, hw=hw, progress=progress, max_points=LIMIT,
                                      baselines=baselines, static_kernel=static)
     except (InputError, ValueError) as exc:
-        st.error(str(exc))
+        S.show_error(exc)
     bar.empty()
 upload = c2.file_uploader("…or load a sweep file (CSV or Parquet from the CLI)", type=["csv", "parquet"],
                           key="sweep_upload")
@@ -150,7 +150,7 @@ if upload is not None:
         df = sweep.load_sweep(upload.getvalue(), name=upload.name)
         source = f"loaded from {upload.name}"
     except InputError as exc:
-        st.error(str(exc))
+        S.show_error(exc)
 if df is None and key in store:
     df, source = store[key], ("run automatically: small grid, small matrix" if key in tried
                               else "run in this session")

@@ -49,6 +49,8 @@ tr = tc.trace
 n_steps = len(tr.steps)
 
 cur = min(int(S.get("lstep")), n_steps)
+if cur != int(S.get("lstep")):
+    S.note(f"Step {int(S.get('lstep')):,} is beyond this case's {n_steps} steps; showing the last one.")
 # the buttons in a row, each as wide as its label (in fixed columns they read "S…", "B…", "N…");
 # the slider takes the rest of the row, or a row of its own on a narrow page
 with st.container(horizontal=True, vertical_alignment="bottom", key="learn_buttons"):

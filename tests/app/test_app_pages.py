@@ -734,13 +734,23 @@ def test_npu_page_says_when_the_timeline_was_not_recorded(app, monkeypatch):
 
 def test_the_generator_form_keeps_to_the_apps_size_limit(app):
     """The form accepted the library's 200M entries (about 1 minute and 8 GB, then held in a cache
-    shared by every session); it now stops at the app's 20M with the way around it."""
+    shared by every session); it now stops at the app's 5M entries and 2²⁰ rows or columns, with
+    the way around it."""
     app.query_params.update({"src": "gen", "gen": "uniform", "g_n": "100000", "g_density": "0.003"})
     app.run()
     assert not app.exception, [e.value[:300] for e in app.exception]
     msgs = [e.value for e in app.error]
-    assert any("30000000 stored entries, over the limit of 20000000" in m and "Python API" in m
+    assert any("30000000 stored entries, over the limit of 5000000" in m and "Python API" in m
                for m in msgs), msgs
+    # a link of 50M rows with a handful of nonzeros held 7 GB of the server for every variant
+    from streamlit.testing.v1 import AppTest
+
+    app = AppTest.from_file(app._script_path, default_timeout=600)
+    app.query_params.update({"src": "gen", "gen": "uniform", "g_n": "50000000", "g_density": "0.00000001"})
+    app.run()
+    assert not app.exception
+    assert any("over the limit of 1048576 rows × 1048576 columns" in e.value for e in app.error), \
+        [e.value for e in app.error]
 
 
 def test_compare_names_the_hardware_and_the_sidebar_says_it_was_changed(app):
@@ -781,3 +791,37 @@ def test_metrics_sit_in_a_wrapping_row_sized_to_their_content(app):
     walk(app.main)
     (row, labels), = rows.values()       # all six in one wrapping horizontal row (not columns)
     assert row is not None and labels[:2] == ["makespan (cycles)", "energy"] and len(labels) == 6
+
+
+def _warnings_outside_expanders(node, inside=False, out=None):
+    out = [] if out is None else out
+    for child in getattr(node, "children", {}).values():
+        if getattr(child, "type", "") == "alert" or type(child).__name__ == "Warning":
+            if not inside:
+                out.append(child.value)
+            continue
+        proto = getattr(child, "proto", None)
+        expander = proto is not None and "expandable" in type(proto).DESCRIPTOR.fields_by_name \
+            and proto.HasField("expandable")
+        _warnings_outside_expanders(child, inside or expander, out)
+    return out
+
+
+def test_link_warnings_are_not_hidden_in_collapsed_expanders_and_clamps_are_said(app):
+    """'lkernel=NOPE' warned inside the collapsed 'The tiny case', and lstep=999999 became 27 silently."""
+    app.query_params.update({"lkernel": "NOPE", "lstep": "999999"})
+    app.run()
+    app.switch_page("pages/7_Learn.py").run()
+    assert not app.exception
+    seen = _warnings_outside_expanders(app.main)
+    assert any("'NOPE' is not one of the choices here" in w for w in seen), seen
+    assert any("Step 999,999 is beyond this case's" in w for w in seen), seen
+    from streamlit.testing.v1 import AppTest
+
+    app = AppTest.from_file(app._script_path, default_timeout=600)
+    app.query_params.update({"tsel": "1000000000", "lsh_k": "7"})
+    app.run()
+    app.switch_page("pages/1_Patterns.py").run()
+    seen = _warnings_outside_expanders(app.main)
+    assert any(w.startswith("Selected tile (row of pa.tiles): 1000000000 is outside 0 … ") for w in seen), seen
+    assert any("7 is not one of the choices here" in w for w in seen), seen
