@@ -1195,21 +1195,25 @@ def hardware():
         return None, ""
 
 
+#: The NPU page's hardware settings: state key -> HardwareConfig field.
+HW_OVERRIDES = {"hw_rows": "rows", "hw_cols": "cols", "hw_sram": "sram_bytes_per_pe", "hw_clock": "clock_hz",
+                "hw_bw": "dram_bytes_per_cycle"}
+
+
 def hardware_changes() -> list[str]:
     """The NPU page's changes to the preset, as short phrases ("16×16 PEs", "8,192 B SRAM per PE",
     "edited energy table"); empty when the preset is used as it is."""
     hwmod = stage("npu.hardware")
     names = hwmod.HardwareConfig.preset_names()
     base = hwmod.HardwareConfig.from_preset(get("preset") if get("preset") in names else names[0])
-    value = {k: get(k) for k in ("hw_rows", "hw_cols", "hw_sram", "hw_clock", "hw_bw")}
+    value = {k: get(k) for k in HW_OVERRIDES}
     rows = base.rows if value["hw_rows"] is None else int(value["hw_rows"])
     cols = base.cols if value["hw_cols"] is None else int(value["hw_cols"])
     out = [f"{rows}×{cols} PEs"] if (rows, cols) != (base.rows, base.cols) else []
-    for key, attr, fmt, scale in (("hw_sram", "sram_bytes_per_pe", "{:,.0f} B SRAM per PE", 1),
-                                  ("hw_clock", "clock_hz", "{:g} MHz", 1e-6),
-                                  ("hw_bw", "dram_bytes_per_cycle", "{:,.0f} DRAM B/cycle", 1)):
+    for key, fmt, scale in (("hw_sram", "{:,.0f} B SRAM per PE", 1), ("hw_clock", "{:g} MHz", 1e-6),
+                            ("hw_bw", "{:,.0f} DRAM B/cycle", 1)):
         v = value[key]
-        if v is not None and float(v) != float(getattr(base, attr)):
+        if v is not None and float(v) != float(getattr(base, HW_OVERRIDES[key])):
             out.append(fmt.format(float(v) * scale))
     if st.session_state.get("_akf_energy_override") is not None:
         out.append("edited energy table")
@@ -1229,14 +1233,9 @@ def _apply_overrides(hw):
     import dataclasses
     overrides = {}
     names = {f.name for f in dataclasses.fields(hw)} if dataclasses.is_dataclass(hw) else set()
-    mapping = {"hw_rows": ("rows",), "hw_cols": ("cols",), "hw_sram": ("sram_bytes_per_pe",),
-               "hw_clock": ("clock_hz",), "hw_bw": ("dram_bytes_per_cycle",)}
-    for key, candidates in mapping.items():
+    for key, attr in HW_OVERRIDES.items():
         v = get(key)
-        if v is None:
-            continue
-        attr = next((c for c in candidates if c in names), None)
-        if attr is not None:
+        if v is not None and attr in names:
             overrides[attr] = type(getattr(hw, attr))(v)
     energy = st.session_state.get("_akf_energy_override")
     if energy is not None and "energy" in names:

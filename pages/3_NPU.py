@@ -38,7 +38,7 @@ with st.expander("Hardware configuration", expanded=False):
                 S.put(key, v)
             st.rerun()
     if reset:
-        for key in ("hw_rows", "hw_cols", "hw_sram", "hw_clock", "hw_bw"):
+        for key in S.HW_OVERRIDES:
             S.put(key, None)
         st.session_state.pop("_akf_energy_override", None)
         st.session_state.pop("energy_editor", None)

@@ -143,13 +143,12 @@ def pareto_front(error, resource, current=None, labels=None, resource_name: str 
                                  marker=dict(symbol="star", size=16, color="#e6194b")))
     fig.update_xaxes(title=resource_name)
     fig.update_yaxes(title="relative error ‖A−Â‖_F/‖A‖_F (%)")
-    pct = 100 * error[np.isfinite(error)]
-    levels = np.unique(pct)
-    if levels.size >= 3 and levels[-2] > 0 and levels[-1] > 10 * levels[-2]:
-        shown = max(levels[-2], 100 * current[0] if current is not None else 0.0)
-        top = 1.15 * shown
-        far = (100 * error > top) & np.isfinite(error)
-    if levels.size >= 3 and levels[-2] > 0 and levels[-1] > 10 * levels[-2] and far.any():
+    levels = np.unique(100 * error[np.isfinite(error)])
+    outlier = levels.size >= 3 and levels[-2] > 0 and levels[-1] > 10 * levels[-2]
+    # the axis keeps the current plan in view: when it is the outlier, nothing is cut
+    top = 1.15 * max(levels[-2], 100 * current[0] if current is not None else 0.0) if outlier else np.inf
+    far = np.isfinite(error) & (100 * error > top)
+    if far.any():
         fig.update_yaxes(range=[-0.03 * top, top])
         fig.add_annotation(x=0, xref="paper", y=1, yref="paper", xanchor="left", yanchor="bottom",
                            showarrow=False, font=dict(size=11, color="#555"),
