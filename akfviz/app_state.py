@@ -128,6 +128,25 @@ def _choice(*options: str) -> Callable[[str], str]:
     return _described(what, parse)
 
 
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def _flag() -> Callable[[str], bool]:
+    what = "true or false (also 1 / 0, yes / no, on / off)"
+
+    def parse(s):
+        if isinstance(s, bool):
+            return s
+        low = str(s).strip().lower()
+        if low in _TRUE:
+            return True
+        if low in _FALSE:
+            return False
+        raise ValueError(what)
+    return _described(what, parse)
+
+
 def _text(max_len: int = 200, allow_empty: bool = False) -> Callable[[str], str]:
     what = f"a {'' if allow_empty else 'non-empty '}text of at most {max_len} characters, without control characters"
 
@@ -194,6 +213,8 @@ FIELDS: dict[str, Field] = {f.key: f for f in (
     Field("xdens", 1.0, _float_in(0.05, 1.0), "activation density rho_x of the input vector"),
     Field("static", "CSC", _text(40), "kernel of the StaticSparse baseline"),
     Field("sweep", "tile=16,32;beta=0.1,1,10", _text(400), "design-space sweep: name=v1,v2;name=…"),
+    Field("sweep_base", True, _flag(), "design-space sweep: also simulate the Block-sparse and Static-sparse "
+                                        "baselines"),
     Field("solver", "jacobi", _choice("jacobi", "cg", "power"), "iterative method"),
     Field("iters", 30, _int_in(5, 200), "solver iterations"),
     Field("sop", "sample", _choice("sample", "stencil9", "current"), "solver operator"),
@@ -253,6 +274,8 @@ def parse_query(params) -> tuple[dict, list[str]]:
 
 
 def _fmt(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
     if isinstance(v, float):
         if v == 0 and math.copysign(1.0, v) < 0:
             return "-0.0"

@@ -99,11 +99,11 @@ def fixed_settings() -> str:
     return "; ".join(parts)
 
 
-baselines = st.checkbox("Also simulate the Block-sparse and Static-sparse baselines at every point", value=True,
-                        key="dse_baselines",
-                        help="akf-spec §8: Block-sparse skips empty tiles and runs the rest DENSE; Static-sparse "
-                             "runs one kernel on every nonempty tile. Simulated as on the Compare page, once per "
-                             "tile size and hardware; about twice the time of a sweep without them.")
+baselines = S.widget(st.checkbox, "Also simulate the Block-sparse and Static-sparse baselines at every point",
+                     "sweep_base",
+                     help="akf-spec §8: Block-sparse skips empty tiles and runs the rest DENSE; Static-sparse "
+                          "runs one kernel on every nonempty tile. Simulated as on the Compare page, once per "
+                          "tile size and hardware; about twice the time of a sweep without them.")
 if grid is not None:
     st.caption(f"{len(points)} point(s): {sweep.describe_grid(grid)}. Same at every point: {fixed_settings()}.")
     if mode in ("error", "resource") and {"alpha", "beta"} & swept_names and not (

@@ -129,3 +129,30 @@ def test_the_sweep_uses_the_selection_mode_budget_and_rho_x_of_the_other_pages(a
     plan = akfviz.select(pa, error_budget=0.001, rho_x=0.5)
     row = df[(df["tile"] == 32) & (df["beta"] == 1.0)]
     assert np.isclose(row["error_pct"].item(), 100 * plan.relative_error, rtol=0, atol=1e-12)
+
+
+def test_the_baselines_checkbox_travels_in_the_link(app):
+    """Seen in the fifteenth session: the checkbox was not a link setting, so a shared link of a sweep
+    without baselines re-ran them (about twice the time) and showed other columns."""
+    from akfviz import app_state
+
+    assert app_state.parse_query({"sweep_base": "false"})[0]["sweep_base"] is False
+    assert app_state.parse_query({"sweep_base": "1"})[0]["sweep_base"] is True
+    assert app_state.parse_query({"sweep_base": "maybe"})[1]            # rejected, with a message
+    assert app_state.to_query({"sweep_base": False}) == {"sweep_base": "false"}
+    assert app_state.to_query({"sweep_base": True}) == {}               # the default is not written
+
+    app.query_params.update({"sweep_base": "false", "sweep": "tile=16,32"})
+    app.run()
+    app.switch_page(PAGE).run()
+    _ok(app)
+    box = next(c for c in app.checkbox if c.label.startswith("Also simulate the Block-sparse"))
+    assert box.value is False
+    df = _sweep_table(app)
+    assert len(df) == 2 and "blocksparse_cycles" not in df.columns
+    assert app.query_params.get("sweep_base") in ("false", ["false"])
+    box.check().run()
+    _ok(app)
+    df = _sweep_table(app)
+    assert "blocksparse_cycles" in df.columns
+    assert "sweep_base" not in app.query_params
