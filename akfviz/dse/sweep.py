@@ -733,6 +733,18 @@ def load_sweep(path_or_bytes, fmt: str | None = None, *, name: str | None = None
     return _check_numeric_columns(df)
 
 
+def grid_in_words(grid: Mapping[str, Sequence]) -> str:
+    """The grid as a reader writes it, in the order given: every combination of the values.
+
+    >>> grid_in_words({"tile": [16, 32], "beta": [0.1, 1.0, 10.0]})
+    'tile 16, 32 × beta 0.1, 1, 10'
+    """
+    def word(v):
+        return ("none" if v is None else str(v) if isinstance(v, (str, bool))
+                else _fmt(v) if isinstance(v, (int, float, np.integer, np.floating)) else str(v))
+    return " × ".join(f"{k} " + ", ".join(word(v) for v in vals) for k, vals in grid.items())
+
+
 def describe_grid(grid: Mapping[str, Sequence]) -> str:
     """One-line JSON description of a grid (for file names and bundles)."""
     return json.dumps({k: list(map(_jsonable, v)) for k, v in grid.items()}, sort_keys=True)

@@ -152,9 +152,12 @@ def pareto_front(error, resource, current=None, labels=None, resource_name: str 
         fig.update_yaxes(range=[-0.03 * top, top])
         fig.add_annotation(x=0, xref="paper", y=1, yref="paper", xanchor="left", yanchor="bottom",
                            showarrow=False, font=dict(size=11, color="#555"),
-                           text=f"↑ {int(far.sum())} plan(s) above, up to {levels[-1]:.3g} % error "
-                                f"at {resource_name} {resource[far].min():.3g}")
-    return styled(fig, "Error–resource Pareto front", height, legend=dict(orientation="h", y=1.1, x=1, xanchor="right"))
+                           text=f"↑ {int(far.sum())} plan(s) off the chart: up to {levels[-1]:.3g} % error, "
+                                f"resource from {resource[far].min():.3g}")
+    # the legend below the axis title: at the top it ran into the cut-off note
+    return styled(fig, "Error–resource Pareto front", height + 30,
+                  legend=dict(orientation="h", y=-0.22, yanchor="top", x=1, xanchor="right"),
+                  margin=dict(l=60, r=20, t=50, b=80))
 
 
 def perftable_fits(curves: list[dict], height_per_row: int = 210, cols: int = 3,

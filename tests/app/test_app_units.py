@@ -657,7 +657,10 @@ def test_pareto_front_cuts_the_drop_everything_plan_off_and_says_so():
                           resource_name="energy / Dense")
     lo, hi = fig.layout.yaxis.range
     assert 0.4 < hi < 1.0 and lo < 0
-    assert any("1 plan(s) above, up to 100 % error at energy / Dense 0" in a.text for a in fig.layout.annotations)
+    assert any("1 plan(s) off the chart: up to 100 % error, resource from 0" in a.text
+               for a in fig.layout.annotations)
+    # the legend sits below the plot, away from the note at the top (they overlapped at 1400 px)
+    assert fig.layout.legend.y < 0 and fig.layout.legend.yanchor == "top"
     # every point is still in the figure (hover, export); nothing to cut without an outlier, or when
     # the current plan is the outlier
     assert list(fig.data[0].y) == [100.0, 0.4, 0.1, 0.0]

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 import akfviz
+from akfviz.dse import sweep
 from akfviz.dse.sweep import expand_grid, load_sweep, run_sweep, save_sweep
 
 
@@ -184,3 +185,11 @@ def test_overflow_bytes_tell_whether_sram_matters(small_matrix):
     df = run_sweep(small_matrix, {"sram_bytes_per_pe": [0, 1 << 20]}, base={"tile": 16})
     assert df["overflow_bytes"].iloc[0] > 0 and df["overflow_bytes"].iloc[1] == 0
     assert (df["n_tiles"] == akfviz.analyze(small_matrix, tile=16).n_tiles).all()
+
+
+def test_grid_in_words_reads_like_the_sweep_field():
+    """The page's caption showed the grid as JSON ('{"beta": [0.1, 1.0, 10.0], …}')."""
+    assert sweep.grid_in_words({"tile": [16, 32], "beta": [0.1, 1.0, 10.0]}) == "tile 16, 32 × beta 0.1, 1, 10"
+    words = sweep.grid_in_words({"error_budget": [None, 0.01], "granularity": ["tile", "cluster"],
+                                 "sram_bytes_per_pe": [2**34]})
+    assert words == "error_budget none, 0.01 × granularity tile, cluster × sram_bytes_per_pe 17179869184"
