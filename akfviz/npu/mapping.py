@@ -2,10 +2,19 @@
 
 Objective (minimised), for a placement ``pe[u]`` of the tiles:
 
-``J = max_p load_p + gamma · Σ_u hops_u + delta · Σ_p max(0, payload_p − sram_bytes_per_pe)``
+``J = max_p (T_p + M_p) + gamma · Σ_u hops_u + delta · Σ_p max(0, payload_p − sram_bytes_per_pe)``
 
-* ``load_p`` = Σ estimated cycles of the tiles on ``p`` (setup + expected event work + final
-  phase, see :mod:`akfviz.npu.costmodel`) + the reduction work of the row blocks it reduces;
+* ``T_p`` = Σ estimated cycles of the tiles on ``p`` (setup + expected event work + final
+  phase, see :mod:`akfviz.npu.costmodel`): when ``p`` is done, so are its tiles (the engine
+  interleaves their events, so they all finish near the end);
+* ``M_p`` = what must still happen after that: ``max(R_p, max_{u on p} tail_u)``, with ``R_p``
+  the reduction work of the row blocks ``p`` reduces (done after its own tiles, ``docs/model.md``)
+  and ``tail_u = hop · dist(p, q_u) + R_{q_u}`` — tile ``u``'s partial sums travel to its
+  reduction PE ``q_u``, which then has at most all its reduction work left. So the first term
+  is an upper estimate of the makespan: stacking tiles on one PE delays every partial sum it
+  sends. (A per-PE load alone, with reductions added at the reduction PE, missed this: on
+  ``minilm_attnq0_nm24`` with 8 KiB SRAM annealing stacked two tiles per PE for fewer hops and
+  the simulated makespan rose 702 → 994 cycles while the estimate rose 605 → 662.)
 * ``hops_u = E_u · dist(src[bj_u], pe_u) + out_rows_u · dist(pe_u, red[bi_u])``, with ``E_u``
   the expected number of events (``rho_x`` × routed columns) and Manhattan distances;
 * ``payload_p`` = Σ payload bytes of the tiles on ``p``.
@@ -18,8 +27,16 @@ first, go to the region's PEs nearest the reduction PE (one each), or, when they
 region, each to the least-loaded PE of the region (LPT). Annealing then moves single tiles
 (to a random PE within a window around their reduction PE) or swaps two tiles, accepting by
 the Metropolis rule with geometric cooling, seeded with ``numpy.random.default_rng(seed)``;
-the objective is updated incrementally (a segment tree keeps ``max_p load_p``). Reduction
-PEs stay where greedy put them. The result is never worse than the greedy start.
+the objective is updated incrementally (a segment tree keeps ``max_p (T_p + M_p)``; each PE
+keeps the tile attaining ``M_p`` and a list of its tiles, scanned only when that tile leaves).
+Reduction PEs stay where greedy put them. The result is never worse than the greedy start.
+
+``gamma`` defaults to :data:`GAMMA_PER_HOP_CYCLE` × hop latency: hops break ties between
+placements of (nearly) equal makespan. With 0.01 (before), a placement that saved 13k flit-hops
+"paid" for 130 cycles of makespan, and better hardware could come out slower (more SRAM let
+annealing stack tiles); on 36 cases (4 matrices × CSC / DENSE / AKF × 3 grids) annealing is
+now never slower nor more energy-hungry than its greedy start in the simulator
+(``docs/model.md``, Mapping).
 """
 from __future__ import annotations
 
@@ -56,7 +73,8 @@ class Mapping:
     method : str
         "greedy" or "anneal".
     components : dict
-        ``makespan_est``, ``hops``, ``overflow_bytes`` of the returned placement.
+        ``makespan_est`` (``max_p (T_p + M_p)``, module docstring), ``hops``, ``overflow_bytes``
+        of the returned placement.
     """
 
     pe: np.ndarray
@@ -226,25 +244,49 @@ def _greedy(bi, work, n_brows, red_load, snake, cols, n_pes):
 
 
 @njit_cached
-def _objective_parts(pe, bi, bj, work, ev, outr, payload, red, src, red_load, P, cols, sram):
-    load = np.zeros(P, dtype=np.float64)
-    pay = np.zeros(P, dtype=np.float64)
+def _reduced_at(red, red_load, P):
+    """``Rred_p``: the reduction work of the row blocks whose reduction PE is ``p``."""
+    rred = np.zeros(P, dtype=np.float64)
     for b in range(red.shape[0]):
-        load[red[b]] += red_load[b]
+        rred[red[b]] += red_load[b]
+    return rred
+
+
+@njit_cached
+def _tail(p, u, bi, red, rred, cols, hop):
+    """What follows tile ``u``'s last event when it sits on PE ``p``: its partial sums travel
+    to the reduction PE ``q`` of its row block (``hop · dist(p, q)``), which then does (at most)
+    all its reduction work ``Rred_q``."""
+    q = red[bi[u]]
+    return hop * (abs(p // cols - q // cols) + abs(p % cols - q % cols)) + rred[q]
+
+
+@njit_cached
+def _objective_parts(pe, bi, bj, work, ev, outr, payload, red, src, red_load, P, cols, sram, hop):
+    rred = _reduced_at(red, red_load, P)
+    load = np.zeros(P, dtype=np.float64)
+    mx = rred.copy()
+    pay = np.zeros(P, dtype=np.float64)
     hops = 0.0
     for u in range(pe.shape[0]):
         p = pe[u]
         load[p] += work[u]
         pay[p] += payload[u]
+        t = _tail(p, u, bi, red, rred, cols, hop)
+        if t > mx[p]:
+            mx[p] = t
         s = src[bj[u]]
         q = red[bi[u]]
         hops += ev[u] * (abs(p // cols - s // cols) + abs(p % cols - s % cols)) \
             + outr[u] * (abs(p // cols - q // cols) + abs(p % cols - q % cols))
     ovf = 0.0
+    mk = 0.0
     for p in range(P):
         if pay[p] > sram:
             ovf += pay[p] - sram
-    return load.max(), hops, ovf
+        if load[p] + mx[p] > mk:
+            mk = load[p] + mx[p]
+    return mk, hops, ovf
 
 
 @njit_cached
@@ -276,20 +318,78 @@ def _tile_hops(p, u, bi, bj, ev, outr, red, src, cols):
 
 
 @njit_cached
+def _pe_max_without(p, u, v, tv, head, nxt, tl, mx, arg, rred):
+    """``M_p`` (and the tile attaining it, −1 for the PE's own reductions) after tile ``u``
+    leaves ``p`` and tile ``v`` (``v < 0``: none) arrives there with tail ``tv``. Only when ``u``
+    attained the maximum are the PE's remaining tiles scanned."""
+    if arg[p] != u:
+        best = mx[p]
+        who = arg[p]
+    else:
+        best = rred[p]
+        who = -1
+        w = head[p]
+        while w >= 0:
+            if w != u and tl[w] > best:
+                best = tl[w]
+                who = w
+            w = nxt[w]
+    if v >= 0 and tv > best:
+        best = tv
+        who = v
+    return best, who
+
+
+@njit_cached
+def _unlink(u, p, head, nxt, prv):
+    if prv[u] >= 0:
+        nxt[prv[u]] = nxt[u]
+    else:
+        head[p] = nxt[u]
+    if nxt[u] >= 0:
+        prv[nxt[u]] = prv[u]
+
+
+@njit_cached
+def _link(u, p, head, nxt, prv):
+    prv[u] = -1
+    nxt[u] = head[p]
+    if head[p] >= 0:
+        prv[head[p]] = u
+    head[p] = u
+
+
+@njit_cached
 def _anneal(pe, bi, bj, work, ev, outr, payload, red, src, red_load, rows, cols, sram,
-            gamma, delta, iters, window, rnd, n_traj):
-    """Simulated annealing in place on ``pe``; ``rnd`` are uniform [0,1) numbers (5 per step)."""
+            gamma, delta, hop, iters, window, rnd, n_traj):
+    """Simulated annealing in place on ``pe``; ``rnd`` are uniform [0,1) numbers (5 per step).
+
+    Per PE ``p`` it keeps ``T_p`` (tile work), ``M_p`` (the largest tail of its tiles, or its own
+    reductions) with the tile attaining it, its payload, and its tiles as a linked list; a
+    segment tree keeps ``max_p (T_p + M_p)``. A proposal changes two PEs; it is evaluated on
+    the tree and undone there when rejected."""
     n = pe.shape[0]
     P = rows * cols
+    rred = _reduced_at(red, red_load, P)
     load = np.zeros(P, dtype=np.float64)
     pay = np.zeros(P, dtype=np.float64)
-    for b in range(red.shape[0]):
-        load[red[b]] += red_load[b]
+    mx = rred.copy()
+    arg = np.full(P, -1, dtype=np.int64)
+    head = np.full(P, -1, dtype=np.int64)
+    nxt = np.full(n, -1, dtype=np.int64)
+    prv = np.full(n, -1, dtype=np.int64)
+    tl = np.empty(n, dtype=np.float64)
     hops = 0.0
     for u in range(n):
-        load[pe[u]] += work[u]
-        pay[pe[u]] += payload[u]
-        hops += _tile_hops(pe[u], u, bi, bj, ev, outr, red, src, cols)
+        p = pe[u]
+        load[p] += work[u]
+        pay[p] += payload[u]
+        hops += _tile_hops(p, u, bi, bj, ev, outr, red, src, cols)
+        tl[u] = _tail(p, u, bi, red, rred, cols, hop)
+        if tl[u] > mx[p]:
+            mx[p] = tl[u]
+            arg[p] = u
+        _link(u, p, head, nxt, prv)
     ovf = 0.0
     for p in range(P):
         if pay[p] > sram:
@@ -297,13 +397,14 @@ def _anneal(pe, bi, bj, work, ev, outr, payload, red, src, red_load, rows, cols,
     size = 1
     while size < P:
         size *= 2
-    tree = _tree_build(load, size)
+    key = load + mx
+    tree = _tree_build(key, size)
     obj = tree[1] + gamma * hops + delta * ovf
     traj = np.empty(n_traj + 1, dtype=np.float64)
     traj[0] = obj
     every = max(1, iters // n_traj)
     # initial temperature: a scale of the objective's change, the mean of |gamma·Δhops| + |work of the
-    # moved tile| over a few random moves (not applied; the max-load term's exact Δ is not computed)
+    # moved tile| over a few random moves (not applied; the max term's exact Δ is not computed)
     t0 = 0.0
     nsamp = 0
     for z in range(min(200, iters)):
@@ -344,28 +445,35 @@ def _anneal(pe, bi, bj, work, ev, outr, payload, red, src, red_load, rows, cols,
             pb = pe[v]
         # a proposal that stays on its PE changes nothing, but still cools and is recorded
         if pb != pa:
-            # deltas
             wu = work[u]
+            tub = _tail(pb, u, bi, red, rred, cols, hop)
             dhop = _tile_hops(pb, u, bi, bj, ev, outr, red, src, cols) - \
                 _tile_hops(pa, u, bi, bj, ev, outr, red, src, cols)
             la = load[pa] - wu
             lb = load[pb] + wu
             ya = pay[pa] - payload[u]
             yb = pay[pb] + payload[u]
+            tva = 0.0
             if v >= 0:
                 wv = work[v]
+                tva = _tail(pa, v, bi, red, rred, cols, hop)
                 dhop += _tile_hops(pa, v, bi, bj, ev, outr, red, src, cols) - \
                     _tile_hops(pb, v, bi, bj, ev, outr, red, src, cols)
                 la += wv
                 lb -= wv
                 ya += payload[v]
                 yb -= payload[v]
+            ma, wa = _pe_max_without(pa, u, v, tva, head, nxt, tl, mx, arg, rred)
+            if v >= 0:
+                mb, wb = _pe_max_without(pb, v, u, tub, head, nxt, tl, mx, arg, rred)
+            else:
+                mb, wb = mx[pb], arg[pb]
+                if tub > mb:
+                    mb, wb = tub, u
             dovf = (max(ya - sram, 0.0) + max(yb - sram, 0.0)) - \
                 (max(pay[pa] - sram, 0.0) + max(pay[pb] - sram, 0.0))
-            old_a = load[pa]
-            old_b = load[pb]
-            _tree_set(tree, size, pa, la)
-            _tree_set(tree, size, pb, lb)
+            _tree_set(tree, size, pa, la + ma)
+            _tree_set(tree, size, pb, lb + mb)
             new_obj = tree[1] + gamma * (hops + dhop) + delta * (ovf + dovf)
             d = new_obj - obj
             accept = d <= 0.0
@@ -376,15 +484,23 @@ def _anneal(pe, bi, bj, work, ev, outr, payload, red, src, red_load, rows, cols,
                 load[pb] = lb
                 pay[pa] = ya
                 pay[pb] = yb
+                mx[pa], arg[pa] = ma, wa
+                mx[pb], arg[pb] = mb, wb
                 hops += dhop
                 ovf += dovf
                 obj = new_obj
+                _unlink(u, pa, head, nxt, prv)
+                _link(u, pb, head, nxt, prv)
                 pe[u] = pb
+                tl[u] = tub
                 if v >= 0:
+                    _unlink(v, pb, head, nxt, prv)
+                    _link(v, pa, head, nxt, prv)
                     pe[v] = pa
+                    tl[v] = tva
             else:
-                _tree_set(tree, size, pa, old_a)
-                _tree_set(tree, size, pb, old_b)
+                _tree_set(tree, size, pa, load[pa] + mx[pa])
+                _tree_set(tree, size, pb, load[pb] + mx[pb])
         temp *= cool
         if (it + 1) % every == 0 and k <= n_traj:
             traj[k] = obj
@@ -400,6 +516,10 @@ def _whole(value, name: str, lo: int):
     return None if value is None else check_whole(value, name, lo)
 
 
+#: Default weight of one flit-hop in the objective, per cycle of hop latency (see the module docstring).
+GAMMA_PER_HOP_CYCLE = 0.001
+#: Smallest default weight of a flit-hop (hop latency 0: hops still break ties).
+GAMMA_MIN = 0.0001
 #: Points of the annealing trajectory after the greedy start (one every iterations // this proposals).
 TRAJECTORY_POINTS = 200
 #: Most annealing proposals one placement may ask for (5 random numbers each are drawn up front).
@@ -424,7 +544,8 @@ def map_tiles(work, hw, *, rho_x: float = 1.0, method: str = "anneal", seed: int
     iterations : int, optional
         Annealing proposals (default ``clip(30 · n_tiles, 20_000, 600_000)``).
     gamma : float, optional
-        Weight of a flit-hop in cycles (default ``0.01 · hop_latency_cycles`` per hop, min 0.001).
+        Weight of a flit-hop in cycles (default ``GAMMA_PER_HOP_CYCLE · hop_latency_cycles``,
+        at least ``GAMMA_MIN``).
     delta : float, optional
         Weight of an SRAM overflow byte (default ``1 / dram_bytes_per_cycle``: the cycles the
         shared DRAM needs to stream it).
@@ -486,12 +607,13 @@ def map_tiles(work, hw, *, rho_x: float = 1.0, method: str = "anneal", seed: int
                                                   red_load, snake, hw.cols, P)[1]
     src = source_pes(red, nbc, hw.cols)
     if gamma is None:
-        gamma = max(0.01 * hw.hop_latency_cycles, 0.001)
+        gamma = max(GAMMA_PER_HOP_CYCLE * hw.hop_latency_cycles, GAMMA_MIN)
     if delta is None:
         delta = 1.0 / hw.dram_bytes_per_cycle
     sram = float(hw.sram_bytes_per_pe)
+    hop = float(hw.hop_latency_cycles)
     mk, hp, ov = _objective_parts(pe, bi, bj, est, ev, outr, payload, red, src, red_load, P,
-                                  hw.cols, sram)
+                                  hw.cols, sram, hop)
     g_obj = mk + gamma * hp + delta * ov
     iters, secs, traj, obj = 0, 0.0, np.array([g_obj]), g_obj
     if method == "anneal" and n >= 1 and P > 1:
@@ -502,12 +624,12 @@ def map_tiles(work, hw, *, rho_x: float = 1.0, method: str = "anneal", seed: int
         pe_a = pe.copy()
         t = time.perf_counter()
         obj_a, traj = _anneal(pe_a, bi, bj, est, ev, outr, payload, red, src, red_load, hw.rows,
-                              hw.cols, sram, float(gamma), float(delta), iters, int(window), rnd,
+                              hw.cols, sram, float(gamma), float(delta), hop, iters, int(window), rnd,
                               TRAJECTORY_POINTS)
         secs = time.perf_counter() - t
         # exact recomputation (guards against drift of the incremental sums)
         mk2, hp2, ov2 = _objective_parts(pe_a, bi, bj, est, ev, outr, payload, red, src, red_load,
-                                         P, hw.cols, sram)
+                                         P, hw.cols, sram, hop)
         obj_a = mk2 + gamma * hp2 + delta * ov2
         if obj_a <= g_obj:
             pe, obj, mk, hp, ov = pe_a, obj_a, mk2, hp2, ov2
