@@ -121,6 +121,22 @@ def _resolve_plan(plan, shape, tile, tile_rows=None):
     return work, shape, tile, tr, src
 
 
+def kept_inputs(n_cols: int, rho_x: float) -> int:
+    """Nonzeros per column of :func:`random_input`: ``round(rho_x · n_cols)``, at least one when
+    ``rho_x > 0``."""
+    return 0 if rho_x == 0 else max(1, int(round(rho_x * int(n_cols))))
+
+
+def input_density(n_cols: int, rho_x: float) -> float:
+    """The density :func:`random_input` really gives (``kept_inputs / n_cols``, e.g. 115 / 384 =
+    0.2995 for ``rho_x = 0.3``): what the placement is keyed and estimated with, so that
+    ``simulate(rho_x=…)``, ``simulate(x=random_input(…))`` (as ``compare`` does) and
+    :func:`plan_mapping` use one placement (they used two, and a sweep row mixed them)."""
+    if rho_x >= 1.0 or int(n_cols) <= 0:
+        return float(rho_x)
+    return kept_inputs(n_cols, rho_x) / int(n_cols)
+
+
 def random_input(n_cols: int, rho_x: float = 1.0, seed: int = 0, batch: int = 1) -> np.ndarray:
     """The seeded input ``x`` used wherever none is given (``simulate``, ``compare``, the app).
 
@@ -136,7 +152,7 @@ def random_input(n_cols: int, rho_x: float = 1.0, seed: int = 0, batch: int = 1)
     rho = check_activation_density(rho_x)
     n = int(n_cols)
     rng = np.random.default_rng(check_seed(seed))
-    keep_n = 0 if rho == 0 else max(1, int(round(rho * n)))
+    keep_n = kept_inputs(n, rho)
     cols = []
     for _ in range(int(batch)):
         values = rng.standard_normal(n)
@@ -157,7 +173,7 @@ def _resolve_x(x, n_cols, rho_x, seed, batch):
             active = np.ones((n_cols, int(k)), dtype=bool)
         else:
             active = random_input(n_cols, rho, seed, int(k)).reshape(n_cols, int(k)) != 0
-        return active, rho
+        return active, input_density(n_cols, rho)
     if rho_x is not None:
         raise InputError("Give either x or rho_x, not both (rho_x only shapes the random x).")
     X = dense_operand(x, "x")
@@ -289,6 +305,7 @@ def plan_mapping(plan, hw: HardwareConfig | None = None, *, rho_x: float = 1.0,
     seed = check_seed(seed)
     rho = check_activation_density(rho_x)
     work, shape, tile, tr, _ = _resolve_plan(plan, None, None, tile_rows)
+    rho = input_density(shape[1], rho)   # as simulate(rho_x=…) and an x from random_input
     return cached_map_tiles(work, hw, rho_x=rho, method=method, seed=seed,
                             n_brows=-(-shape[0] // tr), n_bcols=-(-shape[1] // tile))
 
