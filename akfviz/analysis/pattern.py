@@ -259,7 +259,7 @@ def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
                                                      cfg.grid, cfg.top_q, cfg.bins_per_decade)
     t1 = time.perf_counter()
     t2 = t1  # features are computed in the tiling pass (see tilepass.py)
-    cl = cluster_tiles(sig, dbin, cfg, density=floats[:, 0])
+    cl = cluster_tiles(sig, dbin, cfg, density=floats[:, 0], top_mass=floats[:, 2])
     t3 = time.perf_counter()
 
     n = ts.n_tiles
