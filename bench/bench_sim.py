@@ -149,6 +149,12 @@ def annealing(n, density, repeats):
           f"(anneal loop {m.seconds:.2f} s), {m.iterations:,} iterations, "
           f"{m.iterations_per_s / 1e6:.2f} M it/s, objective greedy {m.greedy_objective:,.1f} -> "
           f"{m.objective:,.1f} ({100 * m.improvement:.1f} % better)")
+    # the objective is an estimate: what the engine says of the two placements
+    g = map_tiles(tw, hw, method="greedy", n_brows=nb, n_bcols=nb)
+    sims = [S.simulate(tw, hw, shape=A.shape, tile=32, record=False, mapping=mp) for mp in (g, m)]
+    print(f"  engine: greedy {sims[0].cycles:,} cycles / {sims[0].energy_total_pj / 1e6:.3f} µJ, annealed "
+          f"{sims[1].cycles:,} cycles / {sims[1].energy_total_pj / 1e6:.3f} µJ "
+          f"(cycles ×{sims[1].cycles / sims[0].cycles:.3f}, energy ×{sims[1].energy_total_pj / sims[0].energy_total_pj:.3f})")
 
 
 def main():
