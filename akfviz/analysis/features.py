@@ -30,7 +30,7 @@ import math
 import numba
 import numpy as np
 
-from .._jit import njit_cached, njit_parallel
+from .._jit import njit_cached, njit_inline, njit_parallel
 from ..errors import InputError
 
 #: Integer feature columns, in the order of :func:`tile_features`' int matrix.
@@ -45,9 +45,36 @@ GRID_MAX = 8
 PARALLEL_MIN = 20_000
 
 
-def top_count(nnz: int, top_q: float) -> int:
-    """Number of values counted in ``top_mass``: ``max(1, floor(q·k + 1e-9))``."""
-    return max(1, int(math.floor(top_q * nnz + 1e-9)))
+#: Slack added to ``q·k`` before the floor in :func:`top_count`, so that e.g. ``0.1 · 30``
+#: (2.9999999999999996 in floating point) counts 3 values, not 2.
+TOP_COUNT_EPS = 1e-9
+
+
+@njit_inline
+def top_count(nnz, top_q):
+    """Number of values counted in ``top_mass`` (akf-spec §2, "Per-tile features").
+
+    ``ntop = max(1, floor(q·k + TOP_COUNT_EPS))`` for ``k = nnz`` entries and ``q = top_q``.
+    The one definition of the count: the numba feature passes (:func:`tile_features` here and
+    the fused pass of :mod:`akfviz.analysis.tilepass`) call it, inlined; it can also be
+    called from Python.
+
+    Parameters
+    ----------
+    nnz : int
+        Nonzeros ``k`` of the tile.
+    top_q : float
+        Share ``q`` of the nonzeros counted as "top", in ``(0, 1]``.
+
+    Returns
+    -------
+    int
+        ``ntop >= 1``.
+    """
+    ntop = int(math.floor(top_q * nnz + TOP_COUNT_EPS))
+    if ntop < 1:
+        ntop = 1
+    return ntop
 
 
 #: Up to this many top values, :func:`_top_sum_small` keeps them in a sorted buffer instead of
@@ -205,10 +232,7 @@ def _tile_range_features(ptr, r, c, v, h, w, T, g, top_q, bpd, t0, t1, iout, fou
             colcnt[c[p]] = 0
             diag[c[p] - r[p] + T] = 0
         # top-q mass
-        m = top_q * k + 1e-9
-        ntop = int(math.floor(m))
-        if ntop < 1:
-            ntop = 1
+        ntop = top_count(k, top_q)
         if ntop == 1:
             top = vmax2
         elif ntop <= TOP_SMALL:

@@ -31,7 +31,8 @@ from .._jit import njit_cached, njit_parallel
 from ..workloads.validate import as_csr
 from ..memory import check_memory
 from .arena import Arena
-from .features import FLOAT_FEATURES, GRID_MAX, INT_FEATURES, TOP_SMALL, _top_sum, _top_sum_small
+from .features import (FLOAT_FEATURES, GRID_MAX, INT_FEATURES, TOP_SMALL, _top_sum, _top_sum_small,
+                       top_count)
 from .tiling import TileSet, _insertion_sort, _popcount64
 
 #: Below this many nonzeros the serial kernels are used: a parallel launch (and, on a
@@ -181,9 +182,7 @@ def _features_one(t, s, e, r, c, v, hh, ww, T, g, top_q, bpd, colcnt, diag, sq,
         for p in range(s, e):
             colcnt[c[p]] = 0
             diag[c[p] - r[p] + T] = 0
-        ntop = int(math.floor(top_q * k + 1e-9))
-        if ntop < 1:
-            ntop = 1
+        ntop = top_count(k, top_q)
         if ntop == 1:
             top = vmax2
         elif ntop <= TOP_SMALL:

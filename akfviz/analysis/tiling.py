@@ -99,16 +99,6 @@ class TileSet:
         out[r, c] = v
         return out
 
-    def row_block(self, b) -> np.ndarray:
-        """Indices of the tiles in row block ``b`` (in column-block order)."""
-        if isinstance(b, (bool, np.bool_)) or not isinstance(b, (int, np.integer)):
-            raise InputError(f"A row-block index must be an integer, got {b!r}.")
-        if not 0 <= int(b) < self.n_brows:
-            raise InputError(
-                f"Row block {b} is out of range; the matrix has {self.n_brows} row blocks."
-            )
-        return np.arange(self.rb_ptr[b], self.rb_ptr[b + 1], dtype=np.int64)
-
 
 def check_tile(tile) -> int:
     """Validate a tile side: an integer in ``TILE_MIN..TILE_MAX`` (4..256)."""

@@ -284,10 +284,6 @@ class TileApprox:
     err: np.ndarray
     extra: dict = field(default_factory=dict)
 
-    @property
-    def kept_nnz(self) -> np.ndarray:
-        return np.diff(self.ptr)
-
 
 def approx_from_mask(ts, idx, keep_fn=None, value_fn=None) -> TileApprox:
     """Build a :class:`TileApprox` whose ``Â`` keeps (a subset of) the original entries.
@@ -440,12 +436,61 @@ class Kernel:
 
     # single tile ---------------------------------------------------------------
     def encode(self, tile):  # pragma: no cover - abstract
+        """Store one tile in this kernel's format (akf-spec §3, ``encode(tile) -> payload``).
+
+        Parameters
+        ----------
+        tile : array_like (h, w)
+            One dense tile, ``1 <= h, w <= 256`` (an edge tile of a tiling may be smaller
+            than ``T``). Implementations pass it through :func:`as_tile`, which refuses
+            anything else with an InputError.
+
+        Returns
+        -------
+        payload
+            A small frozen dataclass of arrays (and scalars such as an int8 scale) holding
+            exactly what the format stores, so that :meth:`payload_bytes` can count its bytes
+            and :meth:`decode` can rebuild ``Â``. A lossy kernel stores its approximation
+            (e.g. the kept top-q entries, the int8 codes, the rank-r factors).
+        """
         raise NotImplementedError
 
     def decode(self, payload) -> np.ndarray:  # pragma: no cover - abstract
+        """The dense tile ``Â`` a payload stands for (for tests and teaching).
+
+        Parameters
+        ----------
+        payload
+            What :meth:`encode` returned.
+
+        Returns
+        -------
+        ndarray (h, w), float64
+            ``Â = decode(encode(t))``, same shape as ``t``; equal to ``t`` for a lossless
+            kernel (to rounding), and the basis of the error
+            ``E(t, k) = ||t − decode(encode_k(t))||_F²`` (akf-spec §3, :meth:`error`).
+        """
         raise NotImplementedError
 
     def payload_bytes(self, payload) -> int:  # pragma: no cover - abstract
+        """NPU payload bytes of one encoded tile (akf-spec §3 table, §7; module docstring).
+
+        Parameters
+        ----------
+        payload
+            What :meth:`encode` returned.
+
+        Returns
+        -------
+        int
+            Bytes the tile keeps in its PE's SRAM under the byte conventions of this module
+            (:data:`VALUE_BYTES` by :attr:`precision`, :data:`INDEX_BYTES`,
+            :data:`POINTER_BYTES`, …), routing entries (:data:`ROUTE_BYTES` per routed column)
+            included. It must equal ``npu_work(ts, [t]).payload_bytes[0]`` for the same tile:
+            the single-tile count and the batch count of :meth:`npu_work` are two
+            implementations of one formula (``tests/kernels/test_kernels_batch.py`` checks
+            every registered kernel).
+        """
         raise NotImplementedError
 
     def error(self, tile) -> float:
@@ -456,6 +501,25 @@ class Kernel:
 
     # batch ------------------------------------------------------------------
     def approx(self, ts, idx=None) -> TileApprox:  # pragma: no cover - abstract
+        """The approximated tiles ``Â`` of a batch, vectorised (no Python loop per tile).
+
+        Parameters
+        ----------
+        ts : TileSet
+            The tiled matrix (:func:`akfviz.analysis.tiling.build_tiles`).
+        idx : array_like of int, optional
+            Indices of the tiles into ``ts``, in any order (validated by :func:`as_index`:
+            a 1-D integer array in ``0 … ts.n_tiles − 1``, else InputError). ``None`` means
+            every tile of ``ts``, ``0 … ts.n_tiles − 1``.
+
+        Returns
+        -------
+        TileApprox
+            One entry per tile of ``idx``, in ``idx`` order: the entries of ``Â_t`` (ordered by
+            ``(r, c)``, zeros absent) equal ``decode(encode(ts.dense(t)))``, and ``err[u]`` is
+            ``E = ||t − Â_t||_F²`` (akf-spec §3). ``extra`` carries the arrays the fused
+            executor packs for :attr:`exec_format` (int8 codes and scales, factors, …).
+        """
         raise NotImplementedError
 
     def batch_error(self, ts, idx=None) -> np.ndarray:
@@ -466,4 +530,28 @@ class Kernel:
         return self.approx(ts, idx).err
 
     def npu_work(self, ts, idx=None) -> TileWork:  # pragma: no cover - abstract
+        """Per-tile NPU work of a batch, vectorised (akf-spec §3 table "NPU work per input
+        event j", §7; the per-kernel derivation in each kernel module).
+
+        Parameters
+        ----------
+        ts : TileSet
+            The tiled matrix.
+        idx : array_like of int, optional
+            As in :meth:`approx`: tile indices in any order; ``None`` means every tile.
+
+        Returns
+        -------
+        TileWork
+            One tile per entry of ``idx``, in ``idx`` order, with ``kernel_names == (name,)``
+            and ``tile_index = idx``: the routed columns (every column ``0 … w−1`` for a
+            dense-layout kernel, the stored ones for a compressed one), per-event
+            ``ev_macs``, ``ev_decodes`` and ``ev_sram_bytes``, ``payload_bytes``,
+            ``out_rows``, ``final_macs`` / ``final_sram_bytes`` and ``int8`` (from
+            :attr:`precision`), counted on what the format stores for the tile (for a lossy
+            kernel: its approximation, not the original entries). ``payload_bytes[u]`` must equal
+            ``payload_bytes(encode(ts.dense(idx[u])))``: the batch and single-tile payloads
+            agree. A kernel whose tiles are not placed (SKIP, ``exec_format = "none"``)
+            returns an empty TileWork.
+        """
         raise NotImplementedError

@@ -1,7 +1,28 @@
 """The kernel registry (akf-spec §3): look kernels up by name, never by if/elif.
 
 ``KERNELS`` maps the exact names used by the selector and the app to kernel objects.
-Adding a kernel is adding a module and one line here.
+
+Adding a kernel
+---------------
+1. Write a module with a :class:`~akfviz.kernels.base.Kernel` subclass that sets the class
+   attributes ``name`` (the registry key), ``family`` (its colour in the app; a variant of
+   an existing family uses that family's name, e.g. ``"QUANT8"`` for QUANT8D),
+   ``lossless``, ``precision`` (``"fp32"`` or ``"int8"``), ``description``,
+   ``exec_format`` (the fused executor's storage format, ``"none"`` for a tile that is not
+   stored) and ``entry_format`` (whether its ``Â`` is a set of entries the executor may merge
+   into the residual), and implements ``encode``, ``decode``, ``payload_bytes``, ``approx``
+   and ``npu_work`` as documented on :class:`~akfviz.kernels.base.Kernel` (the batch and
+   single-tile payload bytes must agree).
+2. Add its object to the tuple of :data:`KERNELS` below (the order is the display order and
+   that of :data:`DEFAULT_CANDIDATES`).
+
+That is all when ``exec_format`` is one of the existing formats
+(:data:`akfviz.execute.fused.FORMATS`). A **new storage format** also needs its executor in
+:mod:`akfviz.execute.fused`: the name in ``FORMATS``, a ``pack_<format>`` packer (and its
+``empty_pack`` entry, plus a residual rule in ``_FORMAT_RULES`` if it differs from the
+``entry_format`` default), and the per-tile ``_mv_<format>`` / ``_mm_<format>`` loops wired
+into the fused mat-vec and mat-mat passes. A new family also needs its colour in
+:data:`akfviz.viz.colors.FAMILY_COLORS` (the app tests check every registered family has one).
 """
 from __future__ import annotations
 

@@ -252,13 +252,6 @@ def _stable_order(keys, n, perm, ck):
             perm[i] = src[i] % n
 
 
-@njit_cached
-def _grow(a, cap):
-    b = np.empty(cap, dtype=a.dtype)
-    b[: a.shape[0]] = a
-    return b
-
-
 # --------------------------------------------------------------------------- per PE
 @njit_cached
 def _tiles_of_pes(p_lo, p_hi, order, pe_ptr, bj, col_ptr, col_local, ev_macs, ev_decodes,

@@ -14,12 +14,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputError
+from ..kernels.base import INDEX_BYTES, POINTER_BYTES, ROUTE_BYTES, VALUE_BYTES
 from .work import TileWork
 
-VALUE_BYTES = 4
-INDEX_BYTES = 1
-POINTER_BYTES = 2
-ROUTE_BYTES = 1
+#: Bytes of one stored value: both builders count fp32 tiles (the byte conventions are those
+#: of :mod:`akfviz.kernels.base`, imported, never re-declared).
+_FP32 = VALUE_BYTES["fp32"]
 
 
 def csc_tilework(A, tile: int = 32) -> TileWork:
@@ -64,8 +64,8 @@ def csc_tilework(A, tile: int = 32) -> TileWork:
         bi=tbi.astype(np.int64), bj=tbj.astype(np.int64), h=h.astype(np.int64),
         w=w.astype(np.int64), col_ptr=col_ptr, col_local=(ucol % tile).astype(np.int64),
         ev_macs=ccount.astype(np.int64), ev_decodes=np.ones(ucol.size, np.int64),
-        ev_sram_bytes=(ccount * (VALUE_BYTES + INDEX_BYTES) + 2 * POINTER_BYTES).astype(np.int64),
-        payload_bytes=(nnz_tile * (VALUE_BYTES + INDEX_BYTES) + (ncol_per_tile + 1) * POINTER_BYTES
+        ev_sram_bytes=(ccount * (_FP32 + INDEX_BYTES) + 2 * POINTER_BYTES).astype(np.int64),
+        payload_bytes=(nnz_tile * (_FP32 + INDEX_BYTES) + (ncol_per_tile + 1) * POINTER_BYTES
                        + ncol_per_tile * ROUTE_BYTES).astype(np.int64),
         out_rows=out_rows.astype(np.int64), final_macs=z.copy(), final_sram_bytes=z.copy(),
         int8=np.zeros(n, bool),
@@ -100,7 +100,7 @@ def dense_tilework(shape, tile_rows: int, tile_cols: int | None = None) -> TileW
     return TileWork(
         kernel_names=("DENSE",), kernel_id=z.copy(), tile_index=np.full(n, -1, np.int64),
         bi=bi, bj=bj, h=h, w=w, col_ptr=col_ptr, col_local=col_local,
-        ev_macs=hc, ev_decodes=np.zeros(hc.shape[0], dtype=np.int64), ev_sram_bytes=hc * VALUE_BYTES,
-        payload_bytes=h * w * VALUE_BYTES + w * ROUTE_BYTES, out_rows=h.copy(),
+        ev_macs=hc, ev_decodes=np.zeros(hc.shape[0], dtype=np.int64), ev_sram_bytes=hc * _FP32,
+        payload_bytes=h * w * _FP32 + w * ROUTE_BYTES, out_rows=h.copy(),
         final_macs=z.copy(), final_sram_bytes=z.copy(), int8=np.zeros(n, bool),
     ).validate()

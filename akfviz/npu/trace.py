@@ -564,7 +564,10 @@ def tiny_case(n: int = 8, tile: int = 4, grid: tuple = (2, 2), density: float = 
     grid : (int, int)
         PE grid (rows, cols), whole numbers from 1 to 4.
     density : float
-        Fraction of nonzero entries, 0 … 1 (used by ``kind="uniform"``, checked always).
+        Fraction of nonzero entries of the ``"uniform"`` matrix, 0 … 1. Range-checked whatever
+        ``kind`` is, but passed to the generator only for ``kind="uniform"``: every other kind
+        is built with its own default density (:func:`akfviz.workloads.generator_params`), so
+        this default of 0.35 never thins a stencil or a band.
     x_density : float
         Fraction of nonzero inputs, in (0, 1] (seeded).
     kernel : str or None
@@ -573,7 +576,8 @@ def tiny_case(n: int = 8, tile: int = 4, grid: tuple = (2, 2), density: float = 
     seed : int
         Seed of the matrix, of x and of the selection: a whole number from 0 to 2⁶³ − 1.
     kind : str
-        A generator of :func:`akfviz.generate` (``"uniform"``: each entry nonzero with ``density``).
+        A generator of :func:`akfviz.generate`, called as ``generate(kind, n=n, seed=seed)``
+        (``"uniform"``: ``round(density·n²)`` distinct nonzero positions, with ``density``).
     hw : HardwareConfig, optional
         Whose timing (and energy) parameters to trace with, e.g. a preset such as
         ``HardwareConfig.from_preset("loihi-like")``; its rows and cols are replaced by

@@ -92,7 +92,11 @@ def check_resource(resource) -> str:
 
 def horner(coef: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Evaluate one polynomial (coefficients highest power first, as ``numpy.polyval``) at ``x``
-    by Horner's rule in numba. Reference for tests: ``numpy.polyval``."""
+    by Horner's rule in numba (akf-spec §4): ``p(x) = (…(c₀·x + c₁)·x + …)·x + c_d``.
+
+    The one-polynomial form of the rule the table's kernels (``evaluate``, ``group_sums``,
+    ``chosen_pass``) apply inline; no library code calls it, the tests call it as API and
+    check it against ``numpy.polyval``. An empty ``coef`` gives zeros."""
     c = np.ascontiguousarray(coef, dtype=np.float64).ravel()
     x = np.ascontiguousarray(x, dtype=np.float64).ravel()
     out = np.empty(x.size)
@@ -537,13 +541,6 @@ def performance_table(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int 
     tile, rho_x, seed = check_tile(tile), check_rho_x(rho_x), check_seed(seed)
     key = (hw_hash or hw.config_hash(), tile, rho_x, seed)
     return _lru_get(_TABLES, key, lambda: read_only(calibrate(hw, tile, rho_x=rho_x, seed=seed)))
-
-
-def clear_cache() -> None:
-    """Forget every cached table and Dense resource."""
-    with _LOCK:
-        _TABLES.clear()
-        _DENSE.clear()
 
 
 def dense_resource(shape, tile: int, hw=None, *, rho_x: float = 1.0, hw_hash: str | None = None,

@@ -189,7 +189,18 @@ def classify_tiles(tiles, grid: int = 8, idx=None) -> np.ndarray:
 
 
 def classify_dense(tile: np.ndarray, grid: int = 8) -> int:
-    """Slow, obvious reference of the rule for one dense tile (used in tests and for teaching)."""
+    """Structure class id of one dense tile: the rule of :func:`classify_arrays`, written the
+    slow, obvious way (akf-spec §4, structure classes of the performance table).
+
+    Reference for tests: no library code calls it (the selector classifies through
+    :func:`classify_arrays` / :func:`classify_tiles` on the tile features); the tests check
+    that both give the same class on every tile.
+
+    Returns
+    -------
+    int
+        0 diagonal, 1 N:M, 2 block, 3 random (the order of ``CLASS_NAMES``).
+    """
     tile = np.asarray(tile)
     h, w = tile.shape
     r, c = np.nonzero(tile)

@@ -1,9 +1,12 @@
 """One fixed colour per kernel family, used on every page and every figure.
 
 Kernel names in the registry may carry a variant suffix ("NM2:4", "LOWRANK4",
-"QUANT8_CSC"); the colour belongs to the *family* ("NM", "LOWRANK", "QUANT8"), so the
-same family looks the same everywhere. Unknown families get a stable colour derived
-from their name (never a random one).
+"QUANT8D"); the colour belongs to the *family* ("NM", "LOWRANK", "QUANT8"), so the
+same family looks the same everywhere (akf-spec §3's catalogue, §10 "one fixed colour per
+kernel family"). The family of a registered kernel is its ``Kernel.family`` in
+:data:`akfviz.kernels.registry.KERNELS`; only names the registry does not know fall back to
+the longest known family prefix. Unknown families get a stable colour derived from their
+name (never a random one).
 """
 from __future__ import annotations
 
@@ -28,14 +31,42 @@ FAMILY_ORDER: tuple[str, ...] = tuple(FAMILY_COLORS)
 _FALLBACK = ("#8e6c8a", "#6b8e23", "#b8860b", "#4682b4", "#a0522d", "#2f4f4f", "#9acd32", "#708090")
 
 
-def kernel_family(name: str, family: str | None = None) -> str:
-    """Family of a kernel name: the explicit ``family`` if given, else the longest known prefix.
+def _registered_family(name) -> str | None:
+    """``Kernel.family`` of the registered kernel called ``name`` (any spelling
+    :func:`~akfviz.kernels.registry.get_kernel` accepts), or ``None`` for a name the registry
+    does not know (or a family name such as ``"NM"`` that stands for several kernels)."""
+    from ..errors import InputError
+    from ..kernels import registry
 
-    >>> kernel_family("NM2:4"), kernel_family("lowrank4"), kernel_family("CSC")
-    ('NM', 'LOWRANK', 'CSC')
+    if not isinstance(name, str):
+        return None
+    kernel = registry.KERNELS.get(name)
+    if kernel is None:
+        try:
+            kernel = registry.get_kernel(name)
+        except InputError:
+            return None
+    return str(kernel.family).upper()
+
+
+def kernel_family(name: str, family: str | None = None) -> str:
+    """Family of a kernel name, the key of its fixed colour (akf-spec §3).
+
+    In order: the explicit ``family`` if given; else ``get_kernel(name).family`` when ``name``
+    is a registered kernel (so a kernel whose name starts with another family's name still
+    gets its own family); else, for a name the registry does not know, the longest family of
+    :data:`FAMILY_ORDER` that prefixes ``name`` (case-insensitive); else ``name`` upper-cased.
+
+    >>> kernel_family("NM2:4"), kernel_family("lowrank4"), kernel_family("QUANT8D")
+    ('NM', 'LOWRANK', 'QUANT8')
+    >>> kernel_family("CSC_NEW"), kernel_family("MYSTERY")
+    ('CSC', 'MYSTERY')
     """
     if family:
         return str(family).upper()
+    registered = _registered_family(name)
+    if registered:
+        return registered
     upper = str(name).upper()
     best = ""
     for fam in FAMILY_ORDER:

@@ -862,5 +862,30 @@ def generate(kind: str, n: int = DEFAULT_N, density: float | None = None, seed: 
         g.check(kind, n, m, values, frozenset(k for k, v in params.items() if v is not None))
     rng = np.random.default_rng(seed)
     A = g.func(rng, n, m, lim, **values)
+    _check_generated_shape(g, A, n, m)
     A = as_csr(A, name=f"generated {kind!r} matrix", copy=False)
     return A
+
+
+def _check_generated_shape(g: Generator, A, n: int, m: int) -> None:
+    """Refuse a generator result whose shape is not the requested ``(n, m)`` (akf-spec §1).
+
+    ``generate`` promises ``A.shape == (n, m)`` (``m = n`` for square kinds). A registered
+    generator that returns another shape, e.g. one that ignores ``m`` because it was declared
+    ``rectangular=True`` by mistake, is a bug in that generator, not a bad user input, so this
+    raises :class:`RuntimeError` (not :class:`~akfviz.errors.InputError`) naming the generator.
+
+    Raises
+    ------
+    RuntimeError
+        If ``A`` has no 2-D ``shape`` equal to ``(n, m)``.
+    """
+    shape = getattr(A, "shape", None)
+    if shape is None or tuple(int(s) for s in shape) != (n, m):
+        square = "" if g.rectangular else " (a square-only kind, so m = n)"
+        raise RuntimeError(
+            f"Generator {g.name!r} ({getattr(g.func, '__name__', g.func)!r}) returned a matrix of "
+            f"shape {None if shape is None else tuple(shape)} for n={n}, m={m}{square}; it must "
+            f"return exactly ({n}, {m}). This is a bug in the generator: a square-only "
+            "generator must be registered with rectangular=False, a rectangular one must use m."
+        )

@@ -351,3 +351,14 @@ def test_a_declared_shape_whose_csr_copy_cannot_fit_is_refused_before_converting
     A = sp.coo_array(([1.0], ([5], [7])), shape=(10**11, 10**11))   # 800 GB of row pointers
     with pytest.raises(akfviz.errors.ResourceLimitError, match="row pointer"):
         akfviz.analyze(A, tile=256)
+
+
+def test_top_count_is_the_one_definition_of_the_top_mass_count():
+    """``features.top_count`` (used, inlined, by both numba feature passes) is
+    ``max(1, floor(q·k + 1e-9))``, callable from Python too."""
+    from akfviz.analysis.features import top_count
+
+    for k in (0, 1, 2, 9, 10, 30, 31, 1024):
+        for q in (0.01, 0.1, 0.25, 1 / 3, 0.5, 1.0):
+            assert top_count(k, q) == max(1, int(math.floor(q * k + 1e-9))), (k, q)
+    assert top_count(30, 0.1) == 3  # 0.1·30 = 2.9999999999999996 in floating point

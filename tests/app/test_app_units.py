@@ -255,6 +255,27 @@ def test_kernel_colours_are_fixed_per_family():
     assert len(set(colors.FAMILY_COLORS.values())) == len(colors.FAMILY_COLORS)
 
 
+def test_kernel_family_comes_from_the_registry(monkeypatch):
+    """A registered kernel whose name starts with another family's name keeps its own family
+    (the registry's ``Kernel.family``), not the prefix guess; unknown names still guess."""
+    from akfviz.kernels import registry
+    from akfviz.kernels.base import Kernel
+
+    class _CscQuant(Kernel):
+        name = "CSCQ8"
+        family = "QUANT8"
+
+    monkeypatch.setitem(registry.KERNELS, "CSCQ8", _CscQuant())
+    assert colors.kernel_family("CSCQ8") == "QUANT8"
+    assert colors.kernel_color("CSCQ8") == colors.FAMILY_COLORS["QUANT8"]
+    assert colors.families_in(["CSCQ8", "CSC"]) == ["CSC", "QUANT8"]
+    assert colors.kernel_family("CSCQ8", "PRUNE") == "PRUNE"  # an explicit family still wins
+    assert colors.kernel_family("QUANT8D") == "QUANT8"
+    assert colors.kernel_family("lowrank4") == "LOWRANK"  # any spelling get_kernel accepts
+    assert colors.kernel_family("CSC_UNREGISTERED") == "CSC"  # unknown: prefix guess
+    assert colors.kernel_family("NM") == "NM"  # a family name, not one kernel
+
+
 def test_registry_families_all_have_colours():
     from akfviz.kernels.registry import KERNELS
 

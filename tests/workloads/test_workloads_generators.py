@@ -342,3 +342,23 @@ def test_generate_seed_has_the_same_range_as_every_other_seed():
     akfviz.generate("uniform", n=32, seed=SEED_MAX)
     with pytest.raises(akfviz.InputError, match="seed"):
         akfviz.generate("uniform", n=32, seed=SEED_MAX + 1)
+
+
+def test_generator_returning_wrong_shape_is_a_bug_not_silent(monkeypatch):
+    """A generator registered rectangular (the default) that ignores ``m`` must not silently
+    return an n×n matrix for generate(n=50, m=80): the shape check names the generator."""
+    from akfviz.workloads.generators import Generator
+
+    def _square_only(rng, n, m, limits):
+        return sp.identity(n, format="csr")
+
+    monkeypatch.setitem(GENERATORS, "_throwaway_square", Generator(
+        "_throwaway_square", "test-only: forgets rectangular=False", _square_only))
+    with pytest.raises(RuntimeError, match="_throwaway_square") as info:
+        generate("_throwaway_square", n=50, m=80)
+    assert not isinstance(info.value, InputError)
+    assert "(50, 80)" in str(info.value)
+    # the square request still works: the check only refuses a wrong shape
+    assert generate("_throwaway_square", n=50).shape == (50, 50)
+    monkeypatch.undo()
+    assert "_throwaway_square" not in GENERATORS
