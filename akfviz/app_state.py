@@ -686,15 +686,10 @@ def compare_cached(key: str, _A, hw_key: str, _hw, alpha: float, beta: float, ti
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def cpu_check_cached(key: str, _plan, _A) -> dict:
-    """The plan's fused ``matvec`` against scipy on a seeded standard-normal ``x`` (seed 0):
-    ``‖y − Â x‖/‖Â x‖``, ``‖y − A x‖/‖A x‖`` and ``max |y − A x|``, once per plan (``key``)."""
+    """:func:`akfviz.execute.cpu.matvec_check` of the plan on a seeded standard-normal ``x``
+    (seed 0), once per plan (``key``): ``vs_approx``, ``output_error``, ``max_abs``."""
     x = np.random.default_rng(0).standard_normal(_A.shape[1])
-    y = _plan.matvec(x)
-    y_exact = _A @ x
-    y_hat = _plan.approx_matrix() @ x
-    return {"vs_approx": float(np.linalg.norm(y - y_hat) / max(np.linalg.norm(y_hat), 1e-300)),
-            "output_error": float(np.linalg.norm(y - y_exact) / max(np.linalg.norm(y_exact), 1e-300)),
-            "max_abs": float(np.max(np.abs(y - y_exact))) if y.size else 0.0}
+    return stage("execute.cpu", "matvec_check")(_plan, x, _A)
 
 
 @st.cache_data(max_entries=4, show_spinner="Placing tiles on the PE grid (annealing)…")
@@ -703,21 +698,37 @@ def mapping_cached(key: str, _plan, hw_key: str, _hw, rho_x: float):
     return plan_mapping(_plan, _hw, rho_x=rho_x)
 
 
-def parse_sweep_spec(text: str) -> dict:
-    """``"tile=16,32;beta=0.1,1"`` → ``{"tile": ["16", "32"], "beta": ["0.1", "1"]}`` (values checked later).
+def sweep_grid(spec: str, max_points: int) -> tuple[dict, list[dict]]:
+    """The Design space page's sweep field as ``(grid, points)``.
 
-    Raises InputError for a malformed part (the message shows the expected form).
+    Parameters
+    ----------
+    spec : str
+        The grid as text, e.g. ``"tile=16,32;beta=0.1,1"``
+        (:func:`akfviz.dse.sweep.parse_grid`).
+    max_points : int
+        Most points the page runs.
+
+    Returns
+    -------
+    grid : dict
+        Parameter name -> list of checked values.
+    points : list of dict
+        Every combination (:func:`akfviz.dse.sweep.expand_grid`).
+
+    Raises
+    ------
+    InputError
+        What ``parse_grid`` or ``expand_grid`` refuse, and a PE grid side over
+        :data:`MAX_GRID_SIDE` (the NPU page's limit; larger grids run on the command line).
     """
-    grid: dict = {}
-    for part in [p.strip() for p in str(text).split(";") if p.strip()]:
-        name, sep, vals = part.partition("=")
-        if not sep or not name.strip() or not vals.strip():
-            raise InputError(f"Sweep part {part!r} is not of the form name=value1,value2 "
-                             "(e.g. tile=16,32;beta=0.1,1,10).")
-        grid[name.strip()] = [v.strip() for v in vals.split(",") if v.strip()]
-    if not grid:
-        raise InputError("The sweep is empty; write e.g. tile=16,32;beta=0.1,1,10.")
-    return grid
+    sweep = stage("dse.sweep")
+    grid = sweep.parse_grid(spec)
+    for side in ("rows", "cols"):
+        if max(grid.get(side, [0])) > MAX_GRID_SIDE:
+            raise InputError(f"Sweep parameter '{side}' goes up to {MAX_GRID_SIDE} in the app, as on the NPU "
+                             f"page (got {max(grid[side]):g}); larger grids: python -m akfviz sweep.")
+    return grid, sweep.expand_grid(grid, max_points=max_points)
 
 
 @st.cache_data(max_entries=8, show_spinner="Running the solver and simulating its iterations…")
@@ -757,20 +768,21 @@ def warm_up() -> float:
     the default hardware's performance table at T = 32 (the selection itself takes ≈ 10 ms on
     the default sample).
     """
+    # Nothing here is optional: every stage is part of the package, and the input is a fixed,
+    # valid matrix, so an error (a missing module or attribute included, as in :func:`stage`)
+    # is a bug and raises.
+    import akfviz
+    from .execute.plan import FusionPlan
+
     t0 = time.perf_counter()
-    try:
-        import akfviz
-        from .execute.plan import FusionPlan
-        A = akfviz.generate("uniform", n=64, density=0.05, seed=0)
-        pa = akfviz.analyze(A, tile=32)
-        FusionPlan(pa, ["CSC"] * pa.tileset.n_tiles).matvec(np.ones(A.shape[1]))
-        # the default preset at the default T: this also builds its performance table
-        plan = akfviz.select(pa, hw=akfviz.HardwareConfig())
-        plan.matvec(np.ones(A.shape[1]))
-        akfviz.simulate(plan, akfviz.HardwareConfig(), rho_x=0.5)
-        akfviz.compare(A, tile=32)
-    except (ImportError, AttributeError):   # a stage not in this build: nothing to warm there
-        pass
+    A = akfviz.generate("uniform", n=64, density=0.05, seed=0)
+    pa = akfviz.analyze(A, tile=32)
+    FusionPlan(pa, ["CSC"] * pa.tileset.n_tiles).matvec(np.ones(A.shape[1]))
+    # the default preset at the default T: this also builds its performance table
+    plan = akfviz.select(pa, hw=akfviz.HardwareConfig())
+    plan.matvec(np.ones(A.shape[1]))
+    akfviz.simulate(plan, akfviz.HardwareConfig(), rho_x=0.5)
+    akfviz.compare(A, tile=32)
     return time.perf_counter() - t0
 
 
@@ -1218,9 +1230,36 @@ def hardware():
         return None, ""
 
 
-#: The NPU page's hardware settings: state key -> HardwareConfig field.
+#: The NPU page's hardware settings: state key -> HardwareConfig field (the one list of them).
 HW_OVERRIDES = {"hw_rows": "rows", "hw_cols": "cols", "hw_sram": "sram_bytes_per_pe", "hw_clock": "clock_hz",
                 "hw_bw": "dram_bytes_per_cycle"}
+#: How :func:`hardware_changes` words a changed setting: state key -> (format, scale of the
+#: field's value). The PE grid (``hw_rows``, ``hw_cols``) is worded as one change, "R×C PEs".
+HW_CHANGE_FORMATS = {"hw_sram": ("{:,.0f} B SRAM per PE", 1), "hw_clock": ("{:g} MHz", 1e-6),
+                     "hw_bw": ("{:,.0f} DRAM B/cycle", 1)}
+
+
+def set_hardware(hw, **fields) -> None:
+    """Store the NPU page's hardware form: ``fields`` are HardwareConfig field values
+    (``rows=…, clock_hz=…``, one per field of :data:`HW_OVERRIDES`), checked by
+    ``hw.replace`` before any is stored.
+
+    Raises
+    ------
+    InputError
+        A field the NPU page does not set, or a value ``HardwareConfig`` refuses (nothing is
+        stored then).
+    """
+    known = set(HW_OVERRIDES.values())
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise InputError(f"Hardware setting(s) {', '.join(unknown)} are not set on the NPU page; "
+                         f"choose from {', '.join(sorted(known))}.")
+    values = {attr: type(getattr(hw, attr))(v) for attr, v in fields.items()}
+    hw.replace(**values)
+    for key, attr in HW_OVERRIDES.items():
+        if attr in values:
+            put(key, values[attr])
 
 
 def hardware_changes() -> list[str]:
@@ -1233,8 +1272,7 @@ def hardware_changes() -> list[str]:
     rows = base.rows if value["hw_rows"] is None else int(value["hw_rows"])
     cols = base.cols if value["hw_cols"] is None else int(value["hw_cols"])
     out = [f"{rows}×{cols} PEs"] if (rows, cols) != (base.rows, base.cols) else []
-    for key, fmt, scale in (("hw_sram", "{:,.0f} B SRAM per PE", 1), ("hw_clock", "{:g} MHz", 1e-6),
-                            ("hw_bw", "{:,.0f} DRAM B/cycle", 1)):
+    for key, (fmt, scale) in HW_CHANGE_FORMATS.items():
         v = value[key]
         if v is not None and float(v) != float(getattr(base, HW_OVERRIDES[key])):
             out.append(fmt.format(float(v) * scale))

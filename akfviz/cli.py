@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -83,7 +82,7 @@ def _matrix(args):
                 raise InputError(f"Give {own} with --{own}, not with --param {own}=….")
         if args.m is not None:
             kw["m"] = args.m
-        n = DEFAULT_N if args.n is None else args.n
+        n = _default_n() if args.n is None else args.n
         return generate(args.generate, n=n, seed=args.seed, **kw), f"generated {args.generate}"
     from .workloads.samples import DEFAULT_SAMPLE, load_sample
 
@@ -91,8 +90,18 @@ def _matrix(args):
     return load_sample(name), f"sample {name}"
 
 
-#: Rows of a ``--generate`` matrix when ``--n`` is not given.
-DEFAULT_N = 1024
+
+def _default_n() -> int:
+    """Rows of a ``--generate`` matrix when ``--n`` is not given: the generators' own default.
+
+    Imported when needed (the generators module loads pandas and scipy). Imported as
+    ``from .workloads.generators import …``, which reads the module itself from
+    ``sys.modules``: the package attribute ``akfviz.workloads.generators`` is the function
+    ``generators()``, not the module.
+    """
+    from .workloads.generators import DEFAULT_N
+
+    return DEFAULT_N
 
 
 def _seed(text: str) -> int:
@@ -308,27 +317,19 @@ def cmd_calibrate(args):
 
 
 def cmd_sweep(args):
-    from .dse.sweep import run_sweep, save_sweep
+    from .dse.sweep import parse_grid, run_sweep, save_sweep
 
-    A, _ = _matrix(args)
-    grid = {}
-    for spec in args.vary or []:
-        if "=" not in spec:
-            raise InputError(f"--vary needs name=v1,v2,…, got {spec!r}.")
-        k, vals = spec.split("=", 1)
-        k = k.strip()
-        if k in grid:
-            raise InputError(f"--vary {k} is given twice; list all its values once: --vary {k}=v1,v2,….")
-        grid[k] = [_parse_value(v) for v in vals.split(",") if v.strip()]
-    if not grid:
+    if not any(v.strip() for v in args.vary or []):
         raise InputError("Give at least one --vary name=v1,v2,… (e.g. --vary alpha=0.1,1,10).")
+    grid = parse_grid(args.vary)
+    A, _ = _matrix(args)
 
     def progress(done, total, point):
         print(f"[{done}/{total}] {point}", file=sys.stderr)
 
     # --tile is the tile side of every point unless --vary tile=… sweeps it
     df = run_sweep(A, grid, hw=_hw(args), seed=args.seed, scheduler=args.scheduler, progress=progress,
-                   base={"tile": args.tile}, baselines=args.baselines, static_kernel=args.static)
+                   base={"tile": args.tile}, baselines=args.baselines, static_kernel=args.static_kernel)
     if not args.timings:
         df = without_wall_clock(df)
     if args.out:
@@ -345,6 +346,7 @@ MAX_REPEATS = 100_000
 def cmd_bench(args):
     """Time the fused CPU executor against scipy on the chosen matrix (median of repeats)."""
     from .analysis.pattern import analyze
+    from .execute.cpu import median_seconds
     from .selection.selector import select
 
     if not 1 <= args.repeats <= MAX_REPEATS:
@@ -355,17 +357,8 @@ def cmd_bench(args):
     x = np.random.default_rng(args.seed).standard_normal(A.shape[1])
     plan.matvec(x)  # warm-up (JIT)
     A @ x
-
-    def median_time(f):
-        ts = []
-        for _ in range(args.repeats):
-            t0 = time.perf_counter()
-            f()
-            ts.append(time.perf_counter() - t0)
-        return float(np.median(ts))
-
-    t_plan = median_time(lambda: plan.matvec(x))
-    t_scipy = median_time(lambda: A @ x)
+    t_plan = median_seconds(lambda: plan.matvec(x), args.repeats)
+    t_scipy = median_seconds(lambda: A @ x, args.repeats)
     y, y_ref = plan.matvec(x), A @ x
     denom = float(np.linalg.norm(y_ref)) or 1.0
     _emit({"source": src, "shape": list(A.shape), "nnz": int(A.nnz),
@@ -391,7 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
         g.add_argument("--tensor", help="tensor name inside a .safetensors file")
         g.add_argument("--sample", help="a shipped sample (default: the pruned MiniLM FFN matrix)")
         g.add_argument("--generate", metavar="KIND", help="a generator name (see akfviz.generators())")
-        g.add_argument("--n", type=int, default=None, help=f"rows for --generate (default {DEFAULT_N})")
+        g.add_argument("--n", type=int, default=None, help=f"rows for --generate (default {_default_n()})")
         g.add_argument("--m", type=int, default=None, help="columns for --generate (default n)")
         g.add_argument("--param", action="append", metavar="KEY=VALUE",
                        help="generator parameter, repeatable (e.g. --param density=0.01)")
@@ -462,8 +455,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--baselines", action="store_true",
                     help="also simulate the Block-sparse and Static-sparse baselines at every point and add "
                          "AKF's speedup and energy ratio against each (about twice the time)")
-    sp.add_argument("--static", default="CSC", metavar="KERNEL",
-                    help="the Static-sparse baseline's kernel, with --baselines (default CSC)")
+    sp.add_argument("--static-kernel", "--static", dest="static_kernel", default="CSC", metavar="KERNEL",
+                    help="the Static-sparse baseline's kernel, with --baselines (default CSC); "
+                         "--static is the same option")
     sp.set_defaults(func=cmd_sweep)
 
     sp = sub.add_parser("bench", help="time the fused CPU executor against scipy")

@@ -1,5 +1,4 @@
 """Kernels: the Dynamic Fuse Selector — cost weights, budgets, kernel map, explanations, Pareto, table fits."""
-import numpy as np
 import streamlit as st
 
 from akfviz import app_state as S
@@ -135,14 +134,7 @@ left, right = st.columns(2)
 with left:
     traj = rep.fusion_trajectory
     if len(traj):
-        wtraj = getattr(rep.fusion, "weights_trajectory", None)
-        weights = None
-        if wtraj is not None and wtraj.size:
-            mean_w = wtraj.mean(axis=1)            # (steps, K)
-            top = np.argsort(mean_w[-1])[::-1][:6]
-            weights = {rep.candidates[k]: mean_w[:, k] for k in top}
-            if len(traj) != mean_w.shape[0]:
-                weights = None
+        weights = vk.top_fusion_weights(rep, len(traj))
         S.chart(S.figure_cached(f"fusion|{pkey}", lambda: vk.fusion_trajectory(
             traj["step"], traj["cost"], traj["entropy"], weights)), key="fusion_traj")
         st.caption("How to read this: the softmax fusion weights (paper eq. 1) descend on expected cost; the "
@@ -178,21 +170,8 @@ with kc1:
     fe = fit_err[(fit_err["kernel"] == kname) & (fit_err["measure"] == meas)]
     st.dataframe(fe[["class", "variable", "degree", "rel_rms", "max_rel"]], hide_index=True, width="stretch")
 with kc2:
-    def build_fits():
-        cal = table_pt.calibration
-        curves = []
-        for j, cls in enumerate(table_pt.classes):
-            pts = cal[(cal["kernel"] == kname) & (cal["class"] == cls)]
-            if not len(pts):
-                continue
-            lo, hi = table_pt.domain[j]
-            grid = np.logspace(np.log10(max(lo, 1e-6)), np.log10(max(hi, lo * 1.0001, 1e-6)), 60)
-            curves.append({"kernel": kname, "label": f"{kname} · {cls}", "density": pts["density"],
-                           "measured": pts[meas], "grid": grid,
-                           "fit": table_pt.predict(kname, cls, grid, measure=meas)})
-        return vk.perftable_fits(curves, y_title=MEASURE_UNITS.get(meas, meas))
-
-    fig = S.figure_cached(f"fits|{hwk}|{pa.tile}|{kname}|{meas}", build_fits)
+    fig = S.figure_cached(f"fits|{hwk}|{pa.tile}|{kname}|{meas}", lambda: vk.perftable_fits(
+        vk.perftable_curves(table_pt, kname, meas), y_title=MEASURE_UNITS.get(meas, meas)))
     S.chart(fig, key="perftable")
     st.caption(f"How to read this: dots = {meas} of synthetic calibration tiles priced by the NPU cost model, "
                "line = the fitted polynomial per structure class (in the density or its log10: the table's "

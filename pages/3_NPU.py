@@ -1,5 +1,4 @@
 """NPU: hardware configuration, energy table, mapping, event-driven simulation (akf-spec §6–§7)."""
-import numpy as np
 import streamlit as st
 
 from akfviz import app_state as S
@@ -28,14 +27,11 @@ with st.expander("Hardware configuration", expanded=False):
         reset = b2.form_submit_button("Reset to the preset")
     if apply:
         try:
-            hw.replace(rows=int(rows), cols=int(cols), sram_bytes_per_pe=int(sram), clock_hz=float(clock) * 1e6,
-                       dram_bytes_per_cycle=int(bw))
+            S.set_hardware(hw, rows=rows, cols=cols, sram_bytes_per_pe=sram, clock_hz=clock * 1e6,
+                           dram_bytes_per_cycle=bw)
         except InputError as exc:
             S.show_error(exc)
         else:
-            for key, v in (("hw_rows", int(rows)), ("hw_cols", int(cols)), ("hw_sram", int(sram)),
-                           ("hw_clock", float(clock) * 1e6), ("hw_bw", int(bw))):
-                S.put(key, v)
             st.rerun()
     if reset:
         for key in S.HW_OVERRIDES:
@@ -101,8 +97,7 @@ st.caption("How to read this: one cell per PE of the whole grid (over 256 PEs pe
            "as the title says); colour = busy cycles / makespan, scaled to the busiest PE. Black = idle. A few bright "
            "PEs mean the makespan is set by them (load imbalance).")
 
-busy_rows = np.flatnonzero(res.counters["busy"].reshape(hw.rows, hw.cols).sum(axis=1) > 0)
-default_row = int(np.argmax(res.counters["busy"].reshape(hw.rows, hw.cols).max(axis=1)))
+busy_rows, default_row = vn.busy_rows(res.counters["busy"], hw.rows, hw.cols)
 if S.get("perow") is None or S.get("perow") >= hw.rows:
     S.put("perow", default_row)
 left, right = st.columns([3, 2])
@@ -115,20 +110,11 @@ with left:
         row = 0
         st.caption("PE row for the timeline: 0 (the grid has one row)")
 
-    def _timeline_figure():
-        pes = np.arange(row * hw.cols, (row + 1) * hw.cols)
-        busy_pes = pes[res.counters["busy"][pes] > 0][:24]
-        tl = res.timeline(pes=busy_pes) if busy_pes.size else None
-        if tl is not None and len(tl):
-            kind_label = np.where(tl["kind"] == "setup", "setup",
-                                  np.where(tl["kind"] == "reduce", "reduce", tl["kernel"]))
-            tl = tl.assign(pe=[f"PE {p // hw.cols},{p % hw.cols}" for p in tl["pe"]], kernel=kind_label)
-        return vn.pe_timeline(tl, makespan=res.cycles)
-
     if res.meta["recorded"]:
-        S.chart(S.figure_cached(f"timeline|{sim_key}|{row}", _timeline_figure), key="timeline")
-        st.caption(f"How to read this: busy intervals of the busy PEs of row {row} (up to 24), coloured by kernel "
-                   "family; gaps are waits for events or partial sums.")
+        S.chart(S.figure_cached(f"timeline|{sim_key}|{row}", lambda: vn.pe_timeline(
+            vn.row_intervals(res, row, hw.cols), makespan=res.cycles)), key="timeline")
+        st.caption(f"How to read this: busy intervals of the busy PEs of row {row} (up to {vn.TIMELINE_MAX_PES}), "
+                   "coloured by kernel family; gaps are waits for events or partial sums.")
     else:
         st.info(f"No timeline for this run: it would record more than {S.MAX_RECORDED_INTERVALS:,} busy intervals, "
                 "so the simulation ran without them (the same counters, cycles and energy). A larger tile side T "

@@ -1,7 +1,4 @@
 """Compare: Dense / Block-sparse / Static-sparse / AKF on the same matrix and hardware (akf-spec §8)."""
-import time
-
-import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -79,28 +76,16 @@ S.export_buttons("Comparison", lambda: df.reset_index(), "compare", "exp_compare
 st.subheader("Real CPU time of one SpMV")
 if plan is not None:
     x = S.input_vector(wl.A.shape[1], 1.0)
-    A = wl.A
-    plan.matvec(x)                       # warm (numba already compiled)
     reps = st.slider("Repeats", 5, 101, 21, step=2, key="cpu_reps")
-
-    def median_ms(fn):
-        ts = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            fn()
-            ts.append(time.perf_counter() - t0)
-        return 1000 * float(np.median(ts))
-
-    t_plan = median_ms(lambda: plan.matvec(x))
-    t_scipy = median_ms(lambda: A @ x)
+    cpu = S.stage("execute.cpu", "time_matvec")(plan, x, reps, wl.A)
     names_t = ["AKF plan.matvec (numba)", "scipy CSR A @ x"]
-    times = [t_plan, t_scipy]
+    times = [cpu["plan_ms"], cpu["scipy_ms"]]
     S.chart(vc.cpu_timings(names_t, times), key="cpu")
     S.export_buttons("CPU timings", lambda: pd.DataFrame({"method": names_t, "median_ms": times, "repeats": reps}),
                      "cpu-timings", "exp_cpu", what="median wall time of one call, measured now on this machine")
-    agree = np.linalg.norm(plan.matvec(x) - plan.approx_matrix() @ x) / max(np.linalg.norm(A @ x), 1e-300)
     st.caption(f"How to read this: median of {reps} calls on this machine, measured now on the same x "
-               f"(scipy / AKF = {t_scipy / t_plan:.2f}×). The plan computes Â x (relative error "
-               f"{100 * plan.relative_error:.3g} % in A); its result agrees with scipy's Â x to {agree:.1e}.")
+               f"(scipy / AKF = {cpu['scipy_ms'] / cpu['plan_ms']:.2f}×). The plan computes Â x (relative error "
+               f"{100 * plan.relative_error:.3g} % in A); its result agrees with scipy's Â x to "
+               f"{cpu['vs_approx']:.1e}.")
 
 page_end()

@@ -33,25 +33,7 @@ AUTO_PES = 256 * 256
 grid = None
 points = []
 try:
-    raw = S.parse_sweep_spec(spec)
-    for k in raw:
-        if k not in params:
-            raise InputError(f"'{k}' is not a sweepable parameter; choose from {', '.join(params)}.")
-
-    def conv(p, v):
-        if p.choices:
-            return v
-        try:
-            return float(v)
-        except ValueError:
-            raise InputError(f"Sweep parameter '{p.name}' needs numbers, got {v!r}.") from None
-
-    grid = {k: [params[k].check(conv(params[k], v)) for v in vals] for k, vals in raw.items()}
-    for side in ("rows", "cols"):
-        if max(grid.get(side, [0])) > S.MAX_GRID_SIDE:
-            raise InputError(f"Sweep parameter '{side}' goes up to {S.MAX_GRID_SIDE} in the app, as on the NPU "
-                             f"page (got {max(grid[side]):g}); larger grids: python -m akfviz sweep.")
-    points = sweep.expand_grid(grid, max_points=LIMIT)
+    grid, points = S.sweep_grid(spec, LIMIT)
 except (InputError, ValueError) as exc:
     S.show_error(exc)
 swept_names = set(grid or {})
@@ -181,9 +163,8 @@ if has_baselines and {"dense_cycles", "blocksparse_cycles"} <= set(df.columns) a
         (df["dense_energy_pj"] == df["blocksparse_energy_pj"]).all():
     slots = ""
     if not (source or "").startswith("loaded") and "n_tiles" in df and ("tile" in df or "tile" in base):
-        m, n = wl.A.shape
         sides = df["tile"] if "tile" in df else [base["tile"]] * len(df)
-        if all(int(k) == -(-m // int(T)) * -(-n // int(T)) for k, T in zip(df["n_tiles"], sides)):
+        if sweep.every_slot_nonempty(df["n_tiles"], sides, wl.A.shape):
             slots = " every tile slot of this matrix is nonempty, so skipping empty tiles saves nothing;"
     notes.append(f"**Block-sparse = Dense at every point**:{slots} AKF's speedup and energy ratio against "
                  "Block-sparse are the same as against Dense.")

@@ -387,3 +387,42 @@ def test_without_wall_clock_drops_only_measurements():
     out = without_wall_clock(df)
     assert list(out.columns) == ["cycles", "seconds"] and out.attrs == {"akf_selection": {"alpha": 1.0}}
     assert "wall_s" in df.columns and "timings" in df.attrs["akf_selection"]     # the input is untouched
+
+
+# --------------------------------------------------------------------------- one grid parser, one flag name
+def test_sweep_takes_static_kernel_as_compare_does_and_keeps_static(capsys, tmp_path):
+    from akfviz.dse.sweep import load_sweep
+
+    for flag, kernel in (("--static-kernel", "dia"), ("--static", "csc")):
+        target = tmp_path / f"sweep{flag}.csv"
+        code, _, err = run(capsys, "sweep", *GEN, "--vary", "rows=8", "--baselines", flag, kernel,
+                           "--out", str(target))
+        assert code == 0, err
+        assert (load_sweep(target)["static_kernel"] == kernel.upper()).all()
+
+
+@pytest.mark.parametrize("vary", [["alpha=1;alpha=2"], ["alpha=1", "alpha=2"], ["tile=16;beta=1", "tile=32"]])
+def test_sweep_refuses_a_parameter_given_twice_however_it_is_written(capsys, vary):
+    argv = [a for v in vary for a in ("--vary", v)]
+    code, out, err = run(capsys, "sweep", *GEN, *argv)
+    assert code == 2 and "given twice" in err and "'" + vary[-1].split("=")[0] + "'" in err, err
+    assert out == ""
+
+
+def test_sweep_vary_reads_none_for_a_budget(capsys, tmp_path):
+    target = tmp_path / "s.csv"
+    code, _, err = run(capsys, "sweep", *GEN, "--vary", "error_budget=null,0.05", "--out", str(target))
+    assert code == 0, err
+    from akfviz.dse.sweep import load_sweep
+
+    assert load_sweep(target)["error_budget"].isna().tolist() == [True, False]
+
+
+def test_generate_default_n_is_the_generators_own(capsys, monkeypatch):
+    import importlib
+
+    gen = importlib.import_module("akfviz.workloads.generators")  # the module, not akfviz.generators()
+    monkeypatch.setattr(gen, "DEFAULT_N", 40)
+    code, out, err = run(capsys, "analyze", "--generate", "banded", "--tile", "8")
+    assert code == 0, err
+    assert json.loads(out)["shape"] == [40, 40]

@@ -271,6 +271,125 @@ def expand_grid(grid: Mapping[str, Sequence], *, max_points: int = 400) -> list[
     return [dict(zip(names, combo)) for combo in itertools.product(*values.values())]
 
 
+#: How a grid is written as text: parts ``name=v1,v2`` separated by ``;``.
+GRID_EXAMPLE = "tile=16,32;beta=0.1,1,10"
+#: Words that stand for ``None`` (no budget) in an optional parameter's values.
+_NONE_WORDS = ("none", "null")
+
+
+def _value_from_text(param: SweepParameter, text: str):
+    """One value of ``param`` written as text, converted and checked (InputError if not valid)."""
+    if param.choices is not None:
+        return param.check(text)
+    if param.optional and text.lower() in _NONE_WORDS:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        what = "a whole number" if param.kind is int else "a number"
+        raise InputError(f"Sweep parameter '{param.name}' needs {what}, got {text!r}.") from None
+    return param.check(value)
+
+
+def parse_grid(spec: str | Sequence[str]) -> dict[str, list]:
+    """A sweep grid written as text, as ``{name: [checked values]}`` in the order written.
+
+    The one parser of the Design space page's sweep field and of the command line's
+    ``--vary`` options.
+
+    Parameters
+    ----------
+    spec : str or sequence of str
+        Parts ``name=v1,v2,…`` separated by ``;`` (``"tile=16,32;beta=0.1,1,10"``), or a
+        sequence of such texts (one per ``--vary``). Numbers are read with :func:`float` (and
+        checked as :meth:`SweepParameter.check` does, so ``tile=16`` is the integer 16); a
+        choice (``granularity``, ``resource``) is its text; ``none`` or ``null`` is ``None`` (no
+        budget) for ``error_budget`` and ``resource_budget``. Empty values are skipped.
+
+    Returns
+    -------
+    dict
+        Parameter name -> list of checked values, ready for :func:`expand_grid` or
+        :func:`run_sweep` (which count the points against their limit).
+
+    Raises
+    ------
+    InputError
+        A part that is not ``name=v1,…``, a name that is not in :data:`SWEEP_PARAMETERS`, a
+        name given twice, a value that is not valid, or no part at all.
+
+    Examples
+    --------
+    >>> parse_grid("tile=16,32; beta=0.1,1")
+    {'tile': [16, 32], 'beta': [0.1, 1.0]}
+    """
+    texts = [spec] if isinstance(spec, str) else spec
+    if not isinstance(texts, Sequence) or not all(isinstance(t, str) for t in texts):
+        raise InputError(f"A sweep grid is text such as {GRID_EXAMPLE!r} (or a list of such texts); "
+                         f"got {spec!r}.")
+    grid: dict[str, list] = {}
+    for part in (p.strip() for text in texts for p in text.split(";")):
+        if not part:
+            continue
+        name, sep, vals = part.partition("=")
+        name = name.strip()
+        values = [v.strip() for v in vals.split(",") if v.strip()]
+        if not sep or not name or not values:
+            raise InputError(f"Sweep part {part!r} is not of the form name=value1,value2 "
+                             f"(e.g. {GRID_EXAMPLE}).")
+        if name not in SWEEP_PARAMETERS:
+            raise InputError(f"'{name}' is not a sweepable parameter; choose from {', '.join(SWEEP_PARAMETERS)}.")
+        if name in grid:
+            raise InputError(f"Sweep parameter '{name}' is given twice; list all its values once: "
+                             f"{name}=v1,v2,….")
+        grid[name] = [_value_from_text(SWEEP_PARAMETERS[name], v) for v in values]
+    if not grid:
+        raise InputError(f"The sweep is empty; write e.g. {GRID_EXAMPLE}.")
+    return grid
+
+
+def tile_slots(shape: Sequence[int], tile: int) -> int:
+    """Number of ``tile × tile`` slots covering a matrix of ``shape``.
+
+    Parameters
+    ----------
+    shape : (int, int)
+        The matrix's ``(m, n)``.
+    tile : int
+        The tile side T.
+
+    Returns
+    -------
+    int
+        ``ceil(m / T) · ceil(n / T)``, empty slots included.
+    """
+    m, n = (int(s) for s in shape)
+    tile = int(tile)
+    return -(-m // tile) * -(-n // tile)
+
+
+def every_slot_nonempty(n_tiles: Sequence[int], tiles: Sequence[int], shape: Sequence[int]) -> bool:
+    """Whether every tile slot is nonempty at each sweep row's tile side.
+
+    Then skipping empty tiles (Block-sparse) saves nothing against Dense.
+
+    Parameters
+    ----------
+    n_tiles : sequence of int
+        Nonempty tiles per sweep row (the ``n_tiles`` column).
+    tiles : sequence of int
+        The tile side of each row.
+    shape : (int, int)
+        The matrix's ``(m, n)``.
+
+    Returns
+    -------
+    bool
+        True when each row's ``n_tiles`` equals :func:`tile_slots` of ``shape`` at its side.
+    """
+    return all(int(k) == tile_slots(shape, t) for k, t in zip(n_tiles, tiles))
+
+
 def _split(point: Mapping) -> tuple[dict, dict, dict, dict]:
     stages = {"analysis": {}, "selection": {}, "hardware": {}, "simulation": {}}
     for k, v in point.items():

@@ -109,6 +109,76 @@ def fusion_trajectory(steps, cost, entropy, weights: dict | None = None, height:
                   legend=dict(orientation="h", y=-0.18))
 
 
+#: Most kernels whose mean fusion weight the trajectory figure draws.
+TOP_WEIGHTS = 6
+
+
+def top_fusion_weights(selection, n_steps: int, top: int = TOP_WEIGHTS) -> dict | None:
+    """The fusion weights to draw under the trajectory: mean weight per step of the ``top``
+    kernels heaviest at the last step.
+
+    Parameters
+    ----------
+    selection : SelectionReport
+        ``plan.selection``; its ``fusion.weights_trajectory`` has shape (steps, units, kernels)
+        and ``candidates`` names the kernels.
+    n_steps : int
+        Steps of the recorded cost trajectory (the figure's x axis).
+    top : int
+        Most kernels returned.
+
+    Returns
+    -------
+    dict or None
+        Kernel name -> mean weight per step (heaviest at the last step first), for
+        :func:`fusion_trajectory`; None without a weight trajectory or when its steps are not
+        the cost trajectory's.
+    """
+    wtraj = getattr(getattr(selection, "fusion", None), "weights_trajectory", None)
+    if wtraj is None or not wtraj.size:
+        return None
+    mean_w = wtraj.mean(axis=1)            # (steps, K)
+    if n_steps != mean_w.shape[0]:
+        return None
+    order = np.argsort(mean_w[-1])[::-1][:top]
+    return {selection.candidates[k]: mean_w[:, k] for k in order}
+
+
+def perftable_curves(table, kernel: str, measure: str, n_points: int = 60) -> list[dict]:
+    """The curves :func:`perftable_fits` draws for one kernel and measure of a performance table:
+    per structure class with calibration points, those points and the fit on a log-spaced
+    density grid over the class's domain.
+
+    Parameters
+    ----------
+    table : PerformanceTable
+        The calibrated table (``calibration``, ``classes``, ``domain``, ``predict``).
+    kernel : str
+        The kernel.
+    measure : str
+        One of ``table.measures``.
+    n_points : int
+        Points of each fitted curve.
+
+    Returns
+    -------
+    list of dict
+        Keys ``kernel``, ``label``, ``density``, ``measured``, ``grid`` and ``fit``.
+    """
+    cal = table.calibration
+    curves = []
+    for j, cls in enumerate(table.classes):
+        pts = cal[(cal["kernel"] == kernel) & (cal["class"] == cls)]
+        if not len(pts):
+            continue
+        lo, hi = table.domain[j]
+        grid = np.logspace(np.log10(max(lo, 1e-6)), np.log10(max(hi, lo * 1.0001, 1e-6)), n_points)
+        curves.append({"kernel": kernel, "label": f"{kernel} · {cls}", "density": pts["density"],
+                       "measured": pts[measure], "grid": grid,
+                       "fit": table.predict(kernel, cls, grid, measure=measure)})
+    return curves
+
+
 #: Dash patterns for the second, third … kernel of one family in a figure (the first is solid).
 FAMILY_DASHES: tuple = ("solid", "dash", "dot", "dashdot", "longdash")
 

@@ -126,6 +126,62 @@ def _bar_trace(g: pd.DataFrame, ypos: dict, min_len: float, name: str, color: st
                       line=dict(width=width, color=color), hovertemplate="%{text}<extra>" + name + "</extra>")
 
 
+def busy_rows(busy, rows: int, cols: int) -> tuple[np.ndarray, int]:
+    """The PE rows with a busy PE, and the row of the busiest PE (the timeline's first row).
+
+    Parameters
+    ----------
+    busy : array of shape (rows * cols,)
+        Busy cycles per PE (``SimResult.counters["busy"]``, PE id = ``row * cols + col``).
+    rows, cols : int
+        The PE grid.
+
+    Returns
+    -------
+    rows_busy : ndarray of int
+        Rows with at least one busy PE, ascending.
+    default_row : int
+        The row holding the busiest PE (the first such row; 0 when no PE is busy).
+    """
+    grid = np.asarray(busy).reshape(rows, cols)
+    return np.flatnonzero(grid.sum(axis=1) > 0), int(np.argmax(grid.max(axis=1)))
+
+
+#: Most PEs of one row the NPU page's timeline shows.
+TIMELINE_MAX_PES = 24
+
+
+def row_intervals(res, row: int, cols: int, max_pes: int = TIMELINE_MAX_PES) -> pd.DataFrame | None:
+    """Busy intervals of the first ``max_pes`` busy PEs of PE row ``row``, labelled for
+    :func:`pe_timeline`.
+
+    Parameters
+    ----------
+    res : SimResult
+        A simulation that recorded its intervals.
+    row : int
+        The PE row.
+    cols : int
+        PEs per row of the grid.
+    max_pes : int
+        Most PEs shown.
+
+    Returns
+    -------
+    pandas.DataFrame or None
+        ``res.timeline`` of those PEs with ``pe`` as ``"PE r,c"`` and ``kernel`` as the kernel
+        of a compute interval, ``"setup"`` or ``"reduce"``; None when no PE of the row is busy.
+    """
+    pes = np.arange(row * cols, (row + 1) * cols)
+    busy_pes = pes[res.counters["busy"][pes] > 0][:max_pes]
+    tl = res.timeline(pes=busy_pes) if busy_pes.size else None
+    if tl is not None and len(tl):
+        kind_label = np.where(tl["kind"] == "setup", "setup",
+                              np.where(tl["kind"] == "reduce", "reduce", tl["kernel"]))
+        tl = tl.assign(pe=[f"PE {p // cols},{p % cols}" for p in tl["pe"]], kernel=kind_label)
+    return tl
+
+
 def pe_timeline(intervals, makespan: float | None = None, height: int = 380) -> go.Figure:
     """Gantt chart of busy intervals for a set of PEs.
 

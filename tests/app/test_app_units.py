@@ -42,10 +42,10 @@ def test_optional_fields_round_trip_none():
 
 
 def test_sweep_spec_parser():
-    assert S.parse_sweep_spec("tile=16,32; beta=0.1,1") == {"tile": ["16", "32"], "beta": ["0.1", "1"]}
+    assert S.sweep_grid("tile=16,32; beta=0.1,1", 60)[0] == {"tile": [16, 32], "beta": [0.1, 1.0]}
     for bad in ("", "tile", "tile=", "=1,2"):
         with pytest.raises(InputError):
-            S.parse_sweep_spec(bad)
+            S.sweep_grid(bad, 60)
 
 
 # --------------------------------------------------------------------------- run bundles
