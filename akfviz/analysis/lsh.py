@@ -288,6 +288,8 @@ def _typical_member(s, e, order, uid, near, density, top_mass, dn_sum, dn_sq, tm
         dn_sd = np.inf
     if tm_sd <= 1e-6 * abs(tm_mu):
         tm_sd = np.inf
+    if dn_sd == np.inf and tm_sd == np.inf:
+        return -1      # members alike in both: the caller keeps the medoid's first tile (no scan)
     who = -1
     best_d = np.inf
     for p in range(s, e):
@@ -386,8 +388,9 @@ def _cluster_range(c0, c1, order, cptr, uid, usig, seed, jpairs, rep, jmean, mar
             for k in range(nc):
                 if ccost[k] <= best_cost + NEAR_MEDOID * scale:
                     near[cid[k]] = 1
-            rep[cl] = _typical_member(s, e, order, uid, near, density, top_mass, dn_sum, dn_sq,
-                                      tm_sum, tm_sq)
+            who = _typical_member(s, e, order, uid, near, density, top_mass, dn_sum, dn_sq,
+                                  tm_sum, tm_sq)
+            rep[cl] = who if who >= 0 else firstt[best]
             for k in range(nc):
                 near[cid[k]] = 0
         else:
@@ -640,7 +643,8 @@ def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig
     as the one nearest the cluster's mean density and mean top-q mass share (L1 in
     standard deviations; ties to tile order), so that the kernel errors measured on it are
     those of a typical member: the selector prices the whole cluster from it (akf-spec §5).
-    Without them it is the first tile in tile order carrying the medoid signature. (That one
+    Without them, or when every member has the same density and top-q share (one nonzero per
+    tile), it is the first tile in tile order carrying the medoid signature. (That one
     could be an outlier in values: on a 512² LLM-like matrix at T = 16, relabelling the tile
     blocks gave plans with 0.96 % or 23 % error, by which tile the medoid sample found.)
     """
