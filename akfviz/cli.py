@@ -90,7 +90,6 @@ def _matrix(args):
     return load_sample(name), f"sample {name}"
 
 
-
 def _default_n() -> int:
     """Rows of a ``--generate`` matrix when ``--n`` is not given: the generators' own default.
 
@@ -384,7 +383,8 @@ def build_parser() -> argparse.ArgumentParser:
         g.add_argument("--tensor", help="tensor name inside a .safetensors file")
         g.add_argument("--sample", help="a shipped sample (default: the pruned MiniLM FFN matrix)")
         g.add_argument("--generate", metavar="KIND", help="a generator name (see akfviz.generators())")
-        g.add_argument("--n", type=int, default=None, help=f"rows for --generate (default {_default_n()})")
+        # the default is the generators' own (not imported here: --help stays fast)
+        g.add_argument("--n", type=int, default=None, help="rows for --generate (default: akfviz.generate's n)")
         g.add_argument("--m", type=int, default=None, help="columns for --generate (default n)")
         g.add_argument("--param", action="append", metavar="KEY=VALUE",
                        help="generator parameter, repeatable (e.g. --param density=0.01)")

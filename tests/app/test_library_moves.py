@@ -37,12 +37,14 @@ def test_matvec_check_is_the_plans_output_error_and_scipys_approximation(small):
     assert matvec_check(plan, x) == chk            # the plan's own matrix by default
 
 
-def test_time_matvec_reports_both_medians_and_the_check(small):
+def test_time_matvec_reports_both_medians_and_nothing_else(small):
+    """Only the timing is redone on every rerun of the Compare page; building Â for the accuracy
+    check is cached per plan (cpu_check_cached)."""
     A, plan = small
     x = np.ones(A.shape[1])
     out = time_matvec(plan, x, 3, A)
+    assert set(out) == {"plan_ms", "scipy_ms", "repeats"}
     assert out["repeats"] == 3 and out["plan_ms"] > 0 and out["scipy_ms"] > 0
-    assert {k: out[k] for k in ("vs_approx", "output_error", "max_abs")} == matvec_check(plan, x, A)
 
 
 def test_median_seconds_takes_the_median_and_refuses_no_repeats():
