@@ -103,6 +103,12 @@ def _default_n() -> int:
     return DEFAULT_N
 
 
+def _in_words(items) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def _seed(text: str) -> int:
     """argparse type of ``--seed``: a whole number in 0 … SEED_MAX (refused before any work)."""
     try:
@@ -374,7 +380,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="command")
 
-    def common(sp, selector="full", hardware=True, timings=True):
+    gen = "the --generate matrix"
+    table = "the performance table's synthetic calibration tiles"
+
+    def common(sp, selector="full", hardware=True, timings=True, seeds=(gen,)):
         g = sp.add_argument_group("workload (one of)")
         g.add_argument("file", nargs="?", metavar="FILE",
                        help="matrix file (same as --input); default: the MiniLM sample")
@@ -388,7 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
         g.add_argument("--m", type=int, default=None, help="columns for --generate (default n)")
         g.add_argument("--param", action="append", metavar="KEY=VALUE",
                        help="generator parameter, repeatable (e.g. --param density=0.01)")
-        sp.add_argument("--seed", type=_seed, default=0, help=f"seed, 0 … {SEED_MAX} (default 0)")
+        sp.add_argument("--seed", type=_seed, default=0,
+                        help=f"seed, 0 … {SEED_MAX} (default 0): it draws {_in_words(seeds)}")
         sp.add_argument("--tile", type=int, default=32, help="tile side T (default 32)")
         sp.add_argument("--out", help="write the result to this file: .json (the full result), or .csv / "
                                       ".parquet (a table: analyze → the tiles, select → the plan tile by "
@@ -420,11 +430,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_analyze)
 
     sp = sub.add_parser("select", help="choose a kernel per tile/cluster and report the plan")
-    common(sp)
+    common(sp, seeds=(gen, table))
     sp.set_defaults(func=cmd_select)
 
     sp = sub.add_parser("simulate", help="run the plan on the simulated NPU")
-    common(sp)
+    common(sp, seeds=(gen, table, "the input x"))
     sp.add_argument("--iterations", type=int, default=1)
     sp.add_argument("--non-persistent", action="store_true")
     sp.add_argument("--unfused", action="store_true")
@@ -432,7 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_simulate)
 
     sp = sub.add_parser("compare", help="Dense / BlockSparse / StaticSparse / AKF")
-    common(sp, selector="weights")
+    common(sp, selector="weights", seeds=(gen, table, "the input x"))
     sp.add_argument("--static-kernel", default="CSC")
     sp.add_argument("--rho-x", type=float, default=1.0)
     sp.set_defaults(func=cmd_compare)
@@ -448,7 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_calibrate)
 
     sp = sub.add_parser("sweep", help="design-space sweep (CSV/Parquet output)")
-    common(sp, selector=False)
+    common(sp, selector=False, seeds=(gen, table, "the input x"))
     sp.add_argument("--vary", action="append", metavar="NAME=V1,V2,…",
                     help="a swept parameter, repeatable (e.g. --vary alpha=0.1,1,10)")
     sp.add_argument("--scheduler", choices=["local", "dask"], default="local")
@@ -461,7 +471,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_sweep)
 
     sp = sub.add_parser("bench", help="time the fused CPU executor against scipy")
-    common(sp, timings=False)          # its result is timings
+    common(sp, timings=False, seeds=(gen, table, "the input x"))          # its result is timings
     sp.add_argument("--repeats", type=int, default=20, help="timed runs; the median is reported (default 20)")
     sp.set_defaults(func=cmd_bench)
     return p
