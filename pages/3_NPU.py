@@ -20,7 +20,10 @@ with st.expander("Hardware configuration", expanded=False):
         rows = f[0].number_input("PE rows", 1, S.MAX_GRID_SIDE, int(hw.rows))
         cols = f[1].number_input("PE columns", 1, S.MAX_GRID_SIDE, int(hw.cols))
         sram = f[2].number_input("SRAM bytes per PE", 64, 1 << 30, int(hw.sram_bytes_per_pe), step=1024)
-        clock = f[3].number_input("Clock (MHz)", 1.0, 100000.0, float(hw.clock_hz) / 1e6)
+        clock = f[3].number_input("Clock (MHz)", 1.0, 100000.0, float(hw.clock_hz) / 1e6,
+                                  help="Turns cycles into seconds. Energies are charged per action and leakage "
+                                       "per PE-cycle (akf-spec §7), so the energy in pJ does not change with the "
+                                       "clock, but the power in watts (energy / seconds) grows with it.")
         bw = f[4].number_input("DRAM bytes / cycle (shared)", 1, 1 << 20, int(hw.dram_bytes_per_cycle))
         b1, b2 = st.columns([1, 5])
         apply = b1.form_submit_button("Apply", type="primary")
@@ -84,7 +87,7 @@ S.record_result("npu", {k: summary[k] for k in ("cycles", "seconds", "energy_tot
                                                 "dram_bytes", "utilization_mean", "pes_busy")})
 m = metric_row(6)
 m[0].metric("makespan (cycles)", f"{res.cycles:,}", help=f"{res.seconds * 1e6:.3g} µs at {hw.clock_hz / 1e6:g} MHz")
-m[1].metric("energy", f"{res.energy_total_pj / 1e6:.4g} µJ")
+m[1].metric("energy", f"{res.energy_total_pj / 1e6:.4g} µJ", help=vn.power_in_words(res, hw))
 m[2].metric("events", f"{res.events:,}")
 m[3].metric("MACs", f"{res.macs:,}")
 m[4].metric(f"PEs busy (of {hw.n_pes:,})", f"{summary['pes_busy']:,}")
@@ -121,7 +124,8 @@ with left:
                 "or a lower activation density ρ_x gives fewer.")
 with right:
     S.chart(S.figure_cached(f"energy|{sim_key}", lambda: vn.energy_breakdown(res.energy_pj)), key="energy")
-    st.caption("How to read this: energy = Σ actions × the energy table; static = leakage of every PE over the makespan.")
+    st.caption("How to read this: energy = Σ actions × the energy table; static = leakage per PE-cycle × every PE "
+               "× the makespan in cycles, so a faster clock leaves these pJ as they are and raises the watts.")
 
 left, right = st.columns(2)
 with left:

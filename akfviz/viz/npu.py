@@ -221,6 +221,20 @@ ENERGY_COLORS = {"compute": "#1f4e79", "sram": "#2e86c1", "dram": "#c0392b", "no
                  "decode": "#7d3c98", "setup": "#7d3c98", "static": "#95a5a6", "leakage": "#95a5a6"}
 
 
+def power_in_words(res, hw) -> str:
+    """Average power of a run, total and static: ``P = E / (cycles / clock_hz)`` (akf-spec §7).
+
+    Leakage is charged per PE-cycle, so the static share of the energy does not depend on the
+    clock while its power does; said here because the NPU page's clock input changes only this.
+    """
+    if res.seconds <= 0:
+        return "The run took no cycles: no power to report."
+    static = float(res.energy_pj.get("static", 0.0))
+    return (f"Average power {res.energy_total_pj * 1e-12 / res.seconds:.4g} W over {res.seconds * 1e6:.4g} µs at "
+            f"{hw.clock_hz / 1e6:g} MHz, of which static (leakage) {static * 1e-12 / res.seconds:.4g} W. "
+            "Energy in pJ does not depend on the clock; watts do.")
+
+
 def energy_breakdown(energy: dict, height: int = 320, title: str = "Energy breakdown") -> go.Figure:
     """Horizontal bars of energy by component, labelled with the share of the total (pJ in the hover).
 

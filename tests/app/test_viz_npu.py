@@ -160,3 +160,22 @@ def test_energy_breakdown_fits_a_narrow_column(run):
     assert fig.layout.xaxis.visible is False           # no energy ticks to rotate and overlap
     # in µJ like the page's energy metric, and the pJ of the hover and the exports
     assert f"total {res.energy_total_pj / 1e6:.4g} µJ = {res.energy_total_pj:,.0f} pJ" in fig.layout.title.text
+
+
+# --------------------------------------------------------------------------- power at a clock
+def _watts(text, which):
+    return float(re.search(which + r"[^0-9]*([0-9.e+-]+) W", text).group(1))
+
+
+def test_a_doubled_clock_keeps_the_pj_and_doubles_the_watts(run):
+    plan, _ = run
+    slow, fast = HardwareConfig(clock_hz=5e8), HardwareConfig(clock_hz=1e9)
+    r_slow, r_fast = akfviz.simulate(plan, slow), akfviz.simulate(plan, fast)
+    assert r_slow.cycles == r_fast.cycles and r_slow.energy_pj == r_fast.energy_pj
+    p_slow, p_fast = npu.power_in_words(r_slow, slow), npu.power_in_words(r_fast, fast)
+    assert _watts(p_fast, "Average power") == pytest.approx(2 * _watts(p_slow, "Average power"), rel=1e-3)
+    assert _watts(p_fast, "static") == pytest.approx(2 * _watts(p_slow, "static"), rel=1e-3)
+    # the figure itself: P = E / (cycles / clock)
+    expected = r_fast.energy_total_pj * 1e-12 / (r_fast.cycles / 1e9)
+    assert _watts(p_fast, "Average power") == pytest.approx(expected, rel=1e-3)
+    assert "500 MHz" in p_slow and "1000 MHz" in p_fast
