@@ -1,34 +1,29 @@
-"""App state for the Streamlit front end: URL state, run bundles and cached library calls.
+"""App state for the Streamlit front end: session state, widgets, the current workload, run bundles.
 
-This is the only module besides ``app.py`` and ``pages/`` that imports streamlit.
+The pages import this module as ``S``. It re-exports :mod:`akfviz.app_url` (the settings a
+link carries, their parsers and the app's size limits) and :mod:`akfviz.app_cache` (cached
+library calls keyed by content hash, and the numba warm-up), so a page needs one import.
+Together with :mod:`akfviz.app_shell`, these are the only library modules that import
+streamlit (:mod:`akfviz.app_url` does not).
 
-* **URL state** — every setting that shapes a view lives in :data:`FIELDS` (a registry:
-  key, default, parser). :func:`parse_query` turns ``st.query_params`` into validated
-  values (bad values are reported, never fatal); :func:`to_query` writes back only what
-  differs from the defaults, so a link reproduces a view. Uploaded files cannot travel in
-  a URL: the source is recorded as ``src=upload`` and the page says so.
+* **Session state and widgets** — :func:`init_session` fills ``st.session_state`` from the
+  defaults and the URL; :func:`widget` binds a widget to a :data:`FIELDS` key and keeps the
+  URL in step (:func:`sync_url`).
 * **Run bundles** — :func:`make_bundle` / :func:`parse_bundle`: JSON with the settings,
   the seeds, the library version, the matrix fingerprint and a results summary; loaded
   back after validation (a bad bundle raises :class:`~akfviz.errors.InputError`).
-* **Caching at the edge** — library calls are cached, keyed by the matrix's content hash
-  (sha256 of ``indptr``, ``indices``, ``data``) plus the parameters, with bounded
-  ``max_entries``. The large results — the matrix, ``PatternAnalysis``, ``FusionPlan``,
-  ``SimResult`` — use ``st.cache_resource``: returned as they are, not unpickled into a new
-  copy on every rerun (on a 1M-nonzero matrix that copy was most of a rerun, and a plan's
-  pickle carried its analysis a second time). Pages only read them. Small tables and
-  figures use ``st.cache_data``; numba warm-up lives in ``st.cache_resource`` too.
+* **The current workload and its stages** — :func:`current_workload`, :func:`analysis`,
+  :func:`plan_for`, :func:`simulation`, :func:`hardware`: the cached calls with the
+  session's settings, showing ``st.error`` instead of raising.
 """
 from __future__ import annotations
 
 import functools
-import hashlib
-import importlib
 import io
 import json
 import math
 import re
 import time
-import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -37,310 +32,12 @@ import streamlit as st
 
 from . import __version__
 from .errors import InputError
-
-# --------------------------------------------------------------------------- URL state (pure)
-
-#: A number as a link or a bundle writes it: ASCII digits, optional sign, point and exponent
-#: (``float()`` alone would also take ``1_6``, full-width or Arabic-Indic digits).
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
-#: The largest whole number a browser number box holds exactly (2**53 − 1).
-JS_MAX_INT = 2**53 - 1
-#: Largest PE grid side the app offers (NPU form, links, sweeps): 1024² PEs simulate in seconds;
-#: the library's HardwareConfig goes up to 4096 (about 1 GB per point).
-MAX_GRID_SIDE = 1024
-#: Largest stored entries / dense intermediate the app's generator form makes (the library's
-#: defaults are 200M / 400M: about 1 minute and 8 GB, which on a shared server would hold a
-#: large share of the memory in the generator cache). 5M entries is 5× the benchmark matrix;
-#: a hyper-sparse one has as many tiles, whose analysis takes ≈ 170 bytes each.
-MAX_GENERATED_NNZ = 5_000_000
-MAX_GENERATED_DENSE = 100_000_000
-#: Largest number of rows or columns of a matrix the app generates or reads from an upload: a
-#: 104-byte Matrix Market header of 50M × 50M with 3 nonzeros made the server hold 5 GB and
-#: left the NPU page blank for minutes (the input vector alone has one value per column).
-MAX_APP_SIDE = 1 << 20
-
-
-def _number(s) -> float:
-    """``s`` (text, or a JSON number from a bundle) as a float; ValueError for anything else
-    (bools, lists, ``"1_6"``, ``"nan"``…)."""
-    if isinstance(s, bool) or not isinstance(s, (str, int, float)):
-        raise ValueError("not a number")
-    if isinstance(s, (int, float)):
-        return float(s)
-    if not _NUMBER.match(s.strip()):
-        raise ValueError("not a number")
-    return float(s)
-
-
-def _described(what: str, parse: Callable, bounds=None) -> Callable:
-    """Attach what a parser accepts (for messages) and its bounds (for widgets)."""
-    parse.what = what
-    if bounds is not None:
-        parse.bounds = bounds
-    return parse
-
-
-def _int_in(lo: int, hi: int) -> Callable[[str], int]:
-    what = f"a whole number from {lo} to {hi}"
-
-    def parse(s):
-        try:
-            v = _number(s)
-        except (ValueError, OverflowError):
-            raise ValueError(what) from None
-        if not v.is_integer() or not lo <= v <= hi:
-            raise ValueError(what)
-        return int(v)
-    return _described(what, parse, (lo, hi))
-
-
-def _float_in(lo: float, hi: float) -> Callable[[str], float]:
-    what = f"a number from {lo:g} to {hi:g}"
-
-    def parse(s):
-        try:
-            v = _number(s)
-        except (ValueError, OverflowError):
-            raise ValueError(what) from None
-        if not math.isfinite(v) or not lo <= v <= hi:
-            raise ValueError(what)
-        return v
-    return _described(what, parse, (lo, hi))
-
-
-def _opt_float_in(lo: float, hi: float) -> Callable[[str], float | None]:
-    inner = _float_in(lo, hi)
-
-    def parse(s):
-        if s in (None, "", "none", "None"):
-            return None
-        return inner(s)
-    return _described(inner.what + " (or empty)", parse, inner.bounds)
-
-
-def _choice(*options: str) -> Callable[[str], str]:
-    what = "one of " + ", ".join(options)
-
-    def parse(s):
-        if s not in options:
-            raise ValueError(what)
-        return s
-    return _described(what, parse)
-
-
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off")
-
-
-def _flag() -> Callable[[str], bool]:
-    what = "true or false (also 1 / 0, yes / no, on / off)"
-
-    def parse(s):
-        if isinstance(s, bool):
-            return s
-        low = str(s).strip().lower()
-        if low in _TRUE:
-            return True
-        if low in _FALSE:
-            return False
-        raise ValueError(what)
-    return _described(what, parse)
-
-
-def _text(max_len: int = 200, allow_empty: bool = False) -> Callable[[str], str]:
-    what = f"a {'' if allow_empty else 'non-empty '}text of at most {max_len} characters, without control characters"
-
-    def parse(s):
-        if not isinstance(s, str):
-            raise ValueError(what)
-        if (not s and not allow_empty) or len(s) > max_len or any(ord(ch) < 32 or ord(ch) == 127 for ch in s):
-            raise ValueError(what)
-        return s
-    return _described(what, parse)
-
-
-def _opt_int_in(lo: int, hi: int):
-    inner = _int_in(lo, hi)
-
-    def parse(s):
-        if s in (None, "", "none", "None"):
-            return None
-        return inner(s)
-    return _described(inner.what + " (or empty)", parse, inner.bounds)
-
-
-def shorten(value, limit: int = 40) -> str:
-    """``repr(value)`` cut to ``limit`` characters (a message must not echo a 2 MB value back)."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text):,} characters)"
-
-
-@dataclass(frozen=True)
-class Field:
-    """One URL/state setting: its query key, default and parser (string → value)."""
-
-    key: str
-    default: Any
-    parse: Callable[[str], Any]
-    help: str = ""
-
-
-FIELDS: dict[str, Field] = {f.key: f for f in (
-    Field("src", "sample", _choice("sample", "gen", "upload"), "workload source"),
-    Field("sample", "", _text(allow_empty=True), "sample name (empty: the default sample)"),
-    Field("gen", "llm_magnitude", _text(60), "generator kind"),
-    Field("tile", 32, _int_in(8, 128), "tile side T"),
-    Field("preset", "horowitz-45nm", _text(60), "hardware preset"),
-    Field("alpha", 1.0, _float_in(0.0, 1e6), "error weight alpha"),
-    Field("beta", 1.0, _float_in(0.0, 1e6), "resource weight beta"),
-    Field("mode", "weights", _choice("weights", "error", "resource"), "selector mode: weights or a budget"),
-    Field("budget", 0.02, _float_in(0.0, 0.3), "error budget eps (relative error), error mode"),
-    Field("rbudget", 0.5, _float_in(0.0, 1.5), "resource budget (share of Dense), resource mode"),
-    Field("gran", "cluster", _choice("cluster", "tile"), "selection granularity"),
-    Field("resource", "energy", _choice("energy", "cycles", "bytes", "mix"), "resource measure R"),
-    Field("lsh_k", 32, _int_in(4, 256), "MinHash functions K"),
-    Field("lsh_b", 8, _int_in(1, 256), "LSH bands b"),
-    Field("lsh_g", 8, _int_in(1, 8), "coarse grid g"),
-    Field("lsh_seed", 0, _int_in(0, 2**31 - 1), "LSH seed"),
-    Field("tsel", 0, _int_in(0, 10**9), "selected tile (row of pa.tiles)"),
-    Field("csel", 0, _int_in(0, 10**9), "selected cluster"),
-    Field("hw_rows", None, _opt_int_in(1, MAX_GRID_SIDE), "PE grid rows (empty: preset)"),
-    Field("hw_cols", None, _opt_int_in(1, MAX_GRID_SIDE), "PE grid columns (empty: preset)"),
-    Field("hw_sram", None, _opt_int_in(64, 1 << 30), "SRAM bytes per PE (empty: preset)"),
-    Field("hw_clock", None, _opt_float_in(1e6, 1e11), "clock in Hz (empty: preset)"),
-    Field("hw_bw", None, _opt_int_in(1, 1 << 20), "DRAM bytes per cycle (empty: preset)"),
-    Field("perow", None, _opt_int_in(0, 1023), "PE row shown in the timeline (empty: the busiest row)"),
-    Field("xdens", 1.0, _float_in(0.05, 1.0), "activation density rho_x of the input vector"),
-    Field("static", "CSC", _text(40), "kernel of the StaticSparse baseline"),
-    Field("sweep", "tile=16,32;beta=0.1,1,10", _text(400), "design-space sweep: name=v1,v2;name=…"),
-    Field("sweep_base", True, _flag(), "design-space sweep: also simulate the Block-sparse and Static-sparse "
-                                        "baselines"),
-    Field("solver", "jacobi", _choice("jacobi", "cg", "power"), "iterative method"),
-    Field("iters", 30, _int_in(5, 200), "solver iterations"),
-    Field("sop", "sample", _choice("sample", "stencil9", "current"), "solver operator"),
-    Field("seps", 0.02, _float_in(0.0, 0.2), "error budget of the solver's lossy plan"),
-    Field("lstep", 0, _int_in(0, 10**6), "Learn: step shown"),
-    Field("ln", 8, _int_in(4, 32), "Learn: matrix side n"),
-    Field("lT", 4, _int_in(4, 32), "Learn: tile side T"),
-    Field("lgrid", "2×2", _choice("2×2", "1×2", "2×3", "3×3"), "Learn: PE grid"),
-    Field("ldens", 0.35, _float_in(0.05, 1.0), "Learn: density of A"),
-    Field("lxd", 0.75, _float_in(0.05, 1.0), "Learn: density of x"),
-    Field("lkernel", "CSC", _text(40), "Learn: kernel of every tile (or the selector's choice)"),
-    Field("lseed", 0, _int_in(0, 10_000), "Learn: seed of the tiny case"),
-    Field("up_tensor", "", _text(200, allow_empty=True), "uploaded safetensors: tensor name; tar: member"),
-    Field("up_prune", "none", _choice("none", "magnitude", "nm", "block"), "pruning of an upload"),
-    Field("up_sparsity", 0.9, _float_in(0.0, 0.99), "pruning sparsity of an upload"),
-    Field("up_pattern", "2:4", _text(10), "N:M pattern of an upload"),
-)}
-
-GEN_PREFIX = "g_"  # generator parameters travel as g_<name>=value
-
-
-def parse_query(params) -> tuple[dict, list[str]]:
-    """Validate query parameters into state values.
-
-    Parameters
-    ----------
-    params : Mapping[str, str]
-        ``st.query_params`` (or any mapping of strings).
-
-    Returns
-    -------
-    values : dict
-        Known keys with parsed values; generator parameters under ``"gen_params"`` (raw
-        strings, validated by the generator itself).
-    problems : list of str
-        One plain-language line per rejected value (the default is kept instead).
-    """
-    values: dict = {}
-    problems: list[str] = []
-    gen_params: dict = {}
-    for key in params:
-        raw = params[key]
-        if key.startswith(GEN_PREFIX):
-            gen_params[key[len(GEN_PREFIX):]] = str(raw)
-            continue
-        field = FIELDS.get(key)
-        if field is None:
-            problems.append(f"Unknown link parameter {shorten(key)} was ignored.")
-            continue
-        try:
-            values[key] = field.parse(raw)
-        except (TypeError, ValueError) as exc:
-            problems.append(f"Link parameter {key}={shorten(raw)} was ignored: it must be {exc}.")
-    if gen_params:
-        values["gen_params"] = gen_params
-    return values, problems
-
-
-def _fmt(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float):
-        if v == 0 and math.copysign(1.0, v) < 0:
-            return "-0.0"
-        return repr(v) if not v.is_integer() else str(int(v)) if abs(v) < 1e15 else repr(v)
-    return str(v)
-
-
-def to_query(values: dict) -> dict[str, str]:
-    """Query parameters for ``values``: only keys that differ from their defaults (stable order)."""
-    out: dict[str, str] = {}
-    for key, field in FIELDS.items():
-        if key in values and values[key] is not None and values[key] != field.default:
-            out[key] = _fmt(values[key])
-        elif key in values and values[key] is None and field.default is not None:
-            out[key] = ""
-    if values.get("src") == "gen":
-        for name, v in sorted((values.get("gen_params") or {}).items()):
-            if v is not None:
-                out[GEN_PREFIX + name] = _fmt(v)
-    return out
-
-
-def coerce_gen_value(spec, raw):
-    """Turn a URL string into the type a generator parameter spec expects.
-
-    Whole numbers are read exactly (``"9007199254740993"`` stays that number, never rounded
-    through a float) and must lie within ±(2**53 − 1), the range the app's number boxes hold.
-    """
-    if raw is None or raw == "" or raw == "None":
-        return None
-    if spec.kind in ("int", "float"):
-        text = raw.strip() if isinstance(raw, str) else raw
-        try:
-            v = _number(text)
-        except (ValueError, OverflowError):
-            raise ValueError(f"{shorten(raw)} is not a number") from None
-        if not math.isfinite(v):
-            raise ValueError(f"{shorten(raw)} is not a finite number")
-        if spec.kind == "float":
-            return v
-        if isinstance(text, str) and re.fullmatch(r"[+-]?[0-9]+", text):
-            iv = int(text)
-        elif v.is_integer():
-            iv = int(v)
-        else:
-            raise ValueError(f"{shorten(raw)} is not a whole number")
-        if abs(iv) > JS_MAX_INT:
-            raise ValueError(f"{shorten(raw)} is beyond ±{JS_MAX_INT:,}, the largest whole number the app's "
-                             "number boxes hold exactly")
-        return iv
-    return str(raw)
-
-
-def form_number(spec, raw):
-    """The value a generator form's number input starts at: ``raw`` (from the link or the last
-    run) when it is a finite number, else the parameter's default. A bad link value is reported
-    by the workload loader; the form must still open."""
-    for candidate in (raw, spec.default):
-        try:
-            v = float(candidate)
-        except (TypeError, ValueError):
-            continue
-        if math.isfinite(v) and (spec.kind != "int" or abs(v) <= JS_MAX_INT):
-            return int(v) if spec.kind == "int" else v
-    return 0 if spec.kind == "int" else 0.0
+from .app_url import (FIELDS, Field, GEN_PREFIX, JS_MAX_INT, MAX_APP_SIDE, MAX_GENERATED_DENSE,
+    MAX_GENERATED_NNZ, MAX_GRID_SIDE, coerce_gen_value, form_number, parse_query, shorten, to_query)  # noqa: F401 (re-exported)
+from .app_cache import (MAX_RECORDED_INTERVALS, analyze_cached, archive_members_cached, bytes_digest,
+    compare_cached, cpu_check_cached, generate_cached, input_vector, list_tensors_cached, load_cached,
+    mapping_cached, matrix_digest, pareto_cached, perftable_cached, prediction_error_cached, sample_cached,
+    select_cached, simulate_cached, solver_cached, stage, warm_up)  # noqa: F401 (re-exported)
 
 
 # --------------------------------------------------------------------------- run bundles (pure)
@@ -502,288 +199,6 @@ def check_names(values: dict, fallback: bool = True) -> list[str]:
                                 f"{', '.join(shorten(k) for k in extra)}; ignored (it takes {', '.join(takes)}).")
                 values["gen_params"] = {k: v for k, v in params.items() if k in takes}
     return problems
-
-
-# --------------------------------------------------------------------------- library availability
-
-
-def stage(module: str, attr: str | None = None):
-    """Import ``akfviz.<module>`` lazily (and fetch ``attr``).
-
-    Lazy so that opening a page does not import (and JIT-load) stages it does not use. A
-    missing module or attribute is a bug and raises, never a silent "not available".
-    """
-    mod = importlib.import_module(f"akfviz.{module}")
-    return getattr(mod, attr) if attr else mod
-
-
-# --------------------------------------------------------------------------- content hashing
-
-
-#: id(matrix) -> (weak reference, digest): the cached matrices are the same objects from one
-#: rerun to the next (``st.cache_resource``), so their content is hashed once, not per rerun.
-_DIGESTS: dict = {}
-
-
-def matrix_digest(A) -> str:
-    """sha256 of the matrix content (shape, indptr, indices, data), hex (memoised per object:
-    the matrices handed to pages come from ``st.cache_resource`` and are never modified)."""
-    hit = _DIGESTS.get(id(A))
-    if hit is not None and hit[0]() is A:
-        return hit[1]
-    digest = _matrix_digest(A)
-    key = id(A)
-    try:
-        _DIGESTS[key] = (weakref.ref(A, lambda _ref, k=key: _DIGESTS.pop(k, None)), digest)
-    except TypeError:  # an object without weak references: not memoised
-        pass
-    return digest
-
-
-def _matrix_digest(A) -> str:
-    h = hashlib.sha256()
-    h.update(np.asarray(A.shape, np.int64).tobytes())
-    for arr, dt in ((A.indptr, np.int64), (A.indices, np.int64), (A.data, np.float64)):
-        h.update(np.ascontiguousarray(arr, dtype=dt).tobytes())
-    return h.hexdigest()
-
-
-def bytes_digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-# --------------------------------------------------------------------------- cached library calls
-
-
-@st.cache_resource(max_entries=16, show_spinner="Generating the matrix…")
-def generate_cached(kind: str, params: tuple) -> Any:
-    """``akfviz.generate`` within the app's limits (:data:`MAX_GENERATED_NNZ`,
-    :data:`MAX_GENERATED_DENSE`), cached across sessions."""
-    import akfviz
-    from .workloads.limits import LoadLimits
-    limits = LoadLimits(max_nnz=MAX_GENERATED_NNZ, max_dense_elements=MAX_GENERATED_DENSE,
-                        max_rows=MAX_APP_SIDE, max_cols=MAX_APP_SIDE)
-    return akfviz.generate(kind, limits=limits, **dict(params))
-
-
-@st.cache_resource(max_entries=8, show_spinner="Loading the sample…")
-def sample_cached(name: str):
-    from .workloads import samples
-    return samples.load_sample(name)
-
-
-@st.cache_resource(max_entries=4, show_spinner="Reading the uploaded file…")
-def load_cached(digest: str, _data: bytes, fmt: str | None, tensor: str | None, prune: tuple,
-                name: str | None = None):
-    import akfviz
-    from .workloads.limits import LoadLimits
-    A = akfviz.load(_data, fmt=fmt, tensor=tensor or None, name=name,
-                    limits=LoadLimits(max_rows=MAX_APP_SIDE, max_cols=MAX_APP_SIDE))
-    method = prune[0]
-    if method and method != "none":
-        from .workloads.prune import prune as do_prune
-        A = do_prune(A, method=method, sparsity=prune[1], pattern=prune[2])
-    return A
-
-
-@st.cache_data(max_entries=4, show_spinner=False)
-def list_tensors_cached(digest: str, _data: bytes):
-    from .workloads.loaders import list_tensors
-    return list_tensors(_data)
-
-
-@st.cache_data(max_entries=4, show_spinner=False)
-def archive_members_cached(digest: str, _data: bytes, name: str):
-    from .workloads.archives import matrix_members
-    return matrix_members(_data, name)
-
-
-@st.cache_resource(max_entries=8, show_spinner="Analysing tiles and LSH clusters…")
-def analyze_cached(key: str, _A, tile: int, lsh: tuple):
-    import akfviz
-    _analysis_code_loaded()
-    return akfviz.analyze(_A, tile=tile, lsh=_lsh_config(lsh))
-
-
-@st.cache_resource(show_spinner=False)
-def _analysis_code_loaded() -> bool:
-    """Load the analysis's numba code on a tiny matrix before the first real analysis, so the
-    timings the Patterns page shows (cached for every later visitor) are the analysis's own,
-    not the ≈ 0.8 s of loading machine code on a cold server (:func:`warm_up` runs only after
-    the first page has drawn)."""
-    import akfviz
-    akfviz.analyze(akfviz.generate("uniform", n=64, density=0.05, seed=0), tile=32)
-    return True
-
-
-def _lsh_config(lsh: tuple):
-    if not lsh:
-        return None
-    LSHConfig = stage("analysis.lsh", "LSHConfig")
-    k, b, g, seed = lsh
-    return LSHConfig(num_hashes=k, bands=b, grid=g, seed=seed)
-
-
-@st.cache_resource(max_entries=16, show_spinner="Selecting kernels…")
-def select_cached(key: str, _pa, alpha: float, beta: float, budget, granularity: str,
-                  hw_key: str, _hw, extra: tuple = ()):
-    import akfviz
-    return akfviz.select(_pa, alpha=alpha, beta=beta, error_budget=budget, granularity=granularity,
-                         hw=_hw, **dict(extra))
-
-
-@st.cache_data(max_entries=8, show_spinner="Sweeping the multiplier for the Pareto front…")
-def pareto_cached(key: str, _pa, hw_key: str, _hw, resource: str, granularity: str, n_points: int = 25):
-    from .selection.pareto import pareto_front
-    return pareto_front(_pa, hw=_hw, resource=resource, granularity=granularity, n_points=n_points)
-
-
-@st.cache_data(max_entries=4, show_spinner="Calibrating the performance table…")
-def perftable_cached(hw_key: str, _hw, tile: int):
-    from .selection.perftable import performance_table
-    return performance_table(_hw, tile)
-
-
-@st.cache_data(max_entries=4, show_spinner="Pricing the tiles exactly to check the table…")
-def prediction_error_cached(key: str, _pa, hw_key: str, _hw):
-    from .selection.perftable import prediction_error
-    return prediction_error(_pa, _hw, max_tiles=500)
-
-
-@st.cache_resource(max_entries=8, show_spinner="Simulating the NPU event by event…")
-def simulate_cached(key: str, _plan, hw_key: str, _hw, x_key: str, _x, fused: bool = True,
-                    iterations: int = 1, persistent: bool = True, _mapping="anneal"):
-    """The simulation of the app's pages; it records the busy intervals (the NPU page's timeline)
-    only up to :data:`MAX_RECORDED_INTERVALS` of them."""
-    import akfviz
-    return akfviz.simulate(_plan, _hw, x=_x, iterations=iterations, persistent=persistent, fused=fused,
-                           mapping=_mapping, record_limit=MAX_RECORDED_INTERVALS)
-
-
-#: Most busy intervals a simulation in the app records for the timeline (≈ 160 bytes each while
-#: recording); above it the app simulates without them — the same counters, cycles and energy.
-MAX_RECORDED_INTERVALS = 5_000_000
-
-
-@st.cache_data(max_entries=8, show_spinner=False)
-def compare_cached(key: str, _A, hw_key: str, _hw, alpha: float, beta: float, tile: int, extra: tuple = (),
-                   _pa=None, _plan=None):
-    """:func:`akfviz.compare.compare` once per input, with a progress bar while it runs (five steps;
-    seconds each on a 1M-nonzero matrix). The bar is not part of the cached result."""
-    from .compare import compare   # not akfviz.compare: importing the module shadows the lazy function
-    bar = st.progress(0.0, text="Running the four baselines…")
-
-    def progress(done, total, step):
-        bar.progress(done / total, text=f"Step {min(done + 1, total)} of {total}: {step}…"
-                     if done < total else "Done")
-
-    try:
-        return compare(_A, hw=_hw, alpha=alpha, beta=beta, tile=tile, analysis=_pa, progress=progress,
-                       plan=_plan, **dict(extra))
-    finally:
-        bar.empty()
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def cpu_check_cached(key: str, _plan, _A) -> dict:
-    """:func:`akfviz.execute.cpu.matvec_check` of the plan on a seeded standard-normal ``x``
-    (seed 0), once per plan (``key``): ``vs_approx``, ``output_error``, ``max_abs``."""
-    x = np.random.default_rng(0).standard_normal(_A.shape[1])
-    return stage("execute.cpu", "matvec_check")(_plan, x, _A)
-
-
-@st.cache_data(max_entries=4, show_spinner="Placing tiles on the PE grid (annealing)…")
-def mapping_cached(key: str, _plan, hw_key: str, _hw, rho_x: float):
-    from .npu.simulate import plan_mapping
-    return plan_mapping(_plan, _hw, rho_x=rho_x)
-
-
-def sweep_grid(spec: str, max_points: int) -> tuple[dict, list[dict]]:
-    """The Design space page's sweep field as ``(grid, points)``.
-
-    Parameters
-    ----------
-    spec : str
-        The grid as text, e.g. ``"tile=16,32;beta=0.1,1"``
-        (:func:`akfviz.dse.sweep.parse_grid`).
-    max_points : int
-        Most points the page runs.
-
-    Returns
-    -------
-    grid : dict
-        Parameter name -> list of checked values.
-    points : list of dict
-        Every combination (:func:`akfviz.dse.sweep.expand_grid`).
-
-    Raises
-    ------
-    InputError
-        What ``parse_grid`` or ``expand_grid`` refuse, and a PE grid side over
-        :data:`MAX_GRID_SIDE` (the NPU page's limit; larger grids run on the command line).
-    """
-    sweep = stage("dse.sweep")
-    grid = sweep.parse_grid(spec)
-    for side in ("rows", "cols"):
-        if max(grid.get(side, [0])) > MAX_GRID_SIDE:
-            raise InputError(f"Sweep parameter '{side}' goes up to {MAX_GRID_SIDE} in the app, as on the NPU "
-                             f"page (got {max(grid[side]):g}); larger grids: python -m akfviz sweep.")
-    return grid, sweep.expand_grid(grid, max_points=max_points)
-
-
-@st.cache_data(max_entries=8, show_spinner="Running the solver and simulating its iterations…")
-def solver_cached(key: str, _plan, hw_key: str, _hw, method: str, iterations: int):
-    from .npu.iterative import run_solver
-    return run_solver(_plan, _hw, method=method, iterations=iterations)
-
-
-def input_vector(m: int, rho_x: float, seed: int = 0) -> np.ndarray:
-    """Seeded input ``x`` of density ``rho_x``: the library's
-    :func:`akfviz.npu.simulate.random_input`, the same vector ``compare`` draws."""
-    return stage("npu.simulate", "random_input")(m, rho_x, seed)
-
-
-def simulation(wl: Workload, plan, hw, hwk: str, fused: bool = True, iterations: int = 1,
-               persistent: bool = True):
-    """Cached SimResult of the current plan on the current hardware (None with st.error)."""
-    rho = float(get("xdens"))
-    x = input_vector(wl.A.shape[1], rho)
-    key = plan_key(wl, plan.pa, hwk)
-    try:
-        mp = mapping_cached(key, plan, hwk, hw, rho)
-        return simulate_cached(key, plan, hwk, hw, f"{rho}|0", x, fused, iterations, persistent, mp)
-    except (InputError, ValueError) as exc:
-        show_error(exc)
-        return None
-
-
-@st.cache_resource(show_spinner="Loading the numba kernels (first run only)…")
-def warm_up() -> float:
-    """Load (or compile) the numba kernels of every stage once per server process, on a tiny
-    matrix; returns seconds.
-
-    Called after the first page's body, so the first chart does not wait for it. Without the
-    selector, simulator and baselines here, the first visit to Kernels reported a
-    "selection time" of ≈ 0.5–1 s, nearly all of it loading cached machine code and building
-    the default hardware's performance table at T = 32 (the selection itself takes ≈ 10 ms on
-    the default sample).
-    """
-    # Nothing here is optional: every stage is part of the package, and the input is a fixed,
-    # valid matrix, so an error (a missing module or attribute included, as in :func:`stage`)
-    # is a bug and raises.
-    import akfviz
-    from .execute.plan import FusionPlan
-
-    t0 = time.perf_counter()
-    A = akfviz.generate("uniform", n=64, density=0.05, seed=0)
-    pa = akfviz.analyze(A, tile=32)
-    FusionPlan(pa, ["CSC"] * pa.tileset.n_tiles).matvec(np.ones(A.shape[1]))
-    # the default preset at the default T: this also builds its performance table
-    plan = akfviz.select(pa, hw=akfviz.HardwareConfig())
-    plan.matvec(np.ones(A.shape[1]))
-    akfviz.simulate(plan, akfviz.HardwareConfig(), rho_x=0.5)
-    akfviz.compare(A, tile=32)
-    return time.perf_counter() - t0
 
 
 # --------------------------------------------------------------------------- session state + widgets
@@ -1214,6 +629,53 @@ def require_tiles(pa) -> None:
         st.info("This matrix has no nonzeros, so there are no tiles to analyse, select or simulate. "
                 "Pick another workload on the Matrix page.")
         st.stop()
+
+
+def simulation(wl: Workload, plan, hw, hwk: str, fused: bool = True, iterations: int = 1,
+               persistent: bool = True):
+    """Cached SimResult of the current plan on the current hardware (None with st.error)."""
+    rho = float(get("xdens"))
+    x = input_vector(wl.A.shape[1], rho)
+    key = plan_key(wl, plan.pa, hwk)
+    try:
+        mp = mapping_cached(key, plan, hwk, hw, rho)
+        return simulate_cached(key, plan, hwk, hw, f"{rho}|0", x, fused, iterations, persistent, mp)
+    except (InputError, ValueError) as exc:
+        show_error(exc)
+        return None
+
+
+def sweep_grid(spec: str, max_points: int) -> tuple[dict, list[dict]]:
+    """The Design space page's sweep field as ``(grid, points)``.
+
+    Parameters
+    ----------
+    spec : str
+        The grid as text, e.g. ``"tile=16,32;beta=0.1,1"``
+        (:func:`akfviz.dse.sweep.parse_grid`).
+    max_points : int
+        Most points the page runs.
+
+    Returns
+    -------
+    grid : dict
+        Parameter name -> list of checked values.
+    points : list of dict
+        Every combination (:func:`akfviz.dse.sweep.expand_grid`).
+
+    Raises
+    ------
+    InputError
+        What ``parse_grid`` or ``expand_grid`` refuse, and a PE grid side over
+        :data:`MAX_GRID_SIDE` (the NPU page's limit; larger grids run on the command line).
+    """
+    sweep = stage("dse.sweep")
+    grid = sweep.parse_grid(spec)
+    for side in ("rows", "cols"):
+        if max(grid.get(side, [0])) > MAX_GRID_SIDE:
+            raise InputError(f"Sweep parameter '{side}' goes up to {MAX_GRID_SIDE} in the app, as on the NPU "
+                             f"page (got {max(grid[side]):g}); larger grids: python -m akfviz sweep.")
+    return grid, sweep.expand_grid(grid, max_points=max_points)
 
 
 def hardware():

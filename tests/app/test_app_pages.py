@@ -723,7 +723,8 @@ def test_design_space_waits_for_the_button_on_grids_over_the_default_size(app):
 
 
 def test_npu_page_says_when_the_timeline_was_not_recorded(app, monkeypatch):
-    monkeypatch.setattr(S, "MAX_RECORDED_INTERVALS", 0)
+    from akfviz import app_cache
+    monkeypatch.setattr(app_cache, "MAX_RECORDED_INTERVALS", 0)   # read by simulate_cached
     app.query_params["xdens"] = "0.35"                 # a simulation of its own (the cache is per process)
     app.run()
     app.switch_page("pages/3_NPU.py").run()
