@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from akfviz.analysis.pattern import analyze  # noqa: E402
-from akfviz.execute import FusionPlan, fused  # noqa: E402
+from akfviz.execute import FusionPlan, fused, threads  # noqa: E402
 from akfviz.kernels import LOSSLESS, get_kernel  # noqa: E402
 from akfviz.kernels.block import tile_blocks  # noqa: E402
 from akfviz.workloads.generators import generate  # noqa: E402
@@ -152,7 +152,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     repeats = 7 if args.quick else 61
     if args.threads_always:
-        fused.cores_have_room = lambda: True
+        threads.cores_have_room = lambda: True
     print(f"numba threads: {numba.get_num_threads()} (default) for the wall-clock columns; "
           f"'cpu' columns: thread CPU time, fused run with 1 thread   "
           f"tile T={args.tile}   repeats={repeats} (median)")

@@ -142,8 +142,8 @@ def quant_approx(ts, idx):
     err = np.empty(n, dtype=np.float64)
     scale = np.empty(n, dtype=np.float64)
     kptr = np.zeros(n + 1, dtype=np.int64)
-    from ..execute.fused import pack_parallel  # (execute imports kernels: import here)
-    par = bool(n) and pack_parallel(n + int(ts.ptr[idx[-1] + 1] - ts.ptr[idx[0]]))
+    from ..execute import threads  # (execute imports kernels: import here)
+    par = bool(n) and threads.pack_parallel(n + int(ts.ptr[idx[-1] + 1] - ts.ptr[idx[0]]))
     if n:
         bounds = _pass_bounds(n)
         (_quant_count if par else _quant_count_serial)(ts.ptr, ts.v, idx, bounds, kptr[1:], err, scale)

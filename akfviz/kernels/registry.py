@@ -17,11 +17,12 @@ Adding a kernel
    that of :data:`DEFAULT_CANDIDATES`).
 
 That is all when ``exec_format`` is one of the existing formats
-(:data:`akfviz.execute.fused.FORMATS`). A **new storage format** also needs its executor in
-:mod:`akfviz.execute.fused`: the name in ``FORMATS``, a ``pack_<format>`` packer (and its
-``empty_pack`` entry, plus a residual rule in ``_FORMAT_RULES`` if it differs from the
-``entry_format`` default), and the per-tile ``_mv_<format>`` / ``_mm_<format>`` loops wired
-into the fused mat-vec and mat-mat passes. A new family also needs its colour in
+(:data:`akfviz.execute.packing.FORMATS`). A **new storage format** also needs its executor:
+the name in ``FORMATS`` and a ``pack_<format>`` packer with its ``empty_pack`` entry
+(:mod:`akfviz.execute.packing`), a residual rule in ``_FORMAT_RULES`` if it differs from the
+``entry_format`` default and its packer in ``_ENTRY_PACKERS`` (:mod:`akfviz.execute.fused`),
+and the per-tile ``_mv_<format>`` / ``_mm_<format>`` loops wired into the fused mat-vec and
+mat-mat passes (:mod:`akfviz.execute.tile_kernels`). A new family also needs its colour in
 :data:`akfviz.viz.colors.FAMILY_COLORS` (the app tests check every registered family has one).
 """
 from __future__ import annotations

@@ -267,16 +267,16 @@ def test_dia_packing_parallel_equals_serial(monkeypatch):
     # the two-pass DIA packer gives the same arrays on the worker threads as serially, and the
     # plan still computes A @ x (large enough to take the parallel path)
     import akfviz
-    from akfviz.execute import fused
+    from akfviz.execute import threads
     from akfviz.execute.plan import FusionPlan
 
     A = akfviz.generate("banded", n=12_000, bandwidth=6, seed=2)
     pa = akfviz.analyze(A, tile=32)
     names = ["DIA"] * pa.n_tiles
-    assert A.nnz + pa.n_tiles >= fused.PACK_PARALLEL_MIN
-    monkeypatch.setattr(fused, "cores_have_room", lambda: True)
+    assert A.nnz + pa.n_tiles >= threads.PACK_PARALLEL_MIN
+    monkeypatch.setattr(threads, "cores_have_room", lambda: True)
     par = FusionPlan(pa, names)._packed.packs["dia"]
-    monkeypatch.setattr(fused, "pack_parallel", lambda work: False)
+    monkeypatch.setattr(threads, "pack_parallel", lambda work: False)
     ser = FusionPlan(pa, names)._packed.packs["dia"]
     for key in ser:
         np.testing.assert_array_equal(par[key], ser[key], err_msg=key)
@@ -321,15 +321,15 @@ def test_parallel_threshold_depends_on_calling_thread(monkeypatch):
 
     import numba
     import akfviz
-    from akfviz.execute import fused
+    from akfviz.execute import fused, threads
 
     if numba.get_num_threads() < 2:
         pytest.skip("needs two numba threads")
     A = akfviz.generate("uniform", n=1536, density=0.02, seed=5)  # ≈ 47k nonzeros
     plan = akfviz.select(akfviz.analyze(A), error_budget=0)
     P = plan._packed
-    assert fused.PARALLEL_MIN_BYTES_MAIN <= P.bytes_moved() < fused.PARALLEL_MIN_BYTES
-    monkeypatch.setattr(fused, "cores_have_room", lambda: True)
+    assert threads.PARALLEL_MIN_BYTES_MAIN <= P.bytes_moved() < threads.PARALLEL_MIN_BYTES
+    monkeypatch.setattr(threads, "cores_have_room", lambda: True)
     calls = []
     run = fused.PackedPlan.run_matvec
     monkeypatch.setattr(fused.PackedPlan, "run_matvec",

@@ -335,7 +335,7 @@ def test_hyper_sparse_dense_tiles_run_from_the_residual_not_as_zero_blocks():
 
 def test_parallel_path_only_when_row_blocks_share_the_work():
     import akfviz
-    from akfviz.execute import fused
+    from akfviz.execute import threads
 
     rng = np.random.default_rng(2)
     wide = sp.random_array((40, 50000), density=0.02, format="csr", rng=rng)  # blocks of 32 and 8 rows
@@ -343,7 +343,7 @@ def test_parallel_path_only_when_row_blocks_share_the_work():
     p_wide = akfviz.select(akfviz.analyze(wide), error_budget=0)._packed
     p_tall = akfviz.select(akfviz.analyze(tall), error_budget=0)._packed
     cw = p_wide.block_work
-    assert cw[1] - cw[0] > fused.PARALLEL_MAX_SHARE * cw[-1]  # the first block is most of the work
+    assert cw[1] - cw[0] > threads.PARALLEL_MAX_SHARE * cw[-1]  # the first block is most of the work
     assert not p_wide._splits_well(2)
     assert p_tall._splits_well(2) and p_tall._splits_well(4)
     x = rng.standard_normal(50000)  # either path gives the same result, bit for bit
@@ -355,7 +355,7 @@ def test_dia_run_words_at_their_bit_limits(T):
     # one T×T tile under DIA: a full main diagonal (run length T), the two corner entries
     # (offsets ±(T−1)) and a run starting on the last row — the extremes of the 8 + 9 + 8-bit
     # run word; matvec and matmat must match scipy and the decoded runs the entries
-    from akfviz.execute.fused import DIA_OFFSET_BIAS
+    from akfviz.execute.packing import DIA_OFFSET_BIAS
 
     rng = np.random.default_rng(T)
     rows = list(range(T)) + [0, T - 1, T - 1]
