@@ -24,6 +24,13 @@ class BitmapPayload:
     values: np.ndarray
 
 
+def bitmap_bytes(h, w, k, routed):
+    """Payload (scalars or arrays): one bit per cell (``w`` columns of ``ceil(h/8)`` bytes),
+    ``k`` fp32 values and a routing entry per occupied column. The one formula of
+    :meth:`BitmapKernel.payload_bytes` and :meth:`BitmapKernel.npu_work`."""
+    return w * (-(-h // 8)) + k * VALUE_BYTES["fp32"] + routed * ROUTE_BYTES
+
+
 class BitmapKernel(Kernel):
     """Bitmap + values: 1 bit per cell instead of an index per nonzero; exact."""
 
@@ -51,7 +58,7 @@ class BitmapKernel(Kernel):
     def payload_bytes(self, payload: BitmapPayload) -> int:
         h, w = payload.shape
         routed = int(np.count_nonzero(payload.bits.any(axis=1)))
-        return int(payload.bits.size + payload.values.size * VALUE_BYTES["fp32"] + routed * ROUTE_BYTES)
+        return int(bitmap_bytes(h, w, payload.values.size, routed))
 
     def approx(self, ts, idx=None):
         return approx_from_mask(ts, as_index(ts, idx))
@@ -67,7 +74,7 @@ class BitmapKernel(Kernel):
         return make_tilework(
             self.name, ts, idx, col_ptr, col_local,
             ev_macs=cnt, ev_decodes=words, ev_sram_bytes=words * 8 + cnt * VALUE_BYTES["fp32"],
-            payload_bytes=w * (-(-h // 8)) + k * VALUE_BYTES["fp32"] + nc * ROUTE_BYTES,
+            payload_bytes=bitmap_bytes(h, w, k, nc),
             out_rows=count_distinct_rows(ap.ptr, ap.r),
         )
 

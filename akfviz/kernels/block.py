@@ -46,6 +46,13 @@ def tile_blocks(ts, ap):
     return blk_ptr, ub // ubc, ub % ubc, inv.reshape(-1)
 
 
+def block_bytes(nb, routed):
+    """Payload (scalars or arrays): ``nb`` stored B×B blocks of fp32 values with their block
+    index, a routing entry per column of a band holding a block. The one formula of
+    :meth:`BlockKernel.payload_bytes` and :meth:`BlockKernel.npu_work`."""
+    return nb * (B * B * VALUE_BYTES["fp32"] + BLOCK_INDEX_BYTES) + routed * ROUTE_BYTES
+
+
 class BlockKernel(Kernel):
     """4×4 block-sparse storage: one 2-byte index per 16 values; exact."""
 
@@ -85,7 +92,7 @@ class BlockKernel(Kernel):
         nb = payload.coords.shape[0]
         bands = np.unique(payload.coords[:, 1])
         routed = sum(min(B, w - b * B) for b in bands)
-        return int(nb * (B * B * VALUE_BYTES["fp32"] + BLOCK_INDEX_BYTES) + routed * ROUTE_BYTES)
+        return int(block_bytes(nb, routed))
 
     def approx(self, ts, idx=None):
         return approx_from_mask(ts, as_index(ts, idx))
@@ -118,8 +125,7 @@ class BlockKernel(Kernel):
             self.name, ts, idx, col_ptr, col_local,
             ev_macs=macs, ev_decodes=np.zeros(macs.shape[0], dtype=np.int64),
             ev_sram_bytes=macs * VALUE_BYTES["fp32"],
-            payload_bytes=nb * (B * B * VALUE_BYTES["fp32"] + BLOCK_INDEX_BYTES)
-            + np.diff(col_ptr) * ROUTE_BYTES,
+            payload_bytes=block_bytes(nb, np.diff(col_ptr)),
             out_rows=rows,
         )
 

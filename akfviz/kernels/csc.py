@@ -60,11 +60,16 @@ def csc_decode(p: CSCPayload) -> np.ndarray:
     return out
 
 
-def csc_bytes(p: CSCPayload, precision: str) -> int:
-    k, nc = p.rows.shape[0], p.cols.shape[0]
+def csc_layout_bytes(k, nc, precision: str):
+    """Payload of ``k`` kept entries in ``nc`` occupied columns, CSC (scalars or arrays): a value
+    and a row index per entry, ``nc + 1`` column pointers, a routing entry per occupied column,
+    and an int8 tile's scale. The one formula of :func:`csc_bytes` and :func:`csc_work`."""
     extra = SCALE_BYTES if precision == "int8" else 0
-    return int(k * (VALUE_BYTES[precision] + INDEX_BYTES) + (nc + 1) * POINTER_BYTES
-               + nc * ROUTE_BYTES + extra)
+    return k * (VALUE_BYTES[precision] + INDEX_BYTES) + (nc + 1) * POINTER_BYTES + nc * ROUTE_BYTES + extra
+
+
+def csc_bytes(p: CSCPayload, precision: str) -> int:
+    return int(csc_layout_bytes(p.rows.shape[0], p.cols.shape[0], precision))
 
 
 def csc_work(name, ts, ap, precision: str):
@@ -74,12 +79,11 @@ def csc_work(name, ts, ap, precision: str):
     nc = np.diff(col_ptr)
     k = np.diff(ap.ptr)
     vb = VALUE_BYTES[precision]
-    extra = SCALE_BYTES if precision == "int8" else 0
     return make_tilework(
         name, ts, idx, col_ptr, col_local,
         ev_macs=cnt, ev_decodes=np.ones_like(cnt),
         ev_sram_bytes=cnt * (vb + INDEX_BYTES) + 2 * POINTER_BYTES,
-        payload_bytes=k * (vb + INDEX_BYTES) + (nc + 1) * POINTER_BYTES + nc * ROUTE_BYTES + extra,
+        payload_bytes=csc_layout_bytes(k, nc, precision),
         out_rows=count_distinct_rows(ap.ptr, ap.r), int8=(precision == "int8"),
     )
 

@@ -40,13 +40,20 @@ class DenseKernel(Kernel):
 
     def payload_bytes(self, payload: DensePayload) -> int:
         h, w = payload.values.shape
-        return int(h * w * VALUE_BYTES["fp32"] + w * ROUTE_BYTES)
+        return int(dense_layout_bytes(h, w, "fp32"))
 
     def approx(self, ts, idx=None):
         return approx_from_mask(ts, as_index(ts, idx))
 
     def npu_work(self, ts, idx=None):
         return dense_layout_work(self.name, ts, as_index(ts, idx), "fp32")
+
+
+def dense_layout_bytes(h, w, precision, extra_bytes=0):
+    """Payload of a dense-layout tile (scalars or arrays): ``h·w`` values of ``precision``
+    + ``extra_bytes`` (e.g. a scale) + one routing entry per column. The one formula of
+    :meth:`DenseKernel.payload_bytes`, QUANT8D's, and the batch :func:`dense_layout_work`."""
+    return h * w * VALUE_BYTES[precision] + extra_bytes + w * ROUTE_BYTES
 
 
 def dense_layout_work(name, ts, idx, precision, extra_bytes=0):
@@ -59,7 +66,7 @@ def dense_layout_work(name, ts, idx, precision, extra_bytes=0):
     return make_tilework(
         name, ts, idx, col_ptr, col_local,
         ev_macs=hc, ev_decodes=np.zeros(hc.shape[0], dtype=np.int64), ev_sram_bytes=hc * vb,
-        payload_bytes=h * w * vb + extra_bytes + w * ROUTE_BYTES, out_rows=h,
+        payload_bytes=dense_layout_bytes(h, w, precision, extra_bytes), out_rows=h,
         int8=precision == "int8",
     )
 

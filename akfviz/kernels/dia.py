@@ -66,6 +66,13 @@ def _dia_columns(h, w, d_ptr, offs):
     return col_ptr, col_local[:q].copy(), macs[:q].copy(), rows
 
 
+def dia_bytes(h, d, routed):
+    """Payload (scalars or arrays): ``d`` stored diagonals of ``h`` fp32 slots and an offset
+    each, a routing entry per column a diagonal crosses. The one formula of
+    :meth:`DiaKernel.payload_bytes` and :meth:`DiaKernel.npu_work`."""
+    return d * h * VALUE_BYTES["fp32"] + d * DIAG_OFFSET_BYTES + routed * ROUTE_BYTES
+
+
 class DiaKernel(Kernel):
     """Diagonal storage: no per-nonzero index; ideal for banded and stencil tiles; exact."""
 
@@ -101,8 +108,7 @@ class DiaKernel(Kernel):
         cols = np.zeros(w, dtype=bool)
         for o in payload.offsets:
             cols[max(0, o):min(w, h + o)] = True
-        d = payload.offsets.size
-        return int(d * h * VALUE_BYTES["fp32"] + d * DIAG_OFFSET_BYTES + cols.sum() * ROUTE_BYTES)
+        return int(dia_bytes(h, payload.offsets.size, cols.sum()))
 
     def approx(self, ts, idx=None):
         return approx_from_mask(ts, as_index(ts, idx))
@@ -118,8 +124,7 @@ class DiaKernel(Kernel):
             self.name, ts, idx, col_ptr, col_local,
             ev_macs=macs, ev_decodes=np.zeros(macs.shape[0], dtype=np.int64),
             ev_sram_bytes=macs * VALUE_BYTES["fp32"],
-            payload_bytes=d * h * VALUE_BYTES["fp32"] + d * DIAG_OFFSET_BYTES
-            + np.diff(col_ptr) * ROUTE_BYTES,
+            payload_bytes=dia_bytes(h, d, np.diff(col_ptr)),
             out_rows=rows,
         )
 

@@ -120,6 +120,13 @@ def lowrank_errors(ts, idx, ranks) -> np.ndarray:
     return err
 
 
+def lowrank_bytes(h, w, k):
+    """Payload (scalars or arrays): ``U·diag s`` (h×k) and ``V`` (w×k) in fp32, a routing entry
+    per column. The one formula of :meth:`LowRankKernel.payload_bytes` and
+    :meth:`LowRankKernel.npu_work`."""
+    return (h + w) * k * VALUE_BYTES["fp32"] + w * ROUTE_BYTES
+
+
 class LowRankKernel(Kernel):
     """Truncated SVD of rank r."""
 
@@ -146,7 +153,7 @@ class LowRankKernel(Kernel):
 
     def payload_bytes(self, payload: LowRankPayload) -> int:
         (h, k), w = payload.us.shape, payload.v.shape[0]
-        return int((h + w) * k * VALUE_BYTES["fp32"] + w * ROUTE_BYTES)
+        return int(lowrank_bytes(h, w, k))
 
     def ranks(self, ts, idx):
         """Stored rank per tile, ``min(r, h, w)``."""
@@ -236,7 +243,7 @@ class LowRankKernel(Kernel):
             self.name, ts, idx, col_ptr, col_local,
             ev_macs=ev, ev_decodes=np.zeros(ev.shape[0], dtype=np.int64),
             ev_sram_bytes=ev * VALUE_BYTES["fp32"],
-            payload_bytes=(h + w) * k * VALUE_BYTES["fp32"] + w * ROUTE_BYTES,
+            payload_bytes=lowrank_bytes(h, w, k),
             out_rows=h, final_macs=k * h, final_sram_bytes=k * h * VALUE_BYTES["fp32"],
         )
 

@@ -107,10 +107,15 @@ class NMKernel(Kernel):
     def _slots(self, h, w):
         return h * (-(-w // self.m)) * self.n
 
-    def payload_bytes(self, payload: NMPayload) -> int:
-        h, w = payload.shape
+    def _bytes(self, h, w):
+        """Payload (scalars or arrays): ``s`` slots of a value and an in-group index of
+        ``index_bits`` bits, one routing entry per column. The one formula of
+        :meth:`payload_bytes` and :meth:`npu_work`."""
         s = self._slots(h, w)
-        return int(s * VALUE_BYTES["fp32"] + -(-s * self.index_bits // 8) + w * ROUTE_BYTES)
+        return s * VALUE_BYTES["fp32"] + -(-s * self.index_bits // 8) + w * ROUTE_BYTES
+
+    def payload_bytes(self, payload: NMPayload) -> int:
+        return int(self._bytes(*payload.shape))
 
     def approx(self, ts, idx=None):
         idx = as_index(ts, idx)
@@ -128,12 +133,11 @@ class NMKernel(Kernel):
         col_ptr, col_local = all_columns(w)
         per_ev = -(-h * self.n // self.m)
         ev = np.repeat(per_ev, w)
-        s = self._slots(h, w)
         return make_tilework(
             self.name, ts, idx, col_ptr, col_local,
             ev_macs=ev, ev_decodes=ev,
             ev_sram_bytes=ev * VALUE_BYTES["fp32"] + -(-ev * self.index_bits // 8),
-            payload_bytes=s * VALUE_BYTES["fp32"] + -(-s * self.index_bits // 8) + w * ROUTE_BYTES,
+            payload_bytes=self._bytes(h, w),
             out_rows=h,
         )
 

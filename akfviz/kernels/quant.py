@@ -15,7 +15,7 @@ import numpy as np
 
 from .._jit import njit_inline, njit_parallel, serial_twin
 from .base import ROUTE_BYTES, SCALE_BYTES, VALUE_BYTES, Kernel, TileApprox, as_index, as_tile
-from .dense import dense_layout_work
+from .dense import dense_layout_bytes, dense_layout_work
 from .csc import CSCPayload, csc_bytes, csc_decode, csc_encode, csc_work
 
 QMAX = 127
@@ -218,7 +218,7 @@ class Quant8DenseKernel(Kernel):
 
     def payload_bytes(self, payload: DenseQ8Payload) -> int:
         h, w = payload.codes.shape
-        return int(h * w * VALUE_BYTES["int8"] + SCALE_BYTES + w * ROUTE_BYTES)
+        return int(dense_layout_bytes(h, w, "int8", SCALE_BYTES))
 
     def approx(self, ts, idx=None):
         return quant_approx(ts, as_index(ts, idx))

@@ -12,7 +12,9 @@ Adding a kernel
    stored) and ``entry_format`` (whether its ``Â`` is a set of entries the executor may merge
    into the residual), and implements ``encode``, ``decode``, ``payload_bytes``, ``approx``
    and ``npu_work`` as documented on :class:`~akfviz.kernels.base.Kernel` (the batch and
-   single-tile payload bytes must agree).
+   single-tile payload bytes must agree: write the formula once, as a function of the
+   tile's counts that takes scalars or arrays, e.g. :func:`~akfviz.kernels.dia.dia_bytes`,
+   and call it from both).
 2. Add its object to the tuple of :data:`KERNELS` below (the order is the display order and
    that of :data:`DEFAULT_CANDIDATES`).
 
