@@ -13,7 +13,7 @@ import streamlit as st
 
 from akfviz import app_state as S
 from akfviz.errors import InputError
-from akfviz.workloads.archives import ARCHIVE_SUFFIXES, COMPRESSED_SUFFIXES
+from akfviz.workloads.archives import COMPRESSED_SUFFIXES
 from akfviz.viz import matrix as vm
 from akfviz.app_shell import metric_row, page_end, page_start
 
@@ -92,42 +92,30 @@ with tab_gen:
 with tab_up:
     st.caption("Matrix Market `.mtx`, scipy `.npz`, dense `.npy` (no pickle), or `.safetensors` weights "
                "(pick a 2-D tensor, then prune it); also compressed (`.mtx.gz`, `.bz2`, `.xz`) or a SuiteSparse "
-               "`.tar.gz` (its `name/name.mtx` is read). Uploaded files stay in this browser session and "
+               "`.tar.gz` (its `name/name.mtx` is read). A file of several matrices (tensors, the arrays of a "
+               "`numpy.savez` `.npz`, archive members) offers a choice. Uploaded files stay in this browser session and "
                "cannot be carried in a link.")
-    up = st.file_uploader("Matrix file", type=["mtx", "npz", "npy", "safetensors", "tar"]
+    up = st.file_uploader("Matrix file", type=["mtx", "mm", "npz", "npy", "safetensors", "tar"]
                           + [x.lstrip(".") for x in COMPRESSED_SUFFIXES],
                           key="matrix_upload")
     if up is not None:
         data = up.getvalue()
         digest = S.bytes_digest(data)  # once per run, for the three cached readers below
         ok = True
-        if up.name.lower().endswith(".safetensors"):
-            try:
-                tensors = S.list_tensors_cached(digest, data)
-            except (InputError, ValueError) as exc:
-                S.show_error(exc)
-                ok = False
-            else:
-                two_d = [str(n) for n, shp in zip(tensors["name"], tensors["shape"]) if len(shp) == 2]
-                if not two_d:
-                    st.error("This safetensors file has no 2-D tensor; a weight matrix is needed.")
-                    ok = False
-                else:
-                    S.widget(st.selectbox, "Tensor", "up_tensor", options=two_d,
-                             format_func=lambda n: f"{n} {tuple(tensors.set_index('name').loc[n, 'shape'])}")
-        elif up.name.lower().endswith(ARCHIVE_SUFFIXES):
-            try:
-                members = S.archive_members_cached(digest, data, up.name)
-            except (InputError, ValueError) as exc:
-                S.show_error(exc)
-                ok = False
-            else:
-                if len(members) > 1:  # several matrices (e.g. SuiteSparse side files): let the user pick
-                    S.widget(st.selectbox, "Matrix in the archive", "up_tensor", options=members)
-                elif S.get("up_tensor"):
-                    S.put("up_tensor", "")  # a name left from another upload must not pick a member
-        elif S.get("up_tensor"):
-            S.put("up_tensor", "")  # one matrix per file: a tensor name left from another upload is refused
+        try:  # several matrices in one file (archive members, safetensors tensors, savez arrays): pick one
+            choices = S.matrix_choices_cached(digest, data, up.name)
+        except (InputError, ValueError) as exc:
+            S.show_error(exc)
+            ok = False
+        else:
+            if len(choices):
+                shapes = dict(zip(choices["name"], choices["shape"]))
+                label = {"member": "Matrix in the archive", "tensor": "Tensor",
+                         "array": "Array in the .npz"}[choices["kind"].iloc[0]]
+                S.widget(st.selectbox, label, "up_tensor", options=[str(n) for n in choices["name"]],
+                         format_func=lambda n: n if shapes[n] is None else f"{n} {shapes[n]}")
+            elif S.get("up_tensor"):
+                S.put("up_tensor", "")  # one matrix in this file: a name left from another upload is refused
         if ok:
             c1, c2, c3 = st.columns(3)
             with c1:

@@ -5,6 +5,7 @@ The public API (akf-spec §9)::
     A    = akfviz.generate(kind, n=..., density=..., seed=0, **params)
     A    = akfviz.load(path_or_bytes, fmt=None, tensor=None)
     df   = akfviz.list_tensors(path_or_bytes)          # the tensors of a .safetensors file
+    df   = akfviz.matrix_choices(path_or_bytes)        # what tensor= can name (archives, .npz, .safetensors)
     pa   = akfviz.analyze(A, tile=32, lsh=None)
     plan = akfviz.select(pa, alpha=1.0, beta=1.0, error_budget=None,
                          granularity="cluster", kernels=None, hw=None)
@@ -23,6 +24,7 @@ _LAZY = {
     "generators": ("workloads.generators", "generators"),
     "load": ("workloads.loaders", "load"),
     "list_tensors": ("workloads.loaders", "list_tensors"),
+    "matrix_choices": ("workloads.loaders", "matrix_choices"),
     "analyze": ("analysis.pattern", "analyze"),
     "select": ("selection.selector", "select"),
     "HardwareConfig": ("npu.hardware", "HardwareConfig"),

@@ -109,15 +109,10 @@ def load_cached(digest: str, _data: bytes, fmt: str | None, tensor: str | None, 
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
-def list_tensors_cached(digest: str, _data: bytes):
-    from .workloads.loaders import list_tensors
-    return list_tensors(_data)
-
-
-@st.cache_data(max_entries=4, show_spinner=False)
-def archive_members_cached(digest: str, _data: bytes, name: str):
-    from .workloads.archives import matrix_members
-    return matrix_members(_data, name)
+def matrix_choices_cached(digest: str, _data: bytes, name: str):
+    """:func:`akfviz.workloads.loaders.matrix_choices` of an upload (its headers only)."""
+    from .workloads.loaders import matrix_choices
+    return matrix_choices(_data, name=name)
 
 
 @st.cache_resource(max_entries=8, show_spinner="Analysing tiles and LSH clusters…")

@@ -34,10 +34,10 @@ from . import __version__
 from .errors import InputError
 from .app_url import (FIELDS, Field, GEN_PREFIX, JS_MAX_INT, MAX_APP_SIDE, MAX_GENERATED_DENSE,
     MAX_GENERATED_NNZ, MAX_GRID_SIDE, coerce_gen_value, form_number, parse_query, shorten, to_query)  # noqa: F401 (re-exported)
-from .app_cache import (MAX_RECORDED_INTERVALS, analyze_cached, archive_members_cached, bytes_digest,
-    compare_cached, cpu_check_cached, generate_cached, input_vector, list_tensors_cached, load_cached,
-    mapping_cached, matrix_digest, pareto_cached, perftable_cached, prediction_error_cached, sample_cached,
-    select_cached, simulate_cached, solver_cached, stage, warm_up)  # noqa: F401 (re-exported)
+from .app_cache import (MAX_RECORDED_INTERVALS, analyze_cached, bytes_digest, compare_cached,
+    cpu_check_cached, generate_cached, input_vector, load_cached, mapping_cached, matrix_choices_cached,
+    matrix_digest, pareto_cached, perftable_cached, prediction_error_cached, sample_cached, select_cached,
+    simulate_cached, solver_cached, stage, warm_up)  # noqa: F401 (re-exported)
 
 
 # --------------------------------------------------------------------------- run bundles (pure)
@@ -483,7 +483,8 @@ def current_workload() -> Workload | None:
                 prune = (get("up_prune"), get("up_sparsity"), get("up_pattern"))
                 fmt = _fmt_of(name)
                 A = load_cached(bytes_digest(payload), payload, fmt, get("up_tensor") or None, prune, name)
-                part = "member" if name.lower().endswith(stage("workloads.archives").ARCHIVE_SUFFIXES) else "tensor"
+                choices = matrix_choices_cached(bytes_digest(payload), payload, name)
+                part = choices["kind"].iloc[0] if len(choices) else "tensor"
                 prov = f"uploaded file {name}" + (f", {part} {get('up_tensor')}" if get("up_tensor") else "") + \
                     (f", pruned by {prune[0]} (sparsity {prune[1]:g}, pattern {prune[2]})" if prune[0] != "none" else "")
                 return Workload(A, name, "upload", prov, matrix_digest(A))

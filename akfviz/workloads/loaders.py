@@ -838,6 +838,78 @@ def list_tensors(path_or_bytes, *, name: str | None = None,
     )
 
 
+@checked_call
+def matrix_choices(path_or_bytes, *, name: str | None = None, limits: LoadLimits | None = None,
+                   fmt: str | None = None) -> pd.DataFrame:
+    """What ``tensor=`` of :func:`load` can name in a file that is a container of matrices.
+
+    One function for every container, so a front end offers the same choice the library
+    accepts: the members of a tar archive holding several matrix files; the 2-D tensors of a
+    ``.safetensors`` file (even one: a weights file is a container); the 2-D arrays of a
+    ``.npz`` written by ``numpy.savez`` with several arrays (not a scipy sparse one) — each
+    also when compressed (``.gz`` / ``.bz2`` / ``.xz``), and the last two also as the one
+    matrix file of an archive. Only headers are read, never the values. Zero-sized arrays
+    are left out: they cannot be loaded.
+
+    Parameters
+    ----------
+    path_or_bytes : str, pathlib.Path, bytes or binary file-like
+        The file, as for :func:`load`.
+    name : str, optional
+        File name for bytes input (extension and messages).
+    limits : LoadLimits, optional
+        Limits for unpacking a compressed or archived file.
+    fmt : str, optional
+        The format of the (inner) file, as for :func:`load`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``name`` (what to pass as ``tensor=``), ``shape`` (tuple, or ``None`` for an
+        archive member), ``dtype`` (str, ``""`` for a member) and ``kind`` (``"member"``,
+        ``"tensor"`` or ``"array"``); the default choice first for an archive, file order
+        otherwise. An empty frame for a file that holds one matrix (and a safetensors file
+        without a loadable 2-D tensor: :func:`load` says why).
+
+    Raises
+    ------
+    InputError
+        Corrupt or truncated container, or sizes over ``limits``.
+    """
+    columns = ["name", "shape", "dtype", "kind"]
+    lim = resolve_limits(limits)
+    src = _as_source(path_or_bytes, name, "matrix_choices")
+    if src.size == 0:
+        raise InputError(f"{_cap(src.label)} is empty (0 bytes); there is no matrix in it.")
+    head = src.head(512)
+    if archives.is_tar(head) or archives.is_compressed(head):
+        data = src.data if src.data is not None else src.path.read_bytes()
+        with _guard(src, "a compressed or archived file"):
+            members = archives.matrix_members(data, src.filename, limits=lim)
+        if len(members) > 1:
+            return pd.DataFrame({"name": members, "shape": [None] * len(members),
+                                 "dtype": [""] * len(members), "kind": ["member"] * len(members)},
+                                columns=columns)
+        with _guard(src, "a compressed or archived file"):
+            src, _ = _unwrap_archive(src, lim, None)
+    key = _detect_format(src, fmt)
+    rows = []
+    with _guard(src, key):
+        if key == "safetensors":
+            entries, _ = _parse_safetensors(src)
+            rows = [(e.name, tuple(e.shape), e.dtype, "tensor") for e in entries
+                    if len(e.shape) == 2 and min(e.shape) > 0]
+        elif key == "npz":
+            with src.open() as f, zipfile.ZipFile(f) as zf:
+                headers = _npz_member_headers(zf, src.label)
+            if not ("format" in headers and "shape" in headers):
+                rows = [(k, tuple(shape), str(dtype), "array") for k, (shape, dtype, _, _) in headers.items()
+                        if len(shape) == 2 and min(shape) > 0]
+                if len(rows) < 2:  # one dense array: nothing to choose
+                    rows = []
+    return pd.DataFrame(rows, columns=columns)
+
+
 def _pick_tensor(entries, tensor, label) -> _STEntry:
     two_d = [e.name for e in entries if len(e.shape) == 2]
     names = ", ".join(two_d) if two_d else "none"

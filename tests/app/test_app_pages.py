@@ -275,6 +275,46 @@ def test_safetensors_upload_with_tensor_picker_and_pruning(app):
     assert {m.label: m.value for m in app.metric}["nnz"] == f"{64 * 48 // 4:,}"
 
 
+@pytest.mark.parametrize("wrap", ["gz", "tar.gz", "savez"])
+def test_compressed_archived_and_savez_containers_offer_their_matrices(app, wrap):
+    """A .safetensors.gz, a .tar.gz holding a .safetensors, and a numpy.savez .npz of several
+    arrays: the app offers the choice the library accepts (it used to show only an error
+    asking for tensor=, which the app had no way to give)."""
+    import gzip
+    import io
+    import tarfile
+
+    from safetensors.numpy import save
+
+    rng = np.random.default_rng(3)
+    w, v = rng.standard_normal((40, 24)), rng.standard_normal((24, 56))
+    if wrap == "savez":
+        buf = io.BytesIO()
+        np.savez(buf, w=w, v=v)
+        name, data, label = "arrays.npz", buf.getvalue(), "Array in the .npz"
+    else:
+        st_bytes = save({"w": w, "v": v})
+        if wrap == "gz":
+            name, data = "two.safetensors.gz", gzip.compress(st_bytes)
+        else:
+            buf = io.BytesIO()
+            with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+                info = tarfile.TarInfo("model/two.safetensors")
+                info.size = len(st_bytes)
+                tf.addfile(info, io.BytesIO(st_bytes))
+            name, data = "model.tar.gz", buf.getvalue()
+        label = "Tensor"
+    app.run()
+    app.file_uploader(key="matrix_upload").set_value((name, data, "application/octet-stream")).run()
+    _ok(app)
+    pick = app.selectbox(key="w:up_tensor")
+    assert pick.label == label and sorted(pick.options) == ["v (24, 56)", "w (40, 24)"]
+    pick.set_value("v").run()
+    _ok(app)
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["rows"] == "24" and metrics["columns"] == "56"
+
+
 def test_a_tensor_name_from_a_safetensors_upload_does_not_reach_the_next_file(app):
     from safetensors.numpy import save
 
