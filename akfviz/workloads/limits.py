@@ -35,7 +35,9 @@ class LoadLimits:
     max_rows, max_cols : int
         Largest accepted number of rows / columns (default 50 million each).
     max_nnz : int
-        Largest accepted number of stored entries (default 200 million).
+        Largest accepted number of stored entries (default 200 million): declared by a sparse
+        file's header, or, for a dense array, its nonzeros, counted block by block before the
+        sparse copy is allocated (:func:`~akfviz.workloads.validate.dense_to_csr`).
     max_dense_elements : int
         Largest accepted number of elements of a dense array that must be materialised
         (a ``.npy`` file, a safetensors tensor, a dense Matrix Market "array" body, the

@@ -484,8 +484,13 @@ def _read_npy(src: Source, limits: LoadLimits, tensor):
             f"({needed} bytes in all) but the file has only {src.size} bytes."
         )
     try:
-        with src.open() as f:
-            arr = np.load(f, allow_pickle=False)
+        # no copy of the values: a view of the bytes in memory, or the file memory-mapped;
+        # as_csr reads it block by block (the header and the size were checked above)
+        if src.data is not None:
+            arr = np.frombuffer(src.data, dtype=dtype, count=elements, offset=offset)
+            arr = arr.reshape(shape, order="F" if fortran else "C")
+        else:
+            arr = np.load(src.path, mmap_mode="r", allow_pickle=False)
     except Exception as exc:
         raise InputError(f"Could not read the .npy file {label}: {exc}") from None
     return arr
@@ -1141,11 +1146,8 @@ def load(path_or_bytes, fmt: str | None = None, tensor: str | None = None, *,
     key = _detect_format(src, fmt)
     with _guard(src, key):
         M = READERS[key].read(src, lim, tensor)
-        if isinstance(M, np.ndarray) and M.dtype.kind in "fiub":
-            # dense: convert before building the sparse matrix (scipy.sparse has no float16,
-            # and converting the dense array once is cheaper than converting CSR data later)
-            M = np.asarray(M, dtype=np.float64)
-        return as_csr(M, name=f"matrix in {src.label}", copy=False)
+        # dense input is converted block by block, its nonzeros held to lim.max_nnz first
+        return as_csr(M, name=f"matrix in {src.label}", copy=False, limits=lim)
 
 
 def _unwrap_archive(src: Source, limits: LoadLimits, tensor):
