@@ -215,3 +215,26 @@ def test_the_note_says_what_the_makespan_is_spent_on():
     share = 100 * df.loc["AKF", "busiest_pe_reduce"] / df.loc["AKF", "busiest_pe_busy"]
     assert (f"of its makespan of {df.loc['AKF', 'cycles']:,.0f} cycles, the busiest PE works "
             f"{df.loc['AKF', 'busiest_pe_busy']:,.0f} ({share:.0f} % of them adding partial sums") in note
+
+
+def test_a_matrix_wider_than_the_dense_baseline_takes_still_compares_the_other_plans(monkeypatch):
+    """Probe (held-out files): load() accepts 50M columns, but the Dense baseline's engine takes at
+    most DENSE_MAX_ROUTES; compare refused the whole comparison. Now the Dense row is NaN with its
+    reason and the other three plans are simulated."""
+    import scipy.sparse as sp
+
+    from akfviz.npu import simulate as sim_module
+
+    A = sp.random_array((8, 300), density=0.2, random_state=4, format="csr")
+    full = akfviz.compare(A, tile=8)
+    monkeypatch.setattr(sim_module, "DENSE_MAX_ROUTES", 256)
+    df = akfviz.compare(A, tile=8)
+    assert np.isnan(df.loc["Dense", ["cycles", "energy_pj", "macs"]].astype(float)).all()
+    assert "300 columns" in df.loc["Dense", "kernel_mix"] and "256" in df.attrs["dense_skipped"]
+    assert np.isnan(df["speedup"]).all() and np.isnan(df["energy_rel"]).all()
+    for plan in ("BlockSparse", "StaticSparse", "AKF"):      # the same simulations as without the limit
+        assert df.loc[plan, "cycles"] == full.loc[plan, "cycles"]
+        assert df.loc[plan, "energy_pj"] == full.loc[plan, "energy_pj"]
+    notes = akfviz.compare.paper_comparison(df)["note"]
+    assert notes["Dense"].startswith("Dense baseline not simulated")
+    assert "speedup" not in notes["AKF"].split(";")[0]        # no ratio to a Dense that did not run
