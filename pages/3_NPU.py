@@ -151,8 +151,7 @@ if res_unfused is not None:
                   if len(res.meta.get("kernels", [])) <= 1 else ""))
 with st.expander("Per-iteration breakdown and per-PE counters"):
     st.dataframe(res.per_iteration, hide_index=True, width="stretch")
-    pf = res.pe_frame()
-    st.dataframe(pf[pf["busy"] > 0].sort_values("busy", ascending=False).head(200), hide_index=True, width="stretch")
+    st.dataframe(res.busiest_pes(200), hide_index=True, width="stretch")
 
 st.subheader("Export")
 e1, e2 = st.columns([2, 3], vertical_alignment="center")

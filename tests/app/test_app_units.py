@@ -689,3 +689,23 @@ def test_pareto_front_cuts_the_drop_everything_plan_off_and_says_so():
     assert vk.pareto_front([0, 0.001, 0.004], [1.0, 0.5, 0.3]).layout.yaxis.range is None
     assert vk.pareto_front([0, 0.001, 0.004, 1.0], [1.0, 0.5, 0.3, 0.0], current=(1.0, 0.0)).layout.yaxis.range \
         is None
+
+
+def test_fused_and_unfused_simulations_have_caches_of_their_own():
+    """Probe (interactive speed): the NPU page simulates fused and unfused per setting; one shared
+    cache of eight held four settings. The unfused run (drawn as totals) records no intervals."""
+    import akfviz
+    from akfviz import app_cache
+
+    A = akfviz.generate("clustered", n=128, seed=3)
+    plan = akfviz.select(akfviz.analyze(A, tile=32))
+    hw = akfviz.HardwareConfig(rows=4, cols=4)
+    x = np.ones(A.shape[1])
+    fused = app_cache.simulate_cached("k-units", plan, hw.config_hash(), hw, "1|0", x, True, 1, True, "greedy")
+    unfused = app_cache.simulate_cached("k-units", plan, hw.config_hash(), hw, "1|0", x, False, 1, True, "greedy")
+    assert fused.meta["recorded"] and not unfused.meta["recorded"]
+    assert fused.meta["fused"] and not unfused.meta["fused"]
+    assert app_cache._simulate_recorded_cached is not app_cache._simulate_counters_cached
+    # the same call again is the cached object, for each of the two
+    assert app_cache.simulate_cached("k-units", plan, hw.config_hash(), hw, "1|0", x, True, 1, True, "greedy") is fused
+    assert app_cache.simulate_cached("k-units", plan, hw.config_hash(), hw, "1|0", x, False, 1, True, "greedy") is unfused
