@@ -1,5 +1,5 @@
-"""Compressed and archived matrix files: ``.gz`` / ``.bz2`` / ``.xz`` and ``.tar`` (also
-compressed: ``.tar.gz`` / ``.tgz``, ``.tar.bz2``, ``.tar.xz``).
+"""Compressed and archived matrix files: ``.gz`` / ``.bz2`` / ``.xz`` / ``.lzma`` and ``.tar``
+(also compressed: ``.tar.gz`` / ``.tgz``, ``.tar.bz2``, ``.tar.xz``).
 
 Matrices are often distributed compressed: a Matrix Market file as ``name.mtx.gz``, and the
 SuiteSparse Matrix Collection ships every matrix as ``name.tar.gz`` holding ``name/name.mtx``
@@ -7,12 +7,14 @@ SuiteSparse Matrix Collection ships every matrix as ``name.tar.gz`` holding ``na
 a source into the plain file inside, in memory, before the format readers of
 :mod:`akfviz.workloads.loaders` see it:
 
-* gzip, bzip2 and xz (recognised by their magic bytes) are decompressed in chunks and
+* gzip, bzip2, xz and legacy LZMA-alone ``.lzma`` (recognised by their first bytes) are
+  decompressed in chunks and
   refused as soon as the output passes ``LoadLimits.max_decompressed_bytes``, or expands more
   than ``LoadLimits.max_compression_ratio`` times the input once past
   ``LoadLimits.ratio_floor_bytes`` (a small "zip bomb" costs neither the memory nor the time);
   only one layer is unpacked (a file compressed twice is refused with that explanation);
-* a tar archive is read from its member headers only — nothing is ever written to disk, links
+* a tar archive (POSIX / GNU ``ustar``, or an old v7 tar recognised by its header checksum)
+  is read from its member headers only — nothing is ever written to disk, links
   and special files are ignored — and one regular member is chosen: the one named by
   ``tensor=`` (path or base name), else the only matrix-like member (``.mtx``, ``.mm``,
   ``.npz``, ``.npy``, ``.safetensors``), else ``<archive>/<archive>.mtx`` (the SuiteSparse
@@ -21,6 +23,7 @@ a source into the plain file inside, in memory, before the format readers of
 from __future__ import annotations
 
 import bz2
+import functools
 import io
 import lzma
 import pathlib
@@ -48,8 +51,29 @@ def is_gzip(head: bytes) -> bool:
 
 
 def is_tar(data: bytes) -> bool:
-    """True when ``data`` is a POSIX/GNU tar stream (``ustar`` magic at offset 257)."""
-    return len(data) >= 262 and data[257:262] == b"ustar"
+    """True when ``data`` is a tar stream: POSIX / GNU (``ustar`` magic at offset 257), or an
+    old v7 tar, which has no magic (:func:`_is_v7_tar`)."""
+    return len(data) >= 262 and data[257:262] == b"ustar" or _is_v7_tar(data)
+
+
+def _is_v7_tar(data: bytes) -> bool:
+    """True when the first 512 bytes are a v7 tar header: a NUL-padded member name, an octal
+    mode, and a checksum field (octal) equal to the sum of the header's bytes with that field
+    counted as spaces. (Text never holds the NUL bytes, so a text file cannot pass.)"""
+    if len(data) < 512 or data[0] == 0 or b"\x00" not in data[1:100]:
+        return False
+    if data[100:108].strip(b" \x00").strip(b"01234567"):
+        return False
+    digits = data[148:156].strip(b" \x00")
+    if not digits or digits.strip(b"01234567"):
+        return False
+    return int(digits, 8) == sum(data[:148]) + 8 * 32 + sum(data[156:512])
+
+
+def is_empty_tar(data: bytes) -> bool:
+    """True for an empty tar archive: only the zero blocks that end one (1024 bytes or more,
+    a whole number of 512-byte blocks)."""
+    return len(data) >= 1024 and len(data) % 512 == 0 and not data.strip(b"\x00")
 
 
 def strip_suffix(filename: str | None, suffixes) -> str | None:
@@ -185,11 +209,14 @@ class Codec:
     tar_suffixes: tuple[str, ...]   # name.tgz -> name.tar
     decompressor: Callable | None = None  # None: gzip's own loop (zlib's API differs)
     next_byte: bytes = b""          # when set, the byte after the magic must be one of these
+    check: Callable | None = None   # when set, a further test of the first bytes
 
     def matches(self, head: bytes) -> bool:
         """True when ``head`` starts like a file of this format."""
         if not head.startswith(self.magic):
             return False
+        if self.check is not None:
+            return self.check(head)
         nxt = head[len(self.magic):len(self.magic) + 1]
         return not self.next_byte or (len(nxt) == 1 and nxt in self.next_byte)
 
@@ -212,11 +239,29 @@ class Codec:
         return strip_suffix(name, self.suffixes)
 
 
+def _is_lzma_alone(head: bytes) -> bool:
+    """True when ``head`` starts like a legacy LZMA-alone (``.lzma``) file, which has no magic
+    bytes: the properties byte every encoder writes (0x5D: lc=3, lp=0, pb=2), a dictionary size
+    of 2**n or 2**n + 2**(n-1) bytes from 4 KiB, and an uncompressed size that is unknown (all
+    0xFF) or below 2**40 (so the bytes after it are zero, which rules out a .safetensors
+    header, whose length may start with 0x5D but is followed by JSON text)."""
+    if len(head) < 13 or head[0] != 0x5D:
+        return False
+    dict_size = int.from_bytes(head[1:5], "little")
+    low = dict_size & -dict_size  # the lowest set bit
+    if dict_size < 4096 or dict_size not in (low, 3 * low):
+        return False
+    size = int.from_bytes(head[5:13], "little")
+    return size == 2**64 - 1 or size < 2**40
+
+
 #: Compression formats recognised by their first bytes (never by the extension alone).
 CODECS = (
     Codec("gzip", GZIP_MAGIC, (".gz",), (".tgz",)),
     Codec("bzip2", b"BZh", (".bz2",), (".tbz2", ".tbz"), bz2.BZ2Decompressor, b"123456789"),
     Codec("xz", b"\xfd7zXZ\x00", (".xz",), (".txz",), lzma.LZMADecompressor),
+    Codec("lzma", b"\x5d", (".lzma",), (), functools.partial(lzma.LZMADecompressor, format=lzma.FORMAT_ALONE),
+          check=_is_lzma_alone),
 )
 #: Every suffix a compressed file may carry (used to find an archive's stem).
 COMPRESSED_SUFFIXES = tuple(x for c in CODECS for x in c.suffixes + c.tar_suffixes)
@@ -234,7 +279,7 @@ def codec_of(head: bytes) -> Codec | None:
 
 
 def is_compressed(head: bytes) -> bool:
-    """True when ``head`` starts with gzip, bzip2 or xz magic bytes."""
+    """True when ``head`` starts like a gzip, bzip2, xz or LZMA-alone file."""
     return codec_of(head) is not None
 
 
@@ -296,7 +341,11 @@ def untar(data: bytes, archive_name: str | None, tensor, max_bytes: int, label: 
     to the format reader).
     """
     with _open_tar(data, label) as tf:
-        member, consumed = _choose_member(_regular_members(tf, label), archive_name, tensor, label)
+        members = _regular_members(tf, label)
+        if not members and not tf.getmembers():
+            raise InputError(f"{_cap(label)} is an empty tar archive: it holds no files, so there is no "
+                             f"matrix in it.")
+        member, consumed = _choose_member(members, archive_name, tensor, label)
         if member.size > max_bytes:
             raise ResourceLimitError(
                 f"{_cap(label)}: member {member.name!r} declares {member.size:,} bytes, over the "
@@ -370,7 +419,7 @@ def _refuse_second_layer(content: bytes, outer: Codec | None, label: str, member
 
 def unwrap(data: bytes, filename: str | None, tensor, max_bytes: int, label: str, *,
            limits: LoadLimits | None = None):
-    """Peel compression (gzip, bzip2, xz) and tar layers off a file held in memory.
+    """Peel compression (gzip, bzip2, xz, lzma) and tar layers off a file held in memory.
 
     Parameters
     ----------
@@ -409,7 +458,7 @@ def unwrap(data: bytes, filename: str | None, tensor, max_bytes: int, label: str
         data = codec.decompress(data, max_bytes, label, limits=resolve_limits(limits))
         name = codec.inner_name(name)
         _refuse_second_layer(data, codec, label, None)
-    if is_tar(data):
+    if is_tar(data) or (is_empty_tar(data) and (name or "").lower().endswith(".tar")):
         content, member, consumed = untar(data, filename, tensor, max_bytes, label)
         _refuse_second_layer(content, codec, label, member)
         return content, pathlib.PurePosixPath(member).name, (None if consumed else tensor), \
@@ -418,5 +467,5 @@ def unwrap(data: bytes, filename: str | None, tensor, max_bytes: int, label: str
 
 
 __all__ = ["ARCHIVE_SUFFIXES", "COMPRESSED_SUFFIXES", "CODECS", "Codec", "GZIP_MAGIC",
-           "MATRIX_SUFFIXES", "codec_of", "gunzip", "is_compressed", "is_gzip", "is_tar",
+           "MATRIX_SUFFIXES", "codec_of", "gunzip", "is_compressed", "is_empty_tar", "is_gzip", "is_tar",
            "matrix_members", "strip_suffix", "untar", "unwrap"]

@@ -22,6 +22,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import struct
 import zipfile
 import zlib
@@ -212,21 +213,60 @@ _BANNER = b"%%MatrixMarket"
 
 
 def _banner_needs_fix(head: bytes) -> bool:
-    """True for a UTF-8 byte-order mark or a banner not spelt ``%%MatrixMarket`` exactly
-    (e.g. ``%%MATRIXMARKET``): the reader would reject either, though the file is readable."""
+    """True for a UTF-8 byte-order mark, blank lines (or spaces) before the banner, or a banner
+    not spelt ``%%MatrixMarket`` exactly (e.g. ``%%MATRIXMARKET``): the reader would reject
+    each, though the file is readable."""
     body = head.lstrip()
-    return head.startswith(_BOM) or (body[:14].lower() == _BANNER.lower() and body[:14] != _BANNER)
+    return (head.startswith(_BOM) or head[:1].isspace()
+            or (body[:14].lower() == _BANNER.lower() and body[:14] != _BANNER))
 
 
-def _fix_banner(data: bytes) -> bytes:
-    """``data`` without a UTF-8 byte-order mark and with the banner spelt ``%%MatrixMarket``
-    (the header's other words are case-insensitive for the reader already)."""
+_LEADING_SPACE = re.compile(rb"\s*")
+
+
+def _fix_banner(data: bytes) -> tuple[bytes, int]:
+    """``data`` without a UTF-8 byte-order mark or the blank lines before the banner, and with
+    the banner spelt ``%%MatrixMarket`` (the header's other words are case-insensitive for the
+    reader already); and the number of lines dropped (so that messages count the file's lines).
+    """
     data = data.removeprefix(_BOM)
-    lead = len(data) - len(data.lstrip())
+    lead = _LEADING_SPACE.match(data).end()
+    dropped = data.count(b"\n", 0, lead)
     word = data[lead:lead + 14]
     if word != _BANNER and word.lower() == _BANNER.lower():  # copy the text only when needed
-        data = data[:lead] + _BANNER + data[lead + 14:]
-    return data
+        data = _BANNER + data[lead + 14:]
+    elif lead:
+        data = data[lead:]
+    return data, dropped
+
+
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def _is_utf16(head: bytes) -> bool:
+    """True for text saved as UTF-16: a UTF-16 byte-order mark, or (without one) printable ASCII
+    with a NUL byte after or before every character."""
+    if head[:2] in _UTF16_BOMS:
+        return True
+    for chars, nuls in ((head[0:16:2], head[1:16:2]), (head[1:16:2], head[0:16:2])):
+        if len(head) >= 16 and nuls == b"\x00" * 8 and all(9 <= c < 127 for c in chars):
+            return True
+    return False
+
+
+def _utf16_text(head: bytes) -> str:
+    """The start of UTF-16 text ``head``, decoded (byte order from the BOM or the NUL bytes)."""
+    if head[:2] in _UTF16_BOMS:
+        return head.decode("utf-16", "ignore")
+    return head.decode("utf-16-le" if head[1:2] == b"\x00" else "utf-16-be", "ignore")
+
+
+def _sniff_mtx(head: bytes, size: int) -> bool:
+    """A Matrix Market banner (after a UTF-8 byte-order mark or blank lines), or one saved as
+    UTF-16 text (recognised so that the reader can say how to save it)."""
+    if head.removeprefix(_BOM).lstrip()[:14].lower() == b"%%matrixmarket":
+        return True
+    return _is_utf16(head) and _utf16_text(head).lstrip("\ufeff \t\r\n")[:14].lower() == "%%matrixmarket"
 
 
 #: Suffixes on which scipy's reader decompresses a path itself; such files reach the reader
@@ -248,7 +288,8 @@ class _MMText:
         self.data = None
         self.line_shift = 0  # lines dropped before the entries (long comments)
         path = src.path
-        if (path is not None and not _banner_needs_fix(src.head(64))
+        head = src.head(64)
+        if (path is not None and not _banner_needs_fix(head)
                 and not path.name.lower().endswith(_READER_DECOMPRESSES)):
             import mmap
 
@@ -257,19 +298,27 @@ class _MMText:
             if self._mm[-1:] == b"\n":
                 self.buf = np.frombuffer(self._mm, dtype=np.uint8)
                 self.path = str(path)
-                self._check_nul(self._mm.find(b"\x00") >= 0)
+                self._check_nul(self._mm.find(b"\x00") >= 0, head)
                 return
             self.close()
         data = src.data if src.data is not None else path.read_bytes()
-        self._check_nul(b"\x00" in data)
-        data = _fix_banner(data)
+        self._check_nul(b"\x00" in data, head)
+        data, self.line_shift = _fix_banner(data)
         self.use_bytes(data if data.endswith(b"\n") else data + b"\n")
 
-    def _check_nul(self, found: bool) -> None:
+    def _check_nul(self, found: bool, head: bytes) -> None:
         # NUL bytes make scipy 1.17's reader segfault (scipy issue #19949)
-        if found:
-            self.close()
-            raise InputError(f"{_cap(self.src.label)} contains NUL bytes; it is not a valid Matrix Market text file.")
+        if not found:
+            return
+        self.close()
+        label = _cap(self.src.label)
+        if _is_utf16(head):
+            raise InputError(
+                f"{label} is saved as UTF-16 text (what Windows PowerShell 5's '>' and Out-File write by "
+                f"default); a Matrix Market file must be plain ASCII or UTF-8 text. Save it again as "
+                f"UTF-8 (PowerShell: '... | Out-File -Encoding utf8 name.mtx'; an editor: Save as, "
+                f"encoding UTF-8) and load it again.")
+        raise InputError(f"{label} contains NUL bytes; it is not a valid Matrix Market text file.")
 
     def use_bytes(self, data: bytes) -> None:
         """Read ``data`` (the text, changed) from memory from now on."""
@@ -307,6 +356,9 @@ class _MMText:
             self._fh.close()
             self._fh = None
 
+
+#: A real number written with a Fortran ``D`` exponent (``1.0D+00``).
+_FORTRAN_D = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)[dD][+-]?[0-9]+")
 
 _KIND_WORDS = {
     mm_syntax.INDEX: "is not a row or column index (a whole number from 1)",
@@ -356,15 +408,110 @@ def _mm_syntax_error(text: _MMText, code: int, pos: int, count: int, expect: int
         return InputError(f"{where}: {axis} index {tok.decode('utf-8', 'replace')} is outside 1..{size:,} "
                           f"(Matrix Market indices start at 1 and may not exceed the size line's "
                           f"{rows:,} × {cols:,}).")
+    hint = ""
+    if kind == mm_syntax.REAL and _FORTRAN_D.fullmatch(tok):
+        fixed = re.sub(rb"[dD]", b"E", tok).decode()
+        hint = f" It looks like a Fortran double-precision exponent: replace D with E ({fixed!r})."
     return InputError(f"{where}: {tok[:30].decode('utf-8', 'replace')!r} {_KIND_WORDS[kind]}; a reader "
-                      f"that skipped it would load a wrong value.")
+                      f"that skipped it would load a wrong value.{hint}")
 
 
-def _mm_check_header(label: str, rows: int, cols: int, field: str, symmetry: str) -> None:
-    if field == "complex" or symmetry == "hermitian":
+#: The banner's words after ``%%MatrixMarket``: what each one is, the values the reader knows
+#: (``double`` is its synonym of ``real``) and how messages describe them.
+_BANNER_WORDS = (
+    ("object", ("matrix",), "object (matrix)"),
+    ("format", ("coordinate", "array"), "format (coordinate or array)"),
+    ("field", ("real", "integer", "pattern", "complex", "double"), "field (real, integer or pattern)"),
+    ("symmetry", ("general", "symmetric", "skew-symmetric", "hermitian"),
+     "symmetry (general, symmetric or skew-symmetric)"),
+)
+_BANNER_RULE = ("a Matrix Market file starts with the banner '%%MatrixMarket matrix <format> <field> "
+                "<symmetry>', where the format is coordinate or array, the field real, integer or "
+                "pattern, and the symmetry general, symmetric or skew-symmetric (e.g. '%%MatrixMarket "
+                "matrix coordinate real general')")
+
+
+def _shown(line: bytes, width: int = 60) -> str:
+    """A line of the file as messages quote it (cut at ``width`` characters)."""
+    return line[:width].decode("utf-8", "replace") + ("…" if len(line) > width else "")
+
+
+def _mm_check_banner(text: _MMText, line: bytes) -> None:
+    """Refuse a first line that is not a readable banner, naming what is wrong: old Mac (CR-only)
+    line endings, another first line, missing words, or a ``vector`` object (scipy's reader
+    refuses vectors only once it reads the entries; its other refusals are explained by
+    :func:`_mm_header_error`)."""
+    label = _cap(text.src.label)
+    no = 1 + text.line_shift
+    body = line.rstrip(b"\r\n")
+    if b"\r" in body:
         raise InputError(
-            f"{_cap(label)} is a {field} {symmetry} Matrix Market matrix; akfviz accepts real, integer "
-            f"and pattern matrices only.")
+            f"{label} has old Mac line endings (CR only, no line feeds), so it reads as one long line "
+            f"and has no size line or entries. Convert it to Unix (LF) or Windows (CRLF) line endings, "
+            f"e.g. with tr '\\r' '\\n' < old.mtx > new.mtx, or your editor's line-ending setting, and "
+            f"load it again.")
+    words = body.split()
+    if not words or words[0] != _BANNER:
+        raise InputError(f"{label} is not a valid Matrix Market file: line {no} ({_shown(body)!r}) is "
+                         f"not the banner; {_BANNER_RULE}, on the first line.")
+    if len(words) < 5:
+        descs = [desc for _, _, desc in _BANNER_WORDS[len(words) - 1:]]
+        missing = descs[0] if len(descs) == 1 else ", ".join(descs[:-1]) + " and " + descs[-1]
+        raise InputError(f"{label}, line {no}, the banner ({_shown(body)!r}), lacks its {missing}; "
+                         f"{_BANNER_RULE}.")
+    if words[1].lower() == b"vector":
+        raise InputError(
+            f"{label} declares a Matrix Market 'vector' object (line {no}, the banner: "
+            f"{_shown(body)!r}); vector objects are not supported, only 'matrix'. Write the vector as "
+            f"an n × 1 matrix: the banner '%%MatrixMarket matrix ...', the size line 'n 1 entries' "
+            f"(coordinate) or 'n 1' (array), and each coordinate entry as 'row 1 value'.")
+
+
+def _mm_header_error(text: _MMText, banner: bytes, banner_no: int, start: int,
+                     exc: Exception) -> InputError:
+    """The readable error for a header scipy's reader refused (``exc``): the banner word it
+    does not know (the banner is line ``banner_no``), or what is wrong with the size line (the
+    line just before ``start``)."""
+    label = _cap(text.src.label)
+    words = banner.split()
+    for (what, vals, _), word in zip(_BANNER_WORDS, words[1:5]):
+        if word.decode("utf-8", "replace").lower() not in vals:
+            return InputError(
+                f"{label}, line {banner_no}, the banner: {word.decode('utf-8', 'replace')!r} "
+                f"is not a Matrix Market {what}; {_BANNER_RULE}.")
+    layout = words[2].decode().lower()
+    no, line, _ = text.line_at(start - 1)
+    want, form = (3, "'rows columns entries'") if layout == "coordinate" else (2, "'rows columns'")
+    rule = (f"in {'a coordinate' if want == 3 else 'an array'} file it must be {form}: "
+            f"{('two', 'three')[want - 2]} whole numbers written with digits only")
+    where = f"{label}, line {no} ({_shown(line)!r}), the size line"
+    toks = line.split()
+    if len(toks) != want:
+        extra = " (a comment may not follow them on the same line)" if b"%" in line else ""
+        return InputError(f"{where}, holds {len(toks)} item(s); {rule}{extra}.")
+    for tok in toks:
+        shown = _shown(tok, 30)
+        if tok.isdigit():
+            if int(tok) >= 2**63:
+                return InputError(f"{where}: {shown} is far too large for a matrix size or entry count "
+                                  f"(the largest any reader takes is 2**63 − 1); the file is corrupt.")
+            continue
+        if tok[:1] == b"-":
+            why = f"{shown!r} is negative"
+        elif tok[:1] == b"+" and tok[1:].isdigit():
+            why = f"{shown!r} has a plus sign"
+        else:
+            why = f"{shown!r} is not a whole number"
+        return InputError(f"{where}: {why}; {rule} (no sign, decimal point or exponent).")
+    return InputError(f"{label} has a Matrix Market header that could not be read ({exc}); check its "
+                      f"first lines: {_BANNER_RULE}, then the size line.")
+
+
+def _mm_check_header(label: str, rows: int, cols: int, layout: str, field: str, symmetry: str) -> None:
+    if field == "complex":
+        raise InputError(
+            f"{_cap(label)} has complex values (its banner's field is 'complex'); akfviz accepts real, "
+            f"integer and pattern matrices only.")
     if symmetry != "general" and rows != cols:
         raise InputError(
             f"{_cap(label)} declares a {symmetry} matrix of {rows:,} × {cols:,}; a {symmetry} matrix "
@@ -373,6 +520,69 @@ def _mm_check_header(label: str, rows: int, cols: int, field: str, symmetry: str
         raise InputError(
             f"{_cap(label)} declares a pattern skew-symmetric matrix; Matrix Market does not allow "
             f"that combination (a pattern has no values whose signs could be mirrored).")
+    if field == "pattern" and layout == "array":
+        raise InputError(
+            f"{_cap(label)} declares an 'array pattern' matrix; Matrix Market array files cannot have "
+            f"the pattern field (an array lists every value, and a pattern has none). Use 'coordinate "
+            f"pattern' with one 'row column' line per entry, or give the array real or integer values.")
+
+
+#: Tokens that may be a number beyond float64's range: an exponent of three digits or more, or
+#: 300 digits in a row (checked with float() one by one, only once a read value is infinite).
+_BIG_NUMBER = re.compile(rb"[eE]\+?[0-9]{3,}|[0-9]{300,}")
+_TOKEN_REST = re.compile(rb"[^\s]*")
+
+
+def _mm_overflow_at(text: _MMText, start: int):
+    """``(offset, token)`` of the first entry value after ``start`` that is a finite decimal
+    number beyond float64's range (read as infinity), or None."""
+    buf = text.buf
+    view = memoryview(buf)
+    for m in _BIG_NUMBER.finditer(view, start):
+        lo = max(start, m.start() - 4096)
+        before = bytes(buf[lo:m.start()])
+        s = lo + max(before.rfind(d) for d in (b" ", b"\t", b"\n", b"\r")) + 1
+        e = _TOKEN_REST.match(view, m.end()).end()
+        tok = bytes(buf[s:e])
+        try:
+            if math.isinf(float(tok)):
+                return s, tok
+        except ValueError:
+            continue
+    return None
+
+
+def _mm_check_values(text: _MMText, M, start: int) -> None:
+    """Refuse values beyond float64's range (about ±1.8e308) with their line: a number such as
+    ``1e400``, or duplicate entries whose sum overflows (readers add duplicates up). NaN or
+    infinity written in the file is left to :func:`~akfviz.workloads.validate.as_csr`.
+
+    The fast path costs one max and one min over the values; a sum of duplicates is checked
+    only when the largest magnitude times the number of entries could overflow."""
+    vals = M.data if sp.issparse(M) else M
+    if vals.dtype.kind != "f" or vals.size == 0:
+        return
+    hi, lo = float(vals.max()), float(vals.min())
+    label = _cap(text.src.label)
+    beyond = "beyond the range of float64 numbers (the largest is about ±1.8e308)"
+    if not (math.isfinite(hi) and math.isfinite(lo)):
+        found = _mm_overflow_at(text, start)
+        if found is not None:
+            no, line, _ = text.line_at(found[0])
+            raise InputError(
+                f"{label}, line {no} ({_shown(line)!r}): the value {_shown(found[1], 30)} is {beyond}, "
+                f"so it would be read as infinity. Write a smaller value, or rescale the matrix.")
+        return
+    if sp.issparse(M) and max(hi, -lo) > np.finfo(np.float64).max / max(M.nnz, 1):
+        summed = sp.csr_array(M)  # adds duplicates up, as loading does
+        bad = np.flatnonzero(~np.isfinite(summed.data))
+        if bad.size:
+            k = int(bad[0])
+            row = int(np.searchsorted(summed.indptr, k, side="right")) - 1
+            raise InputError(
+                f"{label} lists the entry at row {row + 1}, column {int(summed.indices[k]) + 1} more "
+                f"than once, and Matrix Market readers add duplicate entries up: their sum is {beyond}. "
+                f"Remove the duplicates, or rescale the matrix.")
 
 
 def _read_mtx(src: Source, limits: LoadLimits, tensor):
@@ -384,11 +594,14 @@ def _read_mtx(src: Source, limits: LoadLimits, tensor):
     _no_tensor(tensor, label, "a Matrix Market file holds one matrix")
     text = _MMText(src)
     try:
+        first = np.flatnonzero(text.buf[:1 << 16] == 10)
+        banner = text.buf[:int(first[0]) + 1 if first.size else 1 << 16].tobytes()
+        _mm_check_banner(text, banner)
+        banner_no = 1 + text.line_shift  # (the shift changes if long comments are dropped)
         start = int(mm_syntax.body_start(text.buf))
         if start < 0:
             raise InputError(f"{_cap(label)} has no size line after its header; it is not a valid "
                              f"Matrix Market file.")
-        first = np.flatnonzero(text.buf[:1 << 16] == 10)
         banner_end = int(first[0]) + 1 if first.size else start
         if start - banner_end > _MAX_COMMENT_BYTES:  # drop long comments before scipy sees them
             size_no, size_line, _ = text.line_at(start - 1)
@@ -398,8 +611,10 @@ def _read_mtx(src: Source, limits: LoadLimits, tensor):
         try:
             rows, cols, entries, layout, field, symmetry = scipy.io.mminfo(text.target())
         except Exception as exc:
-            raise InputError(f"{_cap(label)} is not a valid Matrix Market file: {exc}") from None
-        _mm_check_header(label, rows, cols, field, symmetry)
+            raise _mm_header_error(text, banner, banner_no, start, exc) from None
+        _mm_check_header(label, rows, cols, layout, field, symmetry)
+        if symmetry == "hermitian":  # real values (complex is refused): hermitian means symmetric
+            symmetry = "symmetric"
         rows, cols = _check_dims((rows, cols), limits, label)
         if layout == "array":
             limits.check_dense(int(rows) * int(cols), what=f"dense Matrix Market array in {label}")
@@ -428,11 +643,13 @@ def _read_mtx(src: Source, limits: LoadLimits, tensor):
                 if real is None:
                     raise
                 text.use_bytes(real)
+                start = int(mm_syntax.body_start(text.buf))  # the banner changed length
                 M = scipy.io.mmread(text.target())
         except MemoryError:
             raise ResourceLimitError(f"{_cap(label)} needs more memory than is available.") from None
         except Exception as exc:
             raise InputError(f"{_cap(label)} could not be read as Matrix Market: {exc}") from None
+        _mm_check_values(text, M, start)
     finally:
         text.close()
     return M
@@ -916,11 +1133,16 @@ def matrix_choices(path_or_bytes, *, name: str | None = None, limits: LoadLimits
 
 
 def _pick_tensor(entries, tensor, label) -> _STEntry:
+    """The tensor to load: ``tensor``, else the file's only 2-D tensor with at least one row
+    and one column (a zero-sized one can never load, so it is never a choice)."""
     two_d = [e.name for e in entries if len(e.shape) == 2]
     names = ", ".join(two_d) if two_d else "none"
     if tensor is None:
-        if len(two_d) == 1:
-            tensor = two_d[0]
+        loadable = [e.name for e in entries if len(e.shape) == 2 and 0 not in e.shape]
+        if len(loadable) == 1:
+            tensor = loadable[0]
+        elif len(two_d) == 1:
+            tensor = two_d[0]  # zero-sized: refused below with its shape
         elif not two_d:
             shapes = ", ".join(f"{e.name} {list(e.shape)}" for e in entries[:8])
             more = f" and {len(entries) - 8} more" if len(entries) > 8 else ""
@@ -928,10 +1150,18 @@ def _pick_tensor(entries, tensor, label) -> _STEntry:
                 f"{_cap(label)} holds no 2-D tensor, so there is no matrix to load "
                 f"(its tensors: {shapes or 'none'}{more})."
             )
-        else:
+        elif not loadable:
+            shapes = ", ".join(f"{e.name} {list(e.shape)}" for e in entries if len(e.shape) == 2)
             raise InputError(
-                f"{_cap(label)} holds {len(two_d)} 2-D tensors; choose one with tensor=... "
-                f"(2-D tensors: {names})."
+                f"{_cap(label)} holds only zero-sized 2-D tensors ({shapes}); a matrix needs at least "
+                f"one row and one column, so there is no matrix to load."
+            )
+        else:
+            empty = len(two_d) - len(loadable)
+            left = f"; {empty} zero-sized 2-D tensor(s) left out" if empty else ""
+            raise InputError(
+                f"{_cap(label)} holds {len(loadable)} 2-D tensors; choose one with tensor=... "
+                f"(2-D tensors: {', '.join(loadable)}{left})."
             )
     by_name = {e.name: e for e in entries}
     if tensor not in by_name:
@@ -1033,17 +1263,18 @@ class Reader:
 
 
 def _sniff_safetensors(head: bytes, size: int) -> bool:
+    """An 8-byte little-endian header length, then the JSON header's ``{`` (after any
+    whitespace, which the safetensors library accepts too)."""
     if len(head) < 9:
         return False
     (hlen,) = struct.unpack("<Q", head[:8])
-    return 2 <= hlen <= MAX_SAFETENSORS_HEADER and head[8:9] == b"{"
+    return 2 <= hlen <= MAX_SAFETENSORS_HEADER and head[8:].lstrip(b" \t\r\n")[:1] == b"{"
 
 
 READERS: dict[str, Reader] = {
     r.name: r
     for r in (
-        Reader("mtx", (".mtx", ".mm"),
-               lambda h, s: h.removeprefix(_BOM).lstrip()[:14].lower() == b"%%matrixmarket", _read_mtx),
+        Reader("mtx", (".mtx", ".mm"), _sniff_mtx, _read_mtx),
         Reader("npz", (".npz",), lambda h, s: h[:4] == b"PK\x03\x04", _read_npz),
         Reader("npy", (".npy",), lambda h, s: h[:6] == b"\x93NUMPY", _read_npy),
         Reader("safetensors", (".safetensors",), _sniff_safetensors, _read_safetensors),
@@ -1080,6 +1311,12 @@ def _detect_format(src: Source, fmt) -> str:
         if ext in reader.extensions:
             return key
     shown = f"extension {ext!r}" if ext else "no known extension"
+    if ext == ".tar":
+        raise InputError(
+            f"{_cap(src.label)} is named .tar but is not a tar archive akfviz can read (it has neither "
+            f"the 'ustar' header of a POSIX or GNU tar nor a valid old-style tar header): the file is "
+            f"damaged, or another format renamed. Create the archive again with tar -cf, or load the "
+            f"matrix file itself.")
     raise InputError(
         f"Could not tell the format of {src.label} ({shown}, and the first bytes match no known "
         f"format). Accepted: .mtx (Matrix Market), .npz (scipy sparse or one dense array), "
@@ -1114,8 +1351,9 @@ def load(path_or_bytes, fmt: str | None = None, tensor: str | None = None, *,
     name : str, optional
         File name for bytes input (used for the extension and in messages).
 
-    Compressed files (gzip, bzip2, xz: ``.mtx.gz``, ``.mtx.bz2``, ``.mtx.xz`` …) and tar
-    archives (``.tar``, ``.tar.gz`` / ``.tgz``, ``.tar.bz2``, ``.tar.xz``) are recognised by
+    Compressed files (gzip, bzip2, xz, legacy LZMA: ``.mtx.gz``, ``.mtx.bz2``, ``.mtx.xz``,
+    ``.mtx.lzma`` …) and tar archives (``.tar``, ``.tar.gz`` / ``.tgz``, ``.tar.bz2``,
+    ``.tar.xz``; ustar or old v7 headers) are recognised by
     their content and unpacked in memory first (never on disk), within
     ``limits.max_decompressed_bytes`` and ``limits.max_compression_ratio`` (a decompression
     bomb is refused as soon as its output passes the bound). One layer of compression is
@@ -1154,7 +1392,8 @@ def _unwrap_archive(src: Source, limits: LoadLimits, tensor):
     """A gzip-compressed file or a tar archive → the plain file inside (in memory), see
     :mod:`akfviz.workloads.archives`; anything else is returned unchanged."""
     head = src.head(512)
-    if not (archives.is_compressed(head) or archives.is_tar(head)):
+    empty_tar = not head.strip(b"\x00") and (src.filename or "").lower().endswith(".tar")
+    if not (archives.is_compressed(head) or archives.is_tar(head) or empty_tar):
         return src, tensor
     cap = limits.max_decompressed_bytes
     if src.size > cap:
