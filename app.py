@@ -15,7 +15,7 @@ from akfviz import app_state as S
 from akfviz.errors import InputError
 from akfviz.workloads.archives import COMPRESSED_SUFFIXES
 from akfviz.viz import matrix as vm
-from akfviz.app_shell import metric_row, page_end, page_start
+from akfviz.app_shell import figure_pair, metric_row, page_end, page_start
 
 page_start("Matrix",
            "The workload `y = A x`: a real pruned transformer weight, a stencil, or a generated matrix (akf-spec §1).")
@@ -140,7 +140,7 @@ with tab_up:
 
 wl = S.require_workload()
 A = wl.A
-st.subheader(wl.label)
+st.header(wl.label)
 if wl.provenance:
     st.caption(f"Provenance: {wl.provenance}")
 summary = vm.matrix_summary(A)
@@ -151,7 +151,7 @@ for col, key in zip(cols, ("rows", "columns", "nnz", "density", "empty rows", "m
     v = summary[key]
     col.metric(key, f"{v:.3g}" if isinstance(v, float) else f"{v:,}")
 
-left, right = st.columns([3, 2])
+left, right = figure_pair("matrix_figs", grow=(3, 2))
 with left:
     S.chart(vm.spy_density(A, max_bins=512), key="spy")
     st.caption("How to read this: each cell is a bin of the matrix; colour = fraction of nonzero entries in it "
@@ -177,9 +177,12 @@ def _npz_bytes():
     return buf.getvalue()
 
 
-d1, d2, _ = st.columns([1, 1, 4])
-d1.download_button("Download .mtx", data=_mtx_bytes, file_name="akfviz-matrix.mtx", on_click="ignore")
-d2.download_button("Download .npz", data=_npz_bytes, file_name="akfviz-matrix.npz", on_click="ignore")
+# a row sized to the labels: in fixed column shares (st.columns([1, 1, 4])) they read "Do…" at 900 px
+with st.container(horizontal=True, key="matrix_downloads"):
+    st.download_button("Download .mtx", data=_mtx_bytes, file_name="akfviz-matrix.mtx", on_click="ignore",
+                       width="content")
+    st.download_button("Download .npz", data=_npz_bytes, file_name="akfviz-matrix.npz", on_click="ignore",
+                       width="content")
 # below the page, not under the histograms: the half-width column cut the button labels to "nnz…"
 S.export_buttons("nnz counts", lambda: vm.nnz_counts(A), f"nnz-counts-{wl.digest[:12]}",
                  "exp_nnz_counts", what="the histograms' data: one row per matrix row and column (axis, index, nnz)")

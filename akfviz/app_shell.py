@@ -108,6 +108,37 @@ class _MetricSlot:
         return self._container.metric(*args, **kwargs)
 
 
+def flex_row(key: str, bases, grow=None, gap: str = "medium") -> list:
+    """Containers side by side where the page is wide enough and one under the other where it is
+    not: each is at least ``bases[i]`` pixels wide (``grow`` shares the rest, default 1 each), and
+    a container that does not fit goes to the next line and takes its whole width.
+
+    ``st.columns`` keeps fixed shares at every width, so at a 900-px window (about 440 px for the
+    page beside the sidebar) two figures got 260 and 170 px and their titles and tick labels ran
+    into each other; Streamlit has no viewport width to branch on. A horizontal container wraps,
+    but it gives stretching children a 128-px minimum (so they never wrap) and fixed-width ones no
+    growth, so a style rule sets each child's ``flex`` (without it, e.g. if Streamlit renames its
+    layout wrapper, the row stays one line of stretching containers: the old columns).
+    """
+    bases = [int(b) for b in bases]
+    grow = [1] * len(bases) if grow is None else list(grow)
+    rules = "".join(f".st-key-{key} > div:nth-child({i + 1}) {{ flex: {g} 1 {b}px !important; min-width: 0; }}"
+                    for i, (b, g) in enumerate(zip(bases, grow)))
+    st.html(f"<style>{rules}</style>")
+    row = st.container(horizontal=True, gap=gap, key=key)
+    return [row.container(key=f"{key}_{i}") for i in range(len(bases))]
+
+
+#: Two figures side by side from this width of each upward: at 1400 px (about 940 px for the
+#: page) they share a row, at 900 px (about 440 px) each takes the whole width.
+FIGURE_MIN = 400
+
+
+def figure_pair(key: str, grow=(1, 1)) -> list:
+    """Two containers for figures: side by side on a wide page, stacked on a narrow one."""
+    return flex_row(key, (FIGURE_MIN, FIGURE_MIN), grow)
+
+
 def page_end() -> None:
     """After the page body: write the state into the URL; compile numba once per server."""
     S.sync_url()

@@ -6,7 +6,7 @@ import streamlit as st
 from akfviz import app_state as S
 from akfviz.viz import patterns as vp
 from akfviz.viz.tables import property_table, tiles_export
-from akfviz.app_shell import metric_row, page_end, page_start
+from akfviz.app_shell import figure_pair, flex_row, metric_row, page_end, page_start
 
 page_start("Patterns",
            "Tiles of side T, their features, and MinHash-LSH clusters split by log-density bin "
@@ -14,7 +14,7 @@ page_start("Patterns",
 wl = S.require_workload()
 
 with st.expander("LSH parameters", expanded=False):
-    c1, c2, c3, c4 = st.columns(4)
+    c1, c2, c3, c4 = flex_row("lsh_controls", (190, 190, 190, 150))
     with c1:
         k = S.widget(st.select_slider, "MinHash functions K", "lsh_k", options=[8, 16, 32, 64, 128])
     with c2:
@@ -47,9 +47,9 @@ m[3].metric("within-cluster Jaccard", f"{summ['jaccard_mean']:.3f}" if summ["jac
 m[4].metric("analysis time", f"{1000 * total_t:.1f} ms" if np.isfinite(total_t) else "n/a")
 
 n_tiles = len(tiles)
-sel_c1, sel_c2 = st.columns(2)
+sel_c1, sel_c2 = flex_row("patterns_select", (300, 300))
 with sel_c1:
-    tsel = S.widget(st.number_input, "Selected tile (row of pa.tiles)", "tsel", min_value=0,
+    tsel = S.widget(st.number_input, "Selected tile number (as in the map's hover)", "tsel", min_value=0,
                     max_value=max(n_tiles - 1, 0), step=1)
 with sel_c2:
     csel = S.widget(st.number_input, "Selected cluster", "csel", min_value=0,
@@ -58,7 +58,7 @@ with sel_c2:
 tsel = min(int(tsel), n_tiles - 1)
 csel = min(int(csel), pa.n_clusters - 1)
 
-left, right = st.columns(2)
+left, right = figure_pair("patterns_maps")
 with left:
     akey = S.analysis_key(wl.digest, pa.tile)  # the analysis these maps draw
     ev = S.chart(S.figure_cached(f"tile_map|{akey}|{tsel}", lambda: vp.tile_density_map(
@@ -84,7 +84,7 @@ try:   # plotly click selection → tile index (customdata of the clicked cell)
 except (TypeError, ValueError, AttributeError, KeyError, IndexError):
     pass
 
-st.subheader("Cluster representatives")
+st.header("Cluster representatives")
 top = clusters.sort_values("size", ascending=False).head(12)
 dense = [ts.dense(int(r)) for r in top["representative"]]
 labels = [f"c{cid}: {int(row['size'])} tiles, d={row['mean_density']:.2g}" for cid, row in top.iterrows()]
@@ -93,7 +93,7 @@ S.chart(vp.representative_gallery(dense, labels, cols=min(6, max(len(dense), 3))
 st.caption("How to read this: the medoid tile of each of the largest clusters (|value|, blank = zero); the "
            "selector evaluates expensive kernels on these representatives only.")
 
-left, right = st.columns(2)
+left, right = figure_pair("patterns_histograms")
 with left:
     S.chart(vp.density_histogram(tiles), key="dens_hist")
     st.caption("How to read this: how many tiles have a given density (log bins), coloured by the analysis' "
@@ -104,16 +104,16 @@ with right:
     st.caption("How to read this: bar height = tiles in a cluster, colour = within-cluster Jaccard "
                "(green = members look alike, red = loose cluster).")
 
-st.subheader("Details")
-d1, d2 = st.columns(2)
+st.header("Details")
+d1, d2 = figure_pair("patterns_details")
 with d1:
-    st.markdown(f"**Tile #{tsel}**")
+    st.subheader(f"Tile #{tsel}")
     row = tiles.iloc[tsel]
     st.dataframe(property_table(tiles, tsel, "feature"), hide_index=True, width="stretch", height=300)
     S.chart(vp.representative_gallery([ts.dense(tsel)], [f"tile ({int(row['bi'])}, {int(row['bj'])})"], cols=1,
                                               height_per_row=260), key="tile_detail")
 with d2:
-    st.markdown(f"**Cluster {csel}**")
+    st.subheader(f"Cluster {csel}")
     crow = clusters.loc[csel]
     st.dataframe(property_table(clusters, csel, "property", by_label=True), hide_index=True, width="stretch")
     members = pa.cluster_members(csel) if hasattr(pa, "cluster_members") else \
@@ -122,10 +122,10 @@ with d2:
     st.dataframe(tiles.iloc[np.asarray(members)[:50]][["bi", "bj", "nnz", "density"]], width="stretch", height=250,
                  column_config={"density": st.column_config.NumberColumn(format="%.4g")})
 
-st.subheader("Export")
+st.header("Export")
 S.export_buttons("Tiles", lambda: tiles_export(tiles), f"tiles-T{pa.tile}", "exp_tiles",
                   "one row per nonempty tile: position, every feature, signature (an integer, and in hex as "
-                  "shown above), cluster (as pa.tiles)")
+                  "shown above), cluster")
 S.export_buttons("Clusters", lambda: clusters.reset_index(), f"clusters-T{pa.tile}", "exp_clusters",
                   "one row per cluster: size, representative tile, density bin, mean density, Jaccard")
 

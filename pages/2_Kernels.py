@@ -3,7 +3,7 @@ import streamlit as st
 
 from akfviz import app_state as S
 from akfviz.viz import kernels as vk
-from akfviz.app_shell import metric_row, page_end, page_start
+from akfviz.app_shell import figure_pair, flex_row, metric_row, page_end, page_start
 from akfviz.selection.perftable import MEASURE_UNITS
 
 page_start("Kernels",
@@ -27,7 +27,9 @@ def weight_options(key):
     return sorted(set(WEIGHTS) | {float(S.get(key))})
 
 
-c1, c2, c3, c4 = st.columns([1.2, 1.2, 1, 1])
+# wrapping, each wide enough for its widget: in st.columns([1.2, 1.2, 1, 1]) at a 900-px window the
+# resource select read "energ" and the mode radio broke every option over three lines
+c1, c2, c3, c4 = flex_row("kernels_controls", (200, 200, 170, 190), grow=(1.2, 1.2, 1, 1))
 with c3:
     mode = S.widget(st.radio, "Mode", "mode", options=["weights", "error", "resource"],
                     format_func={"weights": "α / β weights", "error": "error budget",
@@ -91,7 +93,7 @@ for note in rep.notes:
 
 families = {k: S.stage("kernels.registry", "get_kernel")(k).family for k in used_kernels}
 ts = pa.tileset
-left, right = st.columns([3, 2])
+left, right = figure_pair("kernels_map_mix", grow=(3, 2))
 with left:
     pkey = S.plan_key(wl, pa, hwk)
     S.chart(S.figure_cached(f"kernel_map|{pkey}", lambda: vk.kernel_map(
@@ -101,12 +103,13 @@ with left:
 with right:
     S.chart(S.figure_cached(f"kernel_mix|{pkey}", lambda: vk.kernel_mix(
         kernels, pa.tiles["nnz"].to_numpy(), families=families, height=340)), key="kernel_mix")
-    st.caption("How to read this: nonzeros of A handled by each kernel.")
+    st.caption("How to read this: nonzeros of A handled by each kernel (with their share), in the order of the "
+               "map's colour bar.")
 
 S.export_buttons("Plan", plan.tile_table, f"plan-T{pa.tile}", "exp_plan",
                   "one row per tile: position, nnz, cluster, chosen kernel and its squared error sq_error = ‖t − Â_t‖²_F")
 
-st.subheader("Why each cluster got its kernel")
+st.header("Why each cluster got its kernel")
 per_unit = rep.per_unit
 units_label = "cluster" if rep.granularity == "cluster" else "tile"
 if rep.granularity == "cluster":
@@ -130,7 +133,7 @@ st.caption(f"How to read this: E = squared Frobenius error on the tile(s), R = p
 with st.expander(f"All {per_unit.shape[0]} decision units ({units_label}s)"):
     st.dataframe(per_unit, hide_index=True, width="stretch")
 
-left, right = st.columns(2)
+left, right = figure_pair("kernels_fusion_pareto")
 with left:
     traj = rep.fusion_trajectory
     if len(traj):
@@ -142,7 +145,7 @@ with left:
         S.export_buttons("Trajectory", lambda: traj, f"fusion-trajectory-T{pa.tile}", "exp_fusion",
                          what="one row per recorded step")
     else:
-        st.info("The fusion-weight descent runs in α/β mode only (budget modes pick by bisection).")
+        st.info(vk.no_fusion_reason(rep.mode, rep.notes))
 with right:
     try:
         pf = S.pareto_cached(S.analysis_key(wl.digest, pa.tile), pa, hwk, hw, rep.measure, rep.granularity)
@@ -158,10 +161,10 @@ with right:
         S.export_buttons("Pareto front", lambda: pts, f"pareto-{rep.measure}-T{pa.tile}", "exp_pareto",
                          what="one row per plan on the front")
 
-st.subheader("Performance table")
+st.header("Performance table")
 table_pt = S.perftable_cached(hwk, hw, pa.tile)
 fit_err = table_pt.fit_error
-kc1, kc2 = st.columns([1, 3])
+kc1, kc2 = flex_row("kernels_perftable", (240, 400), grow=(1, 3))
 with kc1:
     names = list(table_pt.kernels)
     used = [k for k in names if k in used_kernels]
@@ -171,7 +174,8 @@ with kc1:
     st.dataframe(fe[["class", "variable", "degree", "rel_rms", "max_rel"]], hide_index=True, width="stretch")
 with kc2:
     fig = S.figure_cached(f"fits|{hwk}|{pa.tile}|{kname}|{meas}", lambda: vk.perftable_fits(
-        vk.perftable_curves(table_pt, kname, meas), y_title=MEASURE_UNITS.get(meas, meas)))
+        vk.perftable_curves(table_pt, kname, meas), y_title=MEASURE_UNITS.get(meas, meas), cols=2))
+    # two plots a row: three left 110 px each at a 900-px window, and their log ticks overlapped
     S.chart(fig, key="perftable")
     st.caption(f"How to read this: dots = {meas} of synthetic calibration tiles priced by the NPU cost model, "
                "line = the fitted polynomial per structure class (in the density or its log10: the table's "
@@ -186,7 +190,7 @@ if st.toggle("Check the table against exact pricing on this matrix", key="pt_che
     st.caption("rel_rms / max_rel: relative error of the table per tile; total_rel: error of the sum "
                "(what the selector's totals see).")
 
-st.subheader("CPU check: fused execution vs scipy")
+st.header("CPU check: fused execution vs scipy")
 chk = S.cpu_check_cached(pkey, plan, wl.A)
 cc = metric_row(3)
 cc[0].metric("‖plan.matvec(x) − Â x‖ / ‖Â x‖", f"{chk['vs_approx']:.2e}",

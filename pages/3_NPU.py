@@ -4,7 +4,7 @@ import streamlit as st
 from akfviz import app_state as S
 from akfviz.errors import InputError
 from akfviz.viz import npu as vn
-from akfviz.app_shell import metric_row, page_end, page_start
+from akfviz.app_shell import figure_pair, metric_row, page_end, page_start
 
 page_start("NPU",
            "The fused plan placed on a PE grid (greedy + simulated annealing) and simulated event by event: "
@@ -68,7 +68,7 @@ with st.expander("Energy table (editable, with provenance)", expanded=False):
     st.caption("Every number carries its source, technology node and grade (measured / simulated / assumed). "
                "Edits apply to this session and the run bundle, not to the link.")
 
-c1, c2 = st.columns([1, 3])
+c1 = st.container(width=360)   # a fixed width up to the page's: a quarter of it was 110 px at 900 px
 with c1:
     S.widget(st.slider, "Activation density ρ_x of x", "xdens", *S.bounds("xdens"), step=0.05,
              help="Fraction of nonzero inputs; only nonzero x_j produce events.")
@@ -103,7 +103,7 @@ st.caption("How to read this: one cell per PE of the whole grid (over 256 PEs pe
 busy_rows, default_row = vn.busy_rows(res.counters["busy"], hw.rows, hw.cols)
 if S.get("perow") is None or S.get("perow") >= hw.rows:
     S.put("perow", default_row)
-left, right = st.columns([3, 2])
+left, right = figure_pair("npu_timeline_energy", grow=(3, 2))
 with left:
     if hw.rows > 1:
         row = S.widget(st.slider, "PE row for the timeline", "perow", 0, hw.rows - 1,
@@ -127,7 +127,7 @@ with right:
     st.caption("How to read this: energy = Σ actions × the energy table; static = leakage per PE-cycle × every PE "
                "× the makespan in cycles, so a faster clock leaves these pJ as they are and raises the watts.")
 
-left, right = st.columns(2)
+left, right = figure_pair("npu_hops_anneal")
 with left:
     S.chart(S.figure_cached(f"hops|{sim_key}", lambda: vn.hop_histogram(res.hop_histogram)), key="hops")
     st.caption("How to read this: flits (events and partial sums) by Manhattan distance travelled; "
@@ -153,7 +153,7 @@ with st.expander("Per-iteration breakdown and per-PE counters"):
     st.dataframe(res.per_iteration, hide_index=True, width="stretch")
     st.dataframe(res.busiest_pes(200), hide_index=True, width="stretch")
 
-st.subheader("Export")
+st.header("Export")
 e1, e2 = st.columns([2, 3], vertical_alignment="center")
 e2.caption("cycles, energy by component, totals, utilisation, mapping, per-iteration counters, hop histogram, hardware hash and settings")
 e1.download_button("Simulation (JSON)", data=lambda: S.json_download(res.to_dict()),

@@ -5,7 +5,7 @@ import streamlit as st
 from akfviz import app_state as S
 from akfviz.errors import InputError
 from akfviz.viz import compare as vc
-from akfviz.app_shell import page_end, page_start
+from akfviz.app_shell import flex_row, page_end, page_start
 
 page_start("Compare",
            "Four plans on the same matrix, input vector and hardware, simulated by the same NPU model; "
@@ -20,7 +20,7 @@ if pa is None:
 S.require_tiles(pa)
 cmp_mod = S.stage("compare")
 names = S.stage("kernels.registry", "kernel_names")()
-c1, c2 = st.columns([1, 3])
+c1, c2 = flex_row("compare_controls", (220, 360), grow=(1, 3))
 with c1:
     static = S.widget(st.selectbox, "Static-sparse kernel", "static", options=[k for k in names if k != "SKIP"],
                       help="The one kernel the Static-sparse baseline uses for every nonempty tile.")
@@ -44,10 +44,10 @@ except (InputError, ValueError) as exc:
 S.record_result("compare", df[["cycles", "speedup", "energy_pj", "energy_rel", "error_pct"]].to_dict("index"))
 claimed = cmp_mod.PAPER_CLAIMS.rename(columns={"energy_table": "energy_rel"})
 S.chart(vc.compare_bars(df, claimed), key="compare_bars")
-st.caption("How to read this: bars = measured here; red diamonds = the paper's table (its energy row is labelled "
+st.caption("How to read this: bars = measured here, value past the end; red diamonds just above a bar = the paper's table (its energy row is labelled "
            "\"Watts\" but read here as relative to Dense). Speedup and energy are relative to Dense on the same hardware.")
 
-st.subheader("Measured vs claimed")
+st.header("Measured vs claimed")
 pc = cmp_mod.paper_comparison(df)
 # a claim the paper does not make shows as "—", not as "None" (Streamlit's rendering of NaN)
 shown = pc.copy()
@@ -64,7 +64,8 @@ st.dataframe(shown.drop(columns="note", errors="ignore"), width="stretch",
                             for c in shown.columns if c != "note"})
 if "note" in pc:
     # the per-plan explanation is the point of this table: a list anyone can read, not a column off-screen
-    st.markdown("**Where and why they differ**\n\n" + "\n".join(f"- **{name}**: {note}" for name, note in
+    st.subheader("Where and why they differ")
+    st.markdown("\n".join(f"- **{name}**: {note}" for name, note in
                                                                    pc["note"].items() if isinstance(note, str) and note))
 st.caption("The paper's energy row (1.0 / 1.3 / 1.6 / 1.2 \"Watts\") contradicts its own text (\"20 % lower "
            "energy\" for AKF, energy_claimed_text); both are shown, neither is tuned to.")
@@ -73,7 +74,7 @@ with st.expander("All measured columns"):
 S.export_buttons("Comparison", lambda: df.reset_index(), "compare", "exp_compare",
                   "one row per plan (Dense, BlockSparse, StaticSparse, AKF): every measured column")
 
-st.subheader("Real CPU time of one SpMV")
+st.header("Real CPU time of one SpMV")
 if plan is not None:
     x = S.input_vector(wl.A.shape[1], 1.0)
     reps = st.slider("Repeats", 5, 101, 21, step=2, key="cpu_reps")

@@ -5,7 +5,7 @@ import streamlit as st
 from akfviz import app_state as S
 from akfviz.errors import InputError
 from akfviz.viz import dse as vd
-from akfviz.app_shell import page_end, page_start
+from akfviz.app_shell import flex_row, page_end, page_start
 
 page_start("Design space",
            "Run the whole pipeline (analyze → select → simulate, with the Dense, Block-sparse and Static-sparse "
@@ -144,7 +144,7 @@ if df is None:
             "or load a sweep file." + big)
     st.stop()
 
-st.subheader(f"{len(df)} configurations ({source})")
+st.header(f"{len(df)} configurations ({source})")
 swept = [c for c in df.columns if c in params]
 numeric = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c])]
 has_baselines = all(c in df for c in ("speedup_vs_blocksparse", "speedup_vs_staticsparse"))
@@ -181,10 +181,22 @@ if {"rows", "cols"} & set(swept) and "energy_pj" not in same and "cycles" in sam
                  "cycles, so idle PEs of a larger grid still cost energy.")
 if notes:
     st.markdown("\n".join(f"- {n}" for n in notes))
-c1, c2, c3 = st.columns(3)
-xcol = c1.selectbox("x axis", numeric, index=numeric.index("cycles") if "cycles" in numeric else 0, key="dse_x")
-ycol = c2.selectbox("y axis", numeric, index=numeric.index("error_pct") if "error_pct" in numeric else 0, key="dse_y")
-ccol = c3.selectbox("colour", numeric, index=numeric.index("energy_pj") if "energy_pj" in numeric else 0, key="dse_c")
+# wrapping, each wide enough for a column's title ("speedup over Static-sparse (×)")
+c1, c2, c3 = flex_row("dse_axes", (250, 250, 250))
+
+
+def _column_choice(col):
+    """A column as the select shows it: its title in the figure, and its name in the table."""
+    label = vd.column_label(col)
+    return label if label == col else f"{label} · {col}"
+
+
+xcol = c1.selectbox("x axis", numeric, index=numeric.index("cycles") if "cycles" in numeric else 0, key="dse_x",
+                    format_func=_column_choice)
+ycol = c2.selectbox("y axis", numeric, index=numeric.index("error_pct") if "error_pct" in numeric else 0, key="dse_y",
+                    format_func=_column_choice)
+ccol = c3.selectbox("colour", numeric, index=numeric.index("energy_pj") if "energy_pj" in numeric else 0, key="dse_c",
+                    format_func=_column_choice)
 S.chart(vd.sweep_scatter(df, xcol, ycol, ccol, hover=swept + ["kernel_mix"]), key="dse_scatter")
 st.caption(vd.pareto_caption(xcol, ycol, ccol) + " Configurations at the same spot are counted (×n); the hover "
            "lists each of them, and a ringed dot shows an optimal one's colour.")

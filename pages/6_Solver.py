@@ -4,7 +4,7 @@ import streamlit as st
 from akfviz import app_state as S
 from akfviz.errors import InputError
 from akfviz.viz import solver as vs
-from akfviz.app_shell import metric_row, page_end, page_start
+from akfviz.app_shell import figure_pair, flex_row, metric_row, page_end, page_start
 
 page_start("Solver",
            "Iterative methods apply y = A x many times: the plan's error shows up in convergence, and a "
@@ -16,7 +16,9 @@ if hw is None:
 OPERATORS = {"sample": "Poisson 5-point stencil sample (stencil5_64x64, SPD)",
              "stencil9": "generated 9-point stencil, 48×48 grid (SPD)",
              "current": "the current workload (must be square)"}
-c = st.columns([2, 1, 1, 1])
+# wrapping, each at least wide enough for its value: in st.columns([2, 1, 1, 1]) at a 900-px
+# window the selects read "Poisson 5-point ster" and "Jaco"
+c = flex_row("solver_controls", (300, 190, 160, 200), grow=(2, 1, 1, 1))
 op = S.widget(c[0].selectbox, "Operator", "sop", options=list(OPERATORS), format_func=OPERATORS.get)
 method = S.widget(c[1].selectbox, "Method", "solver", options=["jacobi", "cg", "power"],
                   format_func={"jacobi": "Jacobi", "cg": "conjugate gradients", "power": "power iteration"}.get)
@@ -67,7 +69,7 @@ m[3].metric("non-persistent: cycles / iteration", f"{res.npu.loc['non-persistent
 for note in res.notes:
     st.warning(note, icon="⚠️")
 cur = res.curves
-left, right = st.columns([3, 2])
+left, right = figure_pair("solver_figs", grow=(3, 2))
 with left:
     S.chart(vs.convergence({"exact A": cur["residual_exact"], f"lossy plan Â (ε = {eps:g})":
                                     cur["residual_approx"]},
@@ -93,7 +95,7 @@ tol = res.iterations_to_tol
 st.caption(f"Kernels of the lossy plan: {', '.join(sorted(plan.kernel_counts.index))}. Residual below 1e-8: "
            f"exact A {vs.reached_text(tol['exact'], int(iters))}, lossy plan {vs.reached_text(tol['approx'], int(iters))}.")
 
-st.subheader("Export")
+st.header("Export")
 S.export_buttons("Convergence", lambda: res.curves, f"solver-{method}-curves", "exp_solver_curves",
                  "one row per iteration: residual with the exact A and with the lossy plan Â")
 S.export_buttons("Solutions", res.solutions, f"solver-{method}-solutions", "exp_solver_x",

@@ -51,6 +51,7 @@ n_steps = len(tr.steps)
 cur = min(int(S.get("lstep")), n_steps)
 if cur != int(S.get("lstep")):
     S.note(f"Step {int(S.get('lstep')):,} is beyond this case's {n_steps} steps; showing the last one.")
+st.header("Step through the run")
 # the buttons in a row, each as wide as its label (in fixed columns they read "S…", "B…", "N…");
 # the slider takes the rest of the row, or a row of its own on a narrow page
 with st.container(horizontal=True, vertical_alignment="bottom", key="learn_buttons"):
@@ -99,7 +100,7 @@ S.chart(vl.learn_timeline(tr, i), key="lt")
 st.caption("How to read this: what each PE has been busy with so far; the dashed line is the final makespan "
            "(its value is in the axis title).")
 
-st.markdown("**Partial sums per tile (so far)**")
+st.header("Partial sums per tile (so far)")
 rows_ps = []
 for u, ps in enumerate(state["partial"]):
     rows_ps.append({"tile": u, "(bi, bj)": f"({tc.work.bi[u]}, {tc.work.bj[u]})", "PE": int(tr.tile_pe[u]),
@@ -114,14 +115,14 @@ st.dataframe(pd.DataFrame(rows_ps), hide_index=True, width="stretch",
 # y and the formulas: side by side where the page is wide enough, one under the other where it is not
 with st.container(horizontal=True, gap="large", key="learn_bottom"):
     with st.container(width=300):
-        st.markdown("**y reduced so far** vs the exact Â x")
+        st.header("y so far vs Â x", help="y: the output reduced so far; Â x: the exact product it ends at.")
         y_tab = pd.DataFrame({"y so far": state["y"], "Â x": tc.A_hat @ tc.x})
         y_tab.index.name = "row i"
         # one row per i (not transposed): n = 16 columns would need sideways scrolling in half the page
         st.dataframe(y_tab, width="stretch", height=35 * (len(y_tab) + 1) + 3)
     with st.container(width=480):
         # the long formulas on two lines: one line ran past a half-page column's edge
-        st.markdown("**The formulas of each stage**")
+        st.header("The formulas of each stage")
         st.markdown("1. Injection: source PE of column block ⌊j/T⌋ sends its k-th event at")
         st.latex(r"t_{\mathrm{inject}}(j) = k \cdot \mathrm{inject\_cycles}")
         st.markdown("2. Delivery to the tiles that store column j:")

@@ -10,6 +10,57 @@ from .layout import empty_figure, styled
 #: Sweep columns where more is better (speedup over Dense); every other column is minimised.
 MAXIMISED = frozenset({"speedup"})
 
+#: Axis, colour-bar and hover titles of sweep columns: words and units instead of the column
+#: names ("energy_pj" read "6.5M" on its axis). Energy columns (``…energy_pj``) are drawn in µJ,
+#: as the NPU page gives energy; the table and the exports keep the library's pJ.
+COLUMN_LABELS = {
+    "cycles": "cycles (AKF)", "energy_pj": "energy (µJ)", "error_pct": "error (%)",
+    "speedup": "speedup over Dense (×)", "energy_rel": "energy ÷ Dense",
+    "payload_bytes": "payload (bytes)", "overflow_bytes": "SRAM overflow (bytes)", "n_tiles": "nonempty tiles",
+    "n_kernels": "kernels used", "wall_s": "wall time (s)",
+    "dense_cycles": "Dense cycles", "dense_energy_pj": "Dense energy (µJ)",
+    "blocksparse_cycles": "Block-sparse cycles", "blocksparse_energy_pj": "Block-sparse energy (µJ)",
+    "staticsparse_cycles": "Static-sparse cycles", "staticsparse_energy_pj": "Static-sparse energy (µJ)",
+    "speedup_vs_blocksparse": "speedup over Block-sparse (×)", "energy_rel_vs_blocksparse": "energy ÷ Block-sparse",
+    "speedup_vs_staticsparse": "speedup over Static-sparse (×)",
+    "energy_rel_vs_staticsparse": "energy ÷ Static-sparse",
+    "tile": "tile side T", "alpha": "α", "beta": "β", "rows": "PE rows", "cols": "PE columns",
+    "sram_bytes_per_pe": "SRAM per PE (bytes)", "rho_x": "ρ_x (density of x)", "error_budget": "error budget",
+    "resource_budget": "resource budget (÷ Dense)",
+}
+
+
+#: Shorter titles for the parallel-coordinate axes (about 60 px apart on a narrow page; a title
+#: on two lines ran into the axis's top value).
+SHORT_LABELS = {"cycles": "cycles", "speedup": "speedup (×)", "tile": "T", "sram_bytes_per_pe": "SRAM/PE (B)",
+                "rho_x": "ρ_x", "resource_budget": "R budget", "error_budget": "ε budget", "cols": "PE cols",
+                "overflow_bytes": "overflow (B)", "payload_bytes": "payload (B)",
+                "speedup_vs_blocksparse": "speedup ÷ BS (×)", "speedup_vs_staticsparse": "speedup ÷ SS (×)",
+                "energy_rel_vs_blocksparse": "energy ÷ BS", "energy_rel_vs_staticsparse": "energy ÷ SS"}
+
+
+def column_label(col: str, short: bool = False, wrap: bool = False) -> str:
+    """Title of a sweep column in words with its unit ("energy_pj" → "energy (µJ)"); a column
+    without one keeps its name. ``short``: the compact form of a parallel-coordinate axis;
+    ``wrap``: the unit on a second line (a colour bar's title).
+
+    >>> column_label("energy_pj"), column_label("speedup", short=True), column_label("error_pct", wrap=True)
+    ('energy (µJ)', 'speedup (×)', 'error<br>(%)')
+    >>> column_label("mystery")
+    'mystery'
+    """
+    label = (SHORT_LABELS.get(col) if short else None) or COLUMN_LABELS.get(col, col)
+    if wrap and " (" in label:
+        head, unit = label.split(" (", 1)
+        label = f"{head}<br>({unit}"
+    return label
+
+
+def column_values(df, col: str) -> np.ndarray:
+    """The values of a sweep column as the figures draw them: energies (``…energy_pj``) in µJ."""
+    v = df[col].to_numpy(np.float64)
+    return v * 1e-6 if col.endswith("energy_pj") else v
+
 
 def pareto_mask(*objectives, maximise=()) -> np.ndarray:
     """True for rows not dominated by any other row. O(n²), n small.
@@ -28,8 +79,8 @@ def pareto_mask(*objectives, maximise=()) -> np.ndarray:
 
 def pareto_caption(x: str, y: str, color: str) -> str:
     """The scatter's "how to read this" line, naming which way each axis counts as better."""
-    up = [c for c in dict.fromkeys((x, y, color)) if c in MAXIMISED]
-    down = [c for c in dict.fromkeys((x, y, color)) if c not in MAXIMISED]
+    up = [column_label(c) for c in dict.fromkeys((x, y, color)) if c in MAXIMISED]
+    down = [column_label(c) for c in dict.fromkeys((x, y, color)) if c not in MAXIMISED]
     rule = f"lower {', '.join(down)}" if down else ""
     if up:
         rule += ("; " if rule else "") + f"higher {', '.join(up)}"
@@ -71,9 +122,8 @@ def sweep_scatter(df, x: str = "cycles", y: str = "error_pct", color: str = "ene
     front = pareto_mask(df[x], df[y], df[color],
                         maximise=[k for k, c in enumerate((x, y, color)) if c in MAXIMISED])
     hover = [c for c in (hover or []) if c in df and c not in (x, y, color)]
-    xs = df[x].to_numpy(np.float64)
-    ys = df[y].to_numpy(np.float64)
-    cs = df[color].to_numpy(np.float64)
+    xs, ys, cs = column_values(df, x), column_values(df, y), column_values(df, color)
+    xl, yl, cl = column_label(x), column_label(y), column_label(color)
     n = len(df)
     # worse colour first: it is drawn underneath; Pareto-optimal points last of all
     bad = np.where(np.isnan(cs), np.inf, -cs if color in MAXIMISED else cs)
@@ -86,7 +136,7 @@ def sweep_scatter(df, x: str = "cycles", y: str = "error_pct", color: str = "ene
     text = np.empty(n, dtype=object)
     for members in spots.values():
         members = sorted(members, key=lambda i: (not front[i], bad[i]))  # optimal and best first
-        lines = [f"{desc[i]}; {color} {format_value(cs[i])}" + (" (Pareto-optimal)" if front[i] else "")
+        lines = [f"{desc[i]}; {cl} {format_value(cs[i])}" + (" (Pareto-optimal)" if front[i] else "")
                  for i in members[:HOVER_LIST]]
         if len(members) > HOVER_LIST:
             lines.append(f"… and {len(members) - HOVER_LIST} more")
@@ -95,9 +145,9 @@ def sweep_scatter(df, x: str = "cycles", y: str = "error_pct", color: str = "ene
             text[i] = head + "<br>".join(lines)
     fig = go.Figure(go.Scatter(x=xs[order], y=ys[order], mode="markers", text=text[order], name="configurations",
                                marker=dict(color=cs[order], colorscale="Viridis", size=9,
-                                           colorbar=dict(title=color)),
-                               hovertemplate=f"{x} %{{x:.4g}}<br>{y} %{{y:.4g}}<br>%{{text}}<extra></extra>"))
-    fig.add_trace(go.Scatter(x=df[x][front], y=df[y][front], mode="markers", name="Pareto-optimal",
+                                           colorbar=dict(title=dict(text=column_label(color, wrap=True)))),
+                               hovertemplate=f"{xl} %{{x:.4g}}<br>{yl} %{{y:.4g}}<br>%{{text}}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=xs[front], y=ys[front], mode="markers", name="Pareto-optimal",
                              hoverinfo="skip",
                              marker=dict(size=15, color="rgba(0,0,0,0)", line=dict(color="#e6194b", width=2))))
     stacked = [m for m in spots.values() if len(m) > 1]
@@ -106,10 +156,12 @@ def sweep_scatter(df, x: str = "cycles", y: str = "error_pct", color: str = "ene
                                  text=[f"×{len(m)}" for m in stacked], textposition="top right",
                                  textfont=dict(size=12, color="#333"), hoverinfo="skip",
                                  name="configurations at the same spot", showlegend=False))
-    fig.update_xaxes(title=x)
-    fig.update_yaxes(title=y)
-    return styled(fig, f"Sweep: {y} vs {x} (colour: {color})", height,
-                  legend=dict(orientation="h", y=1.1, x=1, xanchor="right"))
+    fig.update_xaxes(title=xl)
+    fig.update_yaxes(title=yl)
+    # the legend under the plot: at the top right it ran into the title on a narrow page
+    return styled(fig, f"Sweep: {yl} vs {xl}<br><span style='font-size:12px'>colour: {cl}</span>", height + 40,
+                  legend=dict(orientation="h", y=-0.2, yanchor="top", x=1, xanchor="right"),
+                  margin=dict(l=60, r=20, t=68, b=90))
 
 
 def _is_constant(values) -> bool:
@@ -128,18 +180,22 @@ def parallel_coordinates(df, columns: list, color: str, height: int = 400) -> go
         return empty_figure("No numeric sweep columns to draw.", height)
     dims = []
     for c in cols:
-        vals = df[c].to_numpy(np.float64)
+        vals = column_values(df, c)
+        label = column_label(c, short=True)
         if _is_constant(vals):
             v = float(vals[~np.isnan(vals)][0])
             pad = abs(v) * 0.5 if v else 1.0
             # tick values make plotly draw only those ticks and no range labels at the axis ends
-            dims.append(dict(label=f"{c}<br>(constant)", values=vals, range=[v - pad, v + pad],
+            dims.append(dict(label=f"{label}<br>(constant)", values=vals, range=[v - pad, v + pad],
                              tickvals=[v], ticktext=[format_value(v)]))
         else:
-            dims.append(dict(label=c, values=vals))
-    fig = go.Figure(go.Parcoords(line=dict(color=df[color] if color in df else None, colorscale="Viridis",
-                                           showscale=True), dimensions=dims))
-    return styled(fig, "Parallel coordinates", height, margin=dict(l=60, r=60, t=110, b=30))
+            dims.append(dict(label=label, values=vals))
+    colored = color in df and np.issubdtype(df[color].dtype, np.number)
+    fig = go.Figure(go.Parcoords(line=dict(color=column_values(df, color) if colored else None,
+                                           colorscale="Viridis", showscale=True,
+                                           colorbar=dict(title=dict(text=column_label(color, wrap=True)))),
+                                 dimensions=dims))
+    return styled(fig, "Parallel coordinates", height, margin=dict(l=60, r=80, t=100, b=30))
 
 
 #: The baselines AKF is measured against in a sweep with baselines: (label, speedup column,
@@ -167,19 +223,24 @@ def baseline_bars(df, swept: list, height: int = 560) -> go.Figure:
     if df is None or len(df) == 0 or len(series) < 2:
         return empty_figure("This sweep has no Block-sparse / Static-sparse columns.", height)
     labels = configuration_labels(df, swept)
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
-                        subplot_titles=("AKF speedup = baseline cycles / AKF cycles (above 1: AKF is faster)",
-                                        "AKF energy ratio = AKF energy / baseline energy (below 1: AKF uses less)"))
+    # two-line panel titles: on one line the lower one was cut at a 900-px window
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.16,
+                        subplot_titles=("AKF speedup = baseline cycles / AKF cycles<br>(above 1: AKF is faster)",
+                                        "AKF energy ratio = AKF energy / baseline energy<br>"
+                                        "(below 1: AKF uses less)"))
     for name, sp, er, colour in series:
-        for row, column in ((1, sp), (2, er)):
+        for row, column, what in ((1, sp, "speedup"), (2, er, "energy ratio")):
             fig.add_trace(go.Bar(x=labels, y=df[column].to_numpy(np.float64), name=name, marker_color=colour,
                                  legendgroup=name, showlegend=row == 1,
-                                 hovertemplate=f"%{{x}}<br>AKF {name}: %{{y:.4g}}<extra></extra>"),
+                                 hovertemplate=f"%{{x}}<br>AKF {what} {name}: %{{y:.4g}}<extra></extra>"),
                           row=row, col=1)
     for row in (1, 2):
         fig.add_hline(y=1.0, line=dict(color="#555", width=1, dash="dot"), row=row, col=1)
     fig.update_layout(barmode="group")
     fig.update_annotations(font=dict(size=12), xanchor="left", x=0.0)
+    # the legend on a line of its own under the title (pixels from the top, whatever the height),
+    # with room for two lines: at the plot's top it wrapped over the first panel's title
     return styled(fig, "AKF against each baseline, per configuration", height,
-                  legend=dict(orientation="h", y=1.12, x=1, xanchor="right"),
-                  margin=dict(l=60, r=20, t=90, b=60))
+                  legend=dict(orientation="h", yref="container", y=1 - 34 / height, yanchor="top", x=0,
+                              xanchor="left"),
+                  margin=dict(l=60, r=20, t=140, b=60))

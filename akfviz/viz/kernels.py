@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .colors import family_color, families_in, kernel_color, kernel_family
-from .layout import aggregation_note, coarse_grid, empty_figure, grid_axes, log_ticks, occupancy, styled
+from .layout import BAR_TEXT, aggregation_note, coarse_grid, empty_figure, grid_axes, log_ticks, occupancy, styled
 
 
 def factorize_kernels(tile_kernels) -> tuple[np.ndarray, list]:
@@ -65,22 +65,77 @@ def kernel_map(tiles, tile_kernels, n_brows: int, n_bcols: int, tile: int,
 
 def kernel_mix(tile_kernels, weights=None, families: dict | None = None, height: int = 300) -> go.Figure:
     """Horizontal bars: number of tiles (or ``weights``, e.g. nnz) per chosen kernel
-    (``tile_kernels``: names per tile, or a :class:`pandas.Categorical`)."""
+    (``tile_kernels``: names per tile, or a :class:`pandas.Categorical`).
+
+    Bars run bottom to top in the kernel map's colour-bar order (the families of
+    ``colors.FAMILY_ORDER``, then by name within a family), and every bar is labelled with its
+    value and share, so a bar too short to see still reads (e.g. 12 nonzeros of 600,000)."""
     codes, names = factorize_kernels(tile_kernels)
     if codes.size == 0:
         return empty_figure("No tiles.", height)
     w = np.ones(codes.size) if weights is None else np.asarray(weights, np.float64)
     sums = np.bincount(codes, weights=w, minlength=len(names))
     used = np.bincount(codes, minlength=len(names)) > 0
-    uniq = sorted((n for n, u in zip(names, used) if u),
-                  key=lambda n: (families_in([n], families)[0], n))
+    uniq = mix_order([n for n, u in zip(names, used) if u], families)
     tot = [float(sums[names.index(u)]) for u in uniq]
-    fig = go.Figure(go.Bar(y=uniq, x=tot, orientation="h",
+    what = "tiles" if weights is None else "nonzeros"
+    total = sum(tot) or 1.0
+    fig = go.Figure(go.Bar(y=uniq, x=tot, orientation="h", name=what,
                            marker_color=[kernel_color(u, (families or {}).get(u)) for u in uniq],
-                           hovertemplate="%{y}: %{x:,.0f}<extra></extra>"))
-    fig.update_yaxes(autorange="reversed")
-    fig.update_xaxes(title="tiles" if weights is None else "nonzeros")
-    return styled(fig, "Kernel mix", height)
+                           text=[f"{v:,.0f} ({share_text(v / total)})" for v in tot],
+                           textposition="outside", cliponaxis=False, textfont=dict(size=BAR_TEXT),
+                           hovertemplate=f"%{{y}}: %{{x:,.0f}} {what}<extra></extra>"))
+    # first family at the bottom, as on the kernel map's colour bar beside it (not reversed)
+    # room past the longest bar for its label
+    fig.update_xaxes(title=what, range=[0, 1.45 * max(max(tot), 1e-30)], nticks=4)
+    return styled(fig, "Kernel mix", height, uniformtext=dict(minsize=BAR_TEXT, mode="show"))
+
+
+def share_text(f: float) -> str:
+    """A share for a bar label: "45 %", "0.3 %", "< 0.1 %" (never a rounded "0 %" for a kernel in use).
+
+    >>> share_text(0.45), share_text(0.003), share_text(1e-5), share_text(0.0)
+    ('45 %', '0.3 %', '< 0.1 %', '0 %')
+    """
+    p = 100 * f
+    if p == 0:
+        return "0 %"
+    if p < 0.1:
+        return "< 0.1 %"
+    return f"{p:.2g} %" if p < 10 else f"{p:.0f} %"
+
+
+def mix_order(names, families: dict | None = None) -> list[str]:
+    """Kernel names in the kernel map's colour-bar order: by family as :func:`colors.families_in`
+    orders them (``FAMILY_ORDER``, unknown families last), then by name within a family.
+
+    >>> mix_order(["SKIP", "PRUNE50", "BLOCK4", "CSC", "QUANT8"])
+    ['CSC', 'BLOCK4', 'PRUNE50', 'QUANT8', 'SKIP']
+    """
+    names = list(names)
+    fam = {n: kernel_family(n, (families or {}).get(n)) for n in names}
+    order = families_in(names, families)
+    return sorted(names, key=lambda n: (order.index(fam[n]), n))
+
+
+def no_fusion_reason(mode: str, notes=()) -> str:
+    """Why a plan has no fusion-weight trajectory, in words for the Kernels page: the selector's
+    own note when it left the descent out (e.g. "fusion descent skipped: … fits in SRAM"), else
+    the mode.
+
+    >>> no_fusion_reason("weights", ["fusion descent skipped: 9216 tiles and the argmin plan fits in SRAM"])
+    'The fusion-weight descent was skipped for this plan: 9216 tiles and the argmin plan fits in SRAM.'
+    >>> no_fusion_reason("error_budget")[:53]
+    'No fusion-weight descent for this plan: budget modes '
+    """
+    skipped = "fusion descent skipped:"
+    for note in notes or ():
+        if str(note).startswith(skipped):
+            return f"The fusion-weight descent was skipped for this plan: {str(note)[len(skipped):].strip()}."
+    if mode != "weights":
+        return ("No fusion-weight descent for this plan: budget modes pick the kernels by bisection on α/β "
+                "(the budget is the constraint); the descent runs in α / β mode.")
+    return "No fusion-weight trajectory was recorded for this plan (no decision units)."
 
 
 def fusion_trajectory(steps, cost, entropy, weights: dict | None = None, height: int = 360) -> go.Figure:
@@ -99,7 +154,8 @@ def fusion_trajectory(steps, cost, entropy, weights: dict | None = None, height:
     fig.add_trace(go.Scatter(x=steps, y=entropy, name="entropy", line=dict(color="#7f8c8d", dash="dot")),
                   1, 1, secondary_y=True)
     fig.update_yaxes(title_text="cost", row=1, col=1)
-    fig.update_yaxes(title_text="entropy", row=1, col=1, secondary_y=True)
+    # natural logarithm (fusion_weights: log w), so nats
+    fig.update_yaxes(title_text="entropy (nats)", row=1, col=1, secondary_y=True)
     if weights:
         for name, w in weights.items():
             fig.add_trace(go.Scatter(x=steps, y=w, name=f"w[{name}]", line=line_by_family(name, weights)), 2, 1)
@@ -207,7 +263,7 @@ def pareto_front(error, resource, current=None, labels=None, resource_name: str 
     fig = go.Figure(go.Scatter(x=resource[order], y=100 * error[order], mode="lines+markers", name="front",
                                line=dict(color="#2e86c1", shape="hv"),
                                text=None if labels is None else np.asarray(labels, dtype=object)[order],
-                               hovertemplate="%{x:.4g}, error %{y:.3g}%<br>%{text}<extra></extra>"))
+                               hovertemplate=f"{resource_name} %{{x:.4g}}, error %{{y:.3g}} %<br>%{{text}}<extra></extra>"))
     if current is not None:
         fig.add_trace(go.Scatter(x=[current[1]], y=[100 * current[0]], mode="markers", name="current plan",
                                  marker=dict(symbol="star", size=16, color="#e6194b")))
@@ -221,13 +277,13 @@ def pareto_front(error, resource, current=None, labels=None, resource_name: str 
     if far.any():
         fig.update_yaxes(range=[-0.03 * top, top])
         fig.add_annotation(x=0, xref="paper", y=1, yref="paper", xanchor="left", yanchor="bottom",
-                           showarrow=False, font=dict(size=11, color="#555"),
-                           text=f"↑ {int(far.sum())} plan(s) off the chart: up to {levels[-1]:.3g} % error, "
-                                f"resource from {resource[far].min():.3g}")
+                           showarrow=False, font=dict(size=11, color="#555"), align="left",
+                           text=f"↑ {int(far.sum())} plan{'s' if far.sum() > 1 else ''} off the chart<br>"
+                                f"(error up to {levels[-1]:.3g} %, resource from {resource[far].min():.3g})")
     # the legend below the axis title: at the top it ran into the cut-off note
-    return styled(fig, "Error–resource Pareto front", height + 30,
+    return styled(fig, "Error–resource Pareto front", height + 50,
                   legend=dict(orientation="h", y=-0.22, yanchor="top", x=1, xanchor="right"),
-                  margin=dict(l=60, r=20, t=50, b=80))
+                  margin=dict(l=60, r=20, t=70 if far.any() else 50, b=80))
 
 
 def perftable_fits(curves: list[dict], height_per_row: int = 210, cols: int = 3,

@@ -10,6 +10,11 @@ FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=12, col
 _PLASMA = [[0.0, "#0d0887"], [0.111, "#46039f"], [0.222, "#7201a8"], [0.333, "#9c179e"],
            [0.444, "#bd3786"], [0.556, "#d8576b"], [0.667, "#ed7953"], [0.778, "#fb9f3a"],
            [0.889, "#fdca26"], [1.0, "#f0f921"]]
+#: Left padding of every figure title (px): it sat flush against the white panel's edge.
+TITLE_PAD = 8
+#: Smallest text drawn on or beside bars (px): plotly shrinks bar text to fit a narrow bar
+#: (down to about 5 px on a 900-px window) unless a minimum is set.
+BAR_TEXT = 12
 _AXIS = dict(ticks="", title=dict(standoff=15), automargin=True, zerolinewidth=2)
 _COLORBAR = dict(outlinewidth=0, ticks="")
 #: The few defaults of plotly's own "plotly" template that the figures rely on. Without a
@@ -28,14 +33,22 @@ TEMPLATE = go.layout.Template(
 
 
 def styled(fig: go.Figure, title: str | None = None, height: int = 380, **layout) -> go.Figure:
-    """Apply the common look (a small template, compact margins, readable fonts)."""
-    layout.setdefault("margin", dict(l=60, r=20, t=50 if title else 20, b=50))
+    """Apply the common look (a small template, compact margins, readable fonts).
+
+    The title sits a few pixels in from the panel's left edge (flush against it, it read as cut
+    off), and every ``<br>`` in it gets 18 px more of top margin (a title wrapped by hand for a
+    narrow page must not run into the plot)."""
+    lines = 1 + (title or "").count("<br>")
+    layout.setdefault("margin", dict(l=60, r=20, t=(32 + 18 * lines) if title else 20, b=50))
     fig.update_layout(template=TEMPLATE)
     fig.update_xaxes(gridcolor=GRID, zerolinecolor=ZERO, linecolor=ZERO)
     fig.update_yaxes(gridcolor=GRID, zerolinecolor=ZERO, linecolor=ZERO)
     fig.update_layout(
         paper_bgcolor="white", plot_bgcolor="white", font=FONT, height=height,
-        title=dict(text=title, x=0.0, xanchor="left", font=dict(size=14)) if title else None,
+        # from the top edge down (not centred in the top margin): a figure's legend or notes can
+        # then sit at a known distance under it
+        title=dict(text=title, x=0.0, xanchor="left", y=1.0, yref="container", yanchor="top",
+                   pad=dict(l=TITLE_PAD, t=12), font=dict(size=14)) if title else None,
         **layout,
     )
     return fig

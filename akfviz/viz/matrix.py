@@ -40,7 +40,9 @@ def spy_density(A, max_bins: int = 512, title: str | None = None, height: int = 
     """Spy plot that stays honest for large matrices: one heatmap of bin densities, log colour.
 
     Empty bins are blank (not the lowest colour), so a sparse matrix never looks dense.
-    The payload is at most ``max_bins²`` float32 values.
+    The colour is log10 of the density, the colour bar and the hover read in density itself
+    (the hover's value travels as ``customdata``). The payload is at most ``2 · max_bins²``
+    float32 values.
     """
     n, m = A.shape
     if A.nnz == 0:
@@ -51,31 +53,41 @@ def spy_density(A, max_bins: int = 512, title: str | None = None, height: int = 
     hi = max(float(np.nanmax(z)), lo + 1e-6)
     ticks = np.asarray(log_ticks(lo, hi))
     exact = sr == 1 and sc == 1
+    what = "nonzero" if exact else "density (nonzeros / bin area)"
     fig = go.Figure(go.Heatmap(
         z=z, x0=(sc - 1) / 2, dx=sc, y0=(sr - 1) / 2, dy=sr,
         colorscale="Viridis", zmin=lo, zmax=hi,
-        colorbar=dict(title=dict(text="density" if not exact else "nonzero", side="right"),
+        # the density itself, as the colour bar is labelled (the colour is its log10)
+        customdata=dens.astype(np.float32) if not exact else None,
+        colorbar=dict(title=dict(text="density", side="right"),
                       tickvals=ticks.tolist(), ticktext=[f"{10 ** t:.2g}" for t in ticks]),
-        hovertemplate="row ≈ %{y:.0f}, col ≈ %{x:.0f}<br>log10 density %{z:.2f}<extra></extra>",
+        hovertemplate=("row %{y:.0f}, column %{x:.0f}: nonzero" if exact else
+                       f"rows ≈ %{{y:.0f}}, columns ≈ %{{x:.0f}}<br>{what} %{{customdata:.3g}}") + "<extra></extra>",
         showscale=not exact,
     ))
     stretched = grid_axes(fig, n, m, "row", "column")   # very tall/wide: stretched, and the title says so
     sub = "exact (one bin per entry)" if exact else f"{sr}×{sc} entries per bin"
     sub += ", aspect stretched" if stretched else ""
-    return styled(fig, title or f"Spy plot — {n}×{m}, nnz {A.nnz:,} ({sub})", height=height)
+    # the details on a second, smaller line: on one line the title was cut at a 900-px window
+    return styled(fig, title or f"Spy plot — {n}×{m}, nnz {A.nnz:,}<br><span style='font-size:12px'>{sub}</span>",
+                  height=height)
 
 
 def nnz_histograms(A, height: int = 300) -> go.Figure:
     """Histograms of nonzeros per row and per column (log count axis)."""
     row_nnz, col_nnz = _row_col_nnz(A)
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("nnz per row", "nnz per column"),
-                        horizontal_spacing=0.12)
-    for k, (vals, color) in enumerate(((row_nnz, "#2e86c1"), (col_nnz, "#e67e22")), start=1):
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("per row", "per column"),
+                        horizontal_spacing=0.14)
+    for k, (vals, color, what) in enumerate(((row_nnz, "#2e86c1", "rows"), (col_nnz, "#e67e22", "columns")),
+                                            start=1):
         fig.add_trace(go.Histogram(x=vals, marker_color=color, nbinsx=min(60, int(vals.max()) + 1 if vals.size else 1),
-                                   showlegend=False), row=1, col=k)
-        fig.update_xaxes(title_text="nnz", row=1, col=k)
-        fig.update_yaxes(title_text="count" if k == 1 else None, type="log", dtick=1, row=1, col=k)
-    return styled(fig, height=height, bargap=0.05)
+                                   name=f"nonzeros per {what[:-1]}", showlegend=False,
+                                   hovertemplate=f"%{{x}} nonzeros: %{{y:,}} {what}<extra></extra>"), row=1, col=k)
+        # few ticks, never rotated: four labels ran together in a 180-px panel
+        fig.update_xaxes(title_text="nonzeros", nticks=4, tickangle=0, row=1, col=k)
+        fig.update_yaxes(title_text=f"{what} (count)", type="log", dtick=1, row=1, col=k)
+    fig.update_annotations(font_size=12)
+    return styled(fig, "Nonzeros per row and per column", height=height + 30, bargap=0.05)
 
 
 def _row_col_nnz(A) -> tuple[np.ndarray, np.ndarray]:

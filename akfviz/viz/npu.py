@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .colors import kernel_color
-from .layout import coarse_grid, empty_figure, grid_axes, styled
+from .layout import BAR_TEXT, coarse_grid, empty_figure, grid_axes, styled
 
 # Inferno with its first colour written as #000000: the browser build parses plotly's "#000004"
 # as a short #RGBA colour and draws idle PEs purple (seen in the screenshots).
@@ -299,13 +299,23 @@ def annealing_trajectory(proposals, objective, greedy: float | None = None,
 def fused_vs_unfused(rows: dict, height: int = 320) -> go.Figure:
     """Side-by-side bars of cycles and energy for the fused and the unfused execution.
 
-    ``rows``: ``{"fused": {"cycles": .., "energy_pj": ..}, "unfused": {...}}``.
+    ``rows``: ``{"fused": {"cycles": .., "energy_pj": ..}, "unfused": {...}}``. Energy is drawn
+    in µJ, as the page's energy metric and the energy breakdown give it (pJ in the hover).
     """
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("cycles", "energy (pJ)"))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("cycles", "energy (µJ)"))
     names = list(rows)
     colors = ["#17a589", "#95a5a6", "#2e86c1", "#e67e22"]
-    for j, metric in enumerate(("cycles", "energy_pj"), start=1):
-        vals = [float(rows[n][metric]) for n in names]
-        fig.add_trace(go.Bar(x=names, y=vals, marker_color=colors[:len(names)], showlegend=False,
-                             text=[f"{v:.4g}" for v in vals], textposition="auto"), 1, j)
-    return styled(fig, "Fused vs unfused execution", height)
+    cycles = [float(rows[n]["cycles"]) for n in names]
+    pj = np.array([float(rows[n]["energy_pj"]) for n in names])
+    fig.add_trace(go.Bar(x=names, y=cycles, marker_color=colors[:len(names)], showlegend=False, name="cycles",
+                         text=[f"{v:,.0f}" for v in cycles], textposition="auto", textfont=dict(size=BAR_TEXT),
+                         hovertemplate="%{x}: %{y:,.0f} cycles<extra></extra>"), 1, 1)
+    fig.add_trace(go.Bar(x=names, y=pj * 1e-6, marker_color=colors[:len(names)], showlegend=False, name="energy",
+                         text=[f"{v:.4g} µJ" for v in pj * 1e-6], textposition="auto", textfont=dict(size=BAR_TEXT),
+                         customdata=pj,
+                         hovertemplate="%{x}: %{y:.4g} µJ = %{customdata:,.0f} pJ<extra></extra>"), 1, 2)
+    fig.update_yaxes(title_text="cycles", row=1, col=1)
+    fig.update_yaxes(title_text="µJ", row=1, col=2)
+    fig.update_annotations(font_size=12)
+    return styled(fig, "Fused vs unfused execution", height, uniformtext=dict(minsize=BAR_TEXT, mode="show"),
+                  margin=dict(l=60, r=20, t=70, b=50))

@@ -38,18 +38,20 @@ def tile_density_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 25
                       ticktext=[f"{10 ** t:.2g}" for t in ticks]),
         hoverinfo="skip",
     ))
-    _click_layer(fig, idx, z, sr, sc)
+    _click_layer(fig, idx, z, grid, sr, sc)
     _mark(fig, tiles, selected)
     _tile_axes(fig, n_brows, n_bcols, tile)
     # the extent of the tiles, not of the markers (autorange would pad for their size)
     fig.update_xaxes(range=[-0.5, n_bcols - 0.5], autorange=False)
     fig.update_yaxes(range=[n_brows - 0.5, -0.5], autorange=False)
+    note = aggregation_note(sr, sc, "mean density over its area")
     return styled(fig, f"Tile density — {len(tiles):,} nonempty tiles of {n_brows}×{n_bcols}"
-                       + aggregation_note(sr, sc, "mean density over its area"), height)
+                       + (f"<br><span style='font-size:12px'>{note.strip()}</span>" if note else ""), height)
 
 
-def _click_layer(fig: go.Figure, idx, z, sr: int, sc: int) -> None:
-    """Invisible markers on the nonempty cells, carrying the tile index as ``customdata``.
+def _click_layer(fig: go.Figure, idx, z, density, sr: int, sc: int) -> None:
+    """Invisible markers on the nonempty cells, carrying ``[tile index, density]`` as ``customdata``
+    (the hover gives the density itself, as the colour bar is labelled; the colour is its log10).
 
     Plotly heatmaps fire no click events once the chart is in selection mode (as
     ``st.plotly_chart(on_select=...)`` puts it; plotly.js issue 7685), so a click on a cell
@@ -59,11 +61,12 @@ def _click_layer(fig: go.Figure, idx, z, sr: int, sc: int) -> None:
     side = max(idx.shape)
     fig.add_trace(go.Scattergl(  # float32 / int32 typed arrays: ≈ 16 bytes per cell in the JSON
         x=(c * sc + (sc - 1) / 2).astype(np.float32), y=(r * sr + (sr - 1) / 2).astype(np.float32),
-        mode="markers", customdata=idx[r, c].astype(np.int32),
+        # float32 holds tile numbers exactly up to 2**24, far above the 256 × 256 cells of a map
+        mode="markers", customdata=np.column_stack([idx[r, c], density[r, c]]).astype(np.float32),
         marker=dict(symbol="square", size=max(3, min(14, 360 // max(side, 1))), opacity=0,
                     color=z[r, c].astype(np.float32)),
-        hovertemplate="bi %{y:.0f}, bj %{x:.0f}<br>log10 density %{marker.color:.2f}<br>"
-                      "tile #%{customdata}<extra></extra>",
+        hovertemplate="bi %{y:.0f}, bj %{x:.0f}<br>density %{customdata[1]:.3g}<br>"
+                      "tile #%{customdata[0]:.0f}<extra></extra>",
         showlegend=False, name="tiles"))
 
 
@@ -104,8 +107,9 @@ def cluster_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 256,
     ))
     _tile_axes(fig, n_brows, n_bcols, tile)
     n_cl = int(cl.max()) + 1 if cl.size else 0
-    return styled(fig, f"LSH clusters — {n_cl} clusters (colours repeat every {k})"
-                       + aggregation_note(sr, sc, "the cluster of its first nonempty tile"), height)
+    # the details on a second, smaller line: on one line the title was cut at a 900-px window
+    return styled(fig, f"LSH clusters — {n_cl} clusters<br><span style='font-size:12px'>colours repeat every {k}"
+                       + aggregation_note(sr, sc, "the cluster of its first nonempty tile") + "</span>", height)
 
 
 def representative_gallery(dense_tiles: list, labels: list[str], cols: int = 4,

@@ -92,7 +92,7 @@ def test_generate_form_switches_the_workload(app):
     _ok(app)
     q = dict(app.query_params)
     assert q["src"] == "gen" and q["gen"] == "stencil5"
-    assert "generated" in app.caption[1].value or any("stencil5" in s.value for s in app.subheader)
+    assert "generated" in app.caption[1].value or any("stencil5" in s.value for s in app.header)
 
 
 def test_bad_upload_shows_error_not_traceback(app):
@@ -210,7 +210,7 @@ def test_patterns_tile_selection_in_url(app):
     app.number_input(key="w:tsel").set_value(5).run()
     _ok(app)
     assert dict(app.query_params)["tsel"] == "5"
-    assert any(m.value.startswith("**Tile #5**") for m in app.markdown)
+    assert any(h.value == "Tile #5" for h in app.subheader)   # a heading under "Details"
 
 
 def test_learn_steps_forward(app):
@@ -230,7 +230,7 @@ def test_design_space_runs_a_sweep(app):
     next(b for b in app.button if b.label == "Run sweep").click().run()
     _ok(app)
     assert len(charts(app)) >= 2
-    assert any("2 configurations" in s.value for s in app.subheader)
+    assert any("2 configurations" in s.value for s in app.header)
 
 
 def test_design_space_runs_a_small_default_grid_on_opening(app):
@@ -239,11 +239,11 @@ def test_design_space_runs_a_small_default_grid_on_opening(app):
     app.switch_page("pages/5_Design_space.py").run()
     _ok(app)
     assert len(charts(app)) >= 2
-    assert any("6 configurations (run automatically" in s.value for s in app.subheader)
+    assert any("6 configurations (run automatically" in s.value for s in app.header)
     # pressing the button afterwards reruns it and says so
     next(b for b in app.button if b.label == "Run sweep").click().run()
     _ok(app)
-    assert any("6 configurations (run in this session)" in s.value for s in app.subheader)
+    assert any("6 configurations (run in this session)" in s.value for s in app.header)
 
 
 def test_design_space_large_grid_waits_for_the_button(app):
@@ -438,7 +438,8 @@ def test_compare_shows_a_dash_where_the_paper_makes_no_claim(app):
     assert table.loc["AKF", "energy_claimed_text"] == "0.8"
     assert "note" not in table.columns and not table.isna().any().any()
     # the per-plan notes are a list under the table, not a column cut off at the page's edge
-    notes = [m.value for m in app.markdown if m.value.startswith("**Where and why they differ**")]
+    assert any(h.value == "Where and why they differ" for h in app.subheader)      # a heading, not bold text
+    notes = [m.value for m in app.markdown if m.value.startswith("- **")]
     assert notes and all(f"**{p}**" in notes[0] for p in ("BlockSparse", "StaticSparse", "AKF"))
     # the comparison's progress bar is gone once it is done, and a rerun (cache hit) replays none
     assert not app.get("progress")
@@ -864,5 +865,5 @@ def test_link_warnings_are_not_hidden_in_collapsed_expanders_and_clamps_are_said
     app.run()
     app.switch_page("pages/1_Patterns.py").run()
     seen = _warnings_outside_expanders(app.main)
-    assert any(w.startswith("Selected tile (row of pa.tiles): 1000000000 is outside 0 … ") for w in seen), seen
+    assert any(w.startswith("Selected tile number (as in the map's hover): 1000000000 is outside 0 … ") for w in seen), seen
     assert any("7 is not one of the choices here" in w for w in seen), seen

@@ -393,7 +393,10 @@ def test_tile_density_map_click_layer_points_at_each_tile():
     assert len(layer) == 1 and layer[0].marker.opacity == 0
     pts = layer[0]
     assert len(pts.customdata) == len(tiles)  # one grid cell per tile here (no coarsening)
-    t = np.asarray(pts.customdata, dtype=np.int64)
+    cd = np.asarray(pts.customdata, dtype=np.float64)
+    t = cd[:, 0].astype(np.int64)                # [tile index, density]: the hover gives the density itself
+    np.testing.assert_allclose(cd[:, 1], tiles["density"].to_numpy()[t], rtol=1e-6)
+    assert "density %{customdata[1]" in pts.hovertemplate and "log10" not in pts.hovertemplate
     np.testing.assert_array_equal(tiles["bj"].to_numpy()[t], np.asarray(pts.x, dtype=np.int64))
     np.testing.assert_array_equal(tiles["bi"].to_numpy()[t], np.asarray(pts.y, dtype=np.int64))
     np.testing.assert_allclose(np.asarray(pts.marker.color, dtype=float),
@@ -679,7 +682,7 @@ def test_pareto_front_cuts_the_drop_everything_plan_off_and_says_so():
                           resource_name="energy / Dense")
     lo, hi = fig.layout.yaxis.range
     assert 0.4 < hi < 1.0 and lo < 0
-    assert any("1 plan(s) off the chart: up to 100 % error, resource from 0" in a.text
+    assert any("1 plan off the chart<br>(error up to 100 %, resource from 0)" in a.text
                for a in fig.layout.annotations)
     # the legend sits below the plot, away from the note at the top (they overlapped at 1400 px)
     assert fig.layout.legend.y < 0 and fig.layout.legend.yanchor == "top"

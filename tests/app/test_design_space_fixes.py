@@ -25,14 +25,18 @@ def test_constant_parallel_coordinate_axes_show_their_single_value():
     df = _designer_frame()
     fig = dse.parallel_coordinates(df, ["rows", "sram_bytes_per_pe", "cycles", "energy_pj", "error_pct",
                                         "speedup"], "energy_pj")
-    dims = {d.label.split("<br>")[0]: d for d in fig.data[0].dimensions}
-    for name, text in (("cycles", "938"), ("error_pct", "0.7806"), ("speedup", "1")):
+    # axes titled in short words with units, energy in µJ
+    dims = {d.label.split("<br>(constant)")[0]: d for d in fig.data[0].dimensions}
+    assert set(dims) == {"PE rows", "SRAM/PE (B)", "cycles", "energy (µJ)", "error (%)", "speedup (×)"}
+    for name, text in (("cycles", "938"), ("error (%)", "0.7806"), ("speedup (×)", "1")):
         d = dims[name]
         # ticks given: plotly draws only these and no invented range labels at the axis ends
         assert list(d.ticktext) == [text] and len(d.tickvals) == 1, name
         assert d.range[0] < d.tickvals[0] < d.range[1]
         assert "constant" in d.label
-    for name in ("rows", "energy_pj"):          # varying axes keep plotly's own range and ticks
+    np.testing.assert_allclose(dims["energy (µJ)"].values, df["energy_pj"] * 1e-6)
+    assert fig.data[0].line.colorbar.title.text == "energy<br>(µJ)"
+    for name in ("PE rows", "energy (µJ)"):          # varying axes keep plotly's own range and ticks
         assert dims[name].tickvals is None and dims[name].range is None and "constant" not in dims[name].label
 
 
@@ -43,8 +47,8 @@ def test_optimal_points_are_drawn_on_top_and_stacked_points_are_counted():
     dots, rings = fig.data[0], fig.data[1]
     # the two least-energy configurations are the optimal ones, and they are drawn last (on top)
     assert list(rings.x) == [938.0, 938.0]
-    assert list(dots.marker.color[-2:]) == [5.29e6, 5.29e6]
-    assert list(dots.marker.color[:2]) == [7.98e6, 7.98e6]
+    np.testing.assert_allclose(dots.marker.color[-2:], [5.29, 5.29])    # energy in µJ
+    np.testing.assert_allclose(dots.marker.color[:2], [7.98, 7.98])
     # the hover of the spot lists all six configurations, the optimal ones first and marked
     text = dots.text[-1]
     assert text.startswith("6 configurations at this spot")
