@@ -153,11 +153,11 @@ for col, key in zip(cols, ("rows", "columns", "nnz", "density", "empty rows", "m
 
 left, right = figure_pair("matrix_figs", grow=(3, 2))
 with left:
-    S.chart(vm.spy_density(A, max_bins=512), key="spy")
+    S.chart(S.figure_cached(f"spy|{wl.digest}", lambda: vm.spy_density(A, max_bins=512)), key="spy")
     st.caption("How to read this: each cell is a bin of the matrix; colour = fraction of nonzero entries in it "
                "(log scale), blank = no nonzeros. Large matrices are aggregated, never downsampled.")
 with right:
-    S.chart(vm.nnz_histograms(A), key="nnz_hist")
+    S.chart(S.figure_cached(f"nnz_hist|{wl.digest}", lambda: vm.nnz_histograms(A)), key="nnz_hist")
     st.caption("How to read this: how many rows (left) or columns (right) hold a given number of nonzeros; "
                "a long tail means a few dense rows/columns (outliers).")
     st.dataframe(pd.DataFrame({"statistic": list(summary), "value": [f"{v:.6g}" if isinstance(v, float) else str(v)

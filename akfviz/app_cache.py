@@ -70,6 +70,19 @@ def _matrix_digest(A) -> str:
     return h.hexdigest()
 
 
+def frame_digest(df) -> str:
+    """sha256 of a DataFrame's values, index and column names (a sweep's table is small: this is
+    far cheaper than the figures it keys)."""
+    import pandas as pd
+
+    try:
+        h = hashlib.sha256(pd.util.hash_pandas_object(df, index=True).to_numpy().tobytes())
+    except TypeError:  # a column of unhashable cells (lists): its text instead
+        h = hashlib.sha256(df.to_json(orient="split", default_handler=str).encode())
+    h.update(repr(list(df.columns)).encode())
+    return h.hexdigest()
+
+
 def bytes_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

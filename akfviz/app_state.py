@@ -34,7 +34,7 @@ from . import __version__
 from .errors import InputError
 from .app_url import (FIELDS, Field, GEN_PREFIX, JS_MAX_INT, MAX_APP_SIDE, MAX_GENERATED_DENSE,
     MAX_GENERATED_NNZ, MAX_GRID_SIDE, coerce_gen_value, form_number, parse_query, shorten, to_query)  # noqa: F401 (re-exported)
-from .app_cache import (MAX_RECORDED_INTERVALS, analyze_cached, bytes_digest, compare_cached,
+from .app_cache import (MAX_RECORDED_INTERVALS, analyze_cached, bytes_digest, compare_cached, frame_digest,
     cpu_check_cached, generate_cached, input_vector, load_cached, mapping_cached, matrix_choices_cached,
     matrix_digest, pareto_cached, perftable_cached, prediction_error_cached, sample_cached, select_cached,
     simulate_cached, solver_cached, stage, warm_up)  # noqa: F401 (re-exported)
@@ -353,10 +353,14 @@ PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png",
 def chart(fig, key: str, **kwargs):
     """``st.plotly_chart`` with our own colours (``theme=None``: the fixed kernel-family colours and the
     colour scales are never restyled by the Streamlit theme)."""
+    if isinstance(fig, dict) and not fig.get("data"):
+        # a cached figure of shapes and annotations only (the Learn grid): plotly refuses such a dict
+        import plotly.graph_objects as go
+        fig = go.Figure(fig)
     return st.plotly_chart(fig, key=key, theme=None, config=PLOTLY_CONFIG, **kwargs)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_data(max_entries=96, show_spinner=False)
 def figure_cached(key: str, _build):
     """A figure that depends only on ``key``, built once and kept as a plain dict (cheap to re-send)."""
     return _build().to_dict()

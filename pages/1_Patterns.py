@@ -85,22 +85,28 @@ except (TypeError, ValueError, AttributeError, KeyError, IndexError):
     pass
 
 st.header("Cluster representatives")
-top = clusters.sort_values("size", ascending=False).head(12)
-dense = [ts.dense(int(r)) for r in top["representative"]]
-labels = [f"c{cid}: {int(row['size'])} tiles, d={row['mean_density']:.2g}" for cid, row in top.iterrows()]
-S.chart(vp.representative_gallery(dense, labels, cols=min(6, max(len(dense), 3)), height_per_row=230),
-                key="gallery")
+
+
+def _gallery():
+    top = clusters.sort_values("size", ascending=False).head(12)
+    dense = [ts.dense(int(r)) for r in top["representative"]]
+    labels = [f"c{cid}: {int(row['size'])} tiles, d={row['mean_density']:.2g}" for cid, row in top.iterrows()]
+    return vp.representative_gallery(dense, labels, cols=min(6, max(len(dense), 3)), height_per_row=230)
+
+
+# every figure below depends on the analysis only (akey), or on it and the selected tile: built once
+S.chart(S.figure_cached(f"gallery|{akey}", _gallery), key="gallery")
 st.caption("How to read this: the medoid tile of each of the largest clusters (|value|, blank = zero); the "
            "selector evaluates expensive kernels on these representatives only.")
 
 left, right = figure_pair("patterns_histograms")
 with left:
-    S.chart(vp.density_histogram(tiles), key="dens_hist")
+    S.chart(S.figure_cached(f"dens_hist|{akey}", lambda: vp.density_histogram(tiles)), key="dens_hist")
     st.caption("How to read this: how many tiles have a given density (log bins), coloured by the analysis' "
                "log-density bin; the LSH split uses these bins so a 1 % tile and a 60 % tile never share a "
                "cluster.")
 with right:
-    S.chart(vp.cluster_sizes(clusters), key="cluster_sizes")
+    S.chart(S.figure_cached(f"cluster_sizes|{akey}", lambda: vp.cluster_sizes(clusters)), key="cluster_sizes")
     st.caption("How to read this: bar height = tiles in a cluster, colour = within-cluster Jaccard "
                "(green = members look alike, red = loose cluster).")
 
@@ -110,8 +116,9 @@ with d1:
     st.subheader(f"Tile #{tsel}")
     row = tiles.iloc[tsel]
     st.dataframe(property_table(tiles, tsel, "feature"), hide_index=True, width="stretch", height=300)
-    S.chart(vp.representative_gallery([ts.dense(tsel)], [f"tile ({int(row['bi'])}, {int(row['bj'])})"], cols=1,
-                                              height_per_row=260), key="tile_detail")
+    S.chart(S.figure_cached(f"tile_detail|{akey}|{tsel}", lambda: vp.representative_gallery(
+        [ts.dense(tsel)], [f"tile ({int(row['bi'])}, {int(row['bj'])})"], cols=1, height_per_row=260)),
+        key="tile_detail")
 with d2:
     st.subheader(f"Cluster {csel}")
     crow = clusters.loc[csel]

@@ -43,7 +43,8 @@ except (InputError, ValueError) as exc:
     st.stop()
 S.record_result("compare", df[["cycles", "speedup", "energy_pj", "energy_rel", "error_pct"]].to_dict("index"))
 claimed = cmp_mod.PAPER_CLAIMS.rename(columns={"energy_table": "energy_rel"})
-S.chart(vc.compare_bars(df, claimed), key="compare_bars")
+S.chart(S.figure_cached(f"compare_bars|{S.plan_key(wl, pa, hwk)}|{extra}", lambda: vc.compare_bars(df, claimed)),
+        key="compare_bars")
 st.caption("How to read this: bars = measured here, value past the end; red diamonds just above a bar = the paper's table (its energy row is labelled "
            "\"Watts\" but read here as relative to Dense). Speedup and energy are relative to Dense on the same hardware.")
 

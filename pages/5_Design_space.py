@@ -197,16 +197,19 @@ ycol = c2.selectbox("y axis", numeric, index=numeric.index("error_pct") if "erro
                     format_func=_column_choice)
 ccol = c3.selectbox("colour", numeric, index=numeric.index("energy_pj") if "energy_pj" in numeric else 0, key="dse_c",
                     format_func=_column_choice)
-S.chart(vd.sweep_scatter(df, xcol, ycol, ccol, hover=swept + ["kernel_mix"]), key="dse_scatter")
+dkey = S.frame_digest(df)   # the sweep shown: figures are cached by its content and the chosen columns
+S.chart(S.figure_cached(f"dse_scatter|{dkey}|{xcol}|{ycol}|{ccol}|{swept}", lambda: vd.sweep_scatter(
+    df, xcol, ycol, ccol, hover=swept + ["kernel_mix"])), key="dse_scatter")
 st.caption(vd.pareto_caption(xcol, ycol, ccol) + " Configurations at the same spot are counted (×n); the hover "
            "lists each of them, and a ringed dot shows an optimal one's colour.")
 if has_baselines:
-    S.chart(vd.baseline_bars(df, swept), key="dse_baselines_chart")
+    S.chart(S.figure_cached(f"dse_baselines|{dkey}|{swept}", lambda: vd.baseline_bars(df, swept)),
+            key="dse_baselines_chart")
     st.caption("How to read this: one group of bars per configuration (the swept settings below it), one bar per "
                "baseline; top: above the dotted line = AKF is faster than that baseline, bottom: below it = AKF "
                "uses less energy. Hover for the values; every number is also in the table.")
-S.chart(vd.parallel_coordinates(df, swept + ["cycles", "energy_pj", "error_pct", "speedup"], ccol),
-        key="dse_parcoords")
+S.chart(S.figure_cached(f"dse_parcoords|{dkey}|{ccol}|{swept}", lambda: vd.parallel_coordinates(
+    df, swept + ["cycles", "energy_pj", "error_pct", "speedup"], ccol)), key="dse_parcoords")
 st.caption("How to read this: each line is one configuration crossing every axis; drag on an axis to filter. "
            "An axis marked (constant) has one value at every point.")
 help_of = getattr(sweep, "COLUMN_HELP", {})

@@ -49,7 +49,8 @@ try:
     pa = S.analyze_cached(digest, A, tile, S.lsh_tuple())
     key = S.analysis_key(digest, tile)
     plan = S.select_cached(key, pa, 1.0, 1.0, float(eps), S.get("gran"), hwk, hw, (("resource", S.get("resource")),))
-    res = S.solver_cached(f"{key}|{eps}|{S.get('gran')}|{S.get('resource')}", plan, hwk, hw, method, int(iters))
+    skey = f"{key}|{eps}|{S.get('gran')}|{S.get('resource')}"
+    res = S.solver_cached(skey, plan, hwk, hw, method, int(iters))
 except (InputError, ValueError) as exc:
     S.show_error(exc)
     st.stop()
@@ -71,17 +72,17 @@ for note in res.notes:
 cur = res.curves
 left, right = figure_pair("solver_figs", grow=(3, 2))
 with left:
-    S.chart(vs.convergence({"exact A": cur["residual_exact"], f"lossy plan Â (ε = {eps:g})":
-                                    cur["residual_approx"]},
-                                   ylabel="residual ‖b − A x_k‖ / ‖b‖" if method != "power" else "residual",
-                                   iterations=cur["iteration"]),
-                    key="conv")
+    fkey = f"{skey}|{hwk}|{method}|{int(iters)}"      # what solver_cached was called with
+    S.chart(S.figure_cached(f"conv|{fkey}", lambda: vs.convergence(
+        {"exact A": cur["residual_exact"], f"lossy plan Â (ε = {eps:g})": cur["residual_approx"]},
+        ylabel="residual ‖b − A x_k‖ / ‖b‖" if method != "power" else "residual", iterations=cur["iteration"])),
+        key="conv")
     st.caption("How to read this: residual per iteration, both measured against the exact A; the lossy plan's "
                "curve flattens where its approximation error stops further progress.")
 with right:
     rows = {("non-pers." if k == "non-persistent" else k): {"dram_bytes_per_iter": res.npu.loc[k, "dram_bytes_per_iteration"],
                 "cycles_per_iter": res.npu.loc[k, "cycles_per_iteration"]} for k in res.npu.index}
-    S.chart(vs.persistence_bars(rows), key="persist")
+    S.chart(S.figure_cached(f"persist|{fkey}", lambda: vs.persistence_bars(rows)), key="persist")
     st.caption("How to read this: a persistent kernel keeps payloads and vector slices on chip (a barrier between "
                "iterations); non-persistent reloads everything from DRAM and pays a kernel launch each iteration.")
 st.dataframe(vs.npu_cost_table(res.npu), width="stretch",

@@ -42,6 +42,7 @@ with st.expander("The tiny case", expanded=False):
 rows, cols = (int(v) for v in grid.split("×"))
 try:
     tc = build(int(n), int(tile), rows, cols, float(density), float(xd), kernel, int(seed), hwk, hw)
+    tck = f"{int(n)}|{int(tile)}|{rows}|{cols}|{float(density)}|{float(xd)}|{kernel}|{int(seed)}|{hwk}"
 except (InputError, ValueError) as exc:
     S.show_error(exc)
     st.stop()
@@ -88,15 +89,16 @@ else:
 W = vl.PANEL_WIDTH
 with st.container(horizontal=True, gap="medium", key="learn_figs"):
     with st.container(width=W):
-        S.chart(vl.learn_matrix(tc.A_hat, tc.x, tr.tile, tc.work.bi, tc.work.bj, tr.tile_pe, step, width=W),
-                key="lm", width=W)
+        S.chart(S.figure_cached(f"lm|{tck}|{i}|{W}", lambda: vl.learn_matrix(
+            tc.A_hat, tc.x, tr.tile, tc.work.bi, tc.work.bj, tr.tile_pe, step, width=W)), key="lm", width=W)
         st.caption("How to read this: the matrix the PEs hold (after the kernel: Â), each tile framed in its PE's "
                    "colour (the PE boxes list their tiles); the shaded column is the input x_j of the current event.")
     with st.container(width=W):
-        S.chart(vl.learn_grid(state, tr, step, width=W), key="lg", width=W)
+        S.chart(S.figure_cached(f"lg|{tck}|{i}|{W}", lambda: vl.learn_grid(state, tr, step, width=W)),
+                key="lg", width=W)
         st.caption("How to read this: each box is a PE with its clock (when it is next free) and the events that "
                    "have arrived but wait to be processed; the arrow shows where the current message travels.")
-S.chart(vl.learn_timeline(tr, i), key="lt")
+S.chart(S.figure_cached(f"lt|{tck}|{i}", lambda: vl.learn_timeline(tr, i)), key="lt")
 st.caption("How to read this: what each PE has been busy with so far; the dashed line is the final makespan "
            "(its value is in the axis title).")
 

@@ -1,0 +1,75 @@
+"""A rerun that changes nothing a figure depends on does not rebuild it (probe: interactive speed —
+six pages rebuilt every plotly figure on every rerun, Patterns over 300 ms each time)."""
+import collections
+
+import pytest
+
+from akfviz.viz import compare as vc
+from akfviz.viz import dse as vd
+from akfviz.viz import learn as vl
+from akfviz.viz import matrix as vm
+from akfviz.viz import patterns as vp
+from akfviz.viz import solver as vs
+
+BUILDERS = {
+    "app.py": (vm, ["spy_density", "nnz_histograms"]),
+    "pages/1_Patterns.py": (vp, ["tile_density_map", "cluster_map", "representative_gallery", "density_histogram",
+                                 "cluster_sizes"]),
+    "pages/4_Compare.py": (vc, ["compare_bars"]),
+    "pages/5_Design_space.py": (vd, ["sweep_scatter", "baseline_bars", "parallel_coordinates"]),
+    "pages/6_Solver.py": (vs, ["convergence", "persistence_bars"]),
+    "pages/7_Learn.py": (vl, ["learn_matrix", "learn_grid", "learn_timeline"]),
+}
+
+
+def _count(monkeypatch, module, names):
+    calls = collections.Counter()
+    for name in names:
+        fn = getattr(module, name)
+
+        def counted(*a, _fn=fn, _name=name, **k):
+            calls[_name] += 1
+            return _fn(*a, **k)
+        monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+def _ok(at):
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+@pytest.mark.parametrize("page", list(BUILDERS))
+def test_a_rerun_with_nothing_changed_builds_no_figure(app, monkeypatch, page):
+    module, names = BUILDERS[page]
+    app.run()
+    if page != "app.py":
+        app.switch_page(page).run()
+    _ok(app)
+    calls = _count(monkeypatch, module, names)
+    app.run()
+    _ok(app)
+    assert not calls, dict(calls)
+    assert len(app.get("plotly_chart")) >= 1
+
+
+def test_patterns_selected_tile_rebuilds_only_the_figures_that_show_it(app, monkeypatch):
+    app.run()
+    app.switch_page("pages/1_Patterns.py").run()
+    _ok(app)
+    calls = _count(monkeypatch, vp, BUILDERS["pages/1_Patterns.py"][1])
+    app.number_input(key="w:tsel").set_value(1).run()
+    _ok(app)
+    # the tile map (red frame) and the tile detail (a one-tile gallery); nothing else
+    assert calls == {"tile_density_map": 1, "representative_gallery": 1}, dict(calls)
+
+
+def test_design_space_axis_change_keeps_the_baseline_bars_and_the_parallel_axes(app, monkeypatch):
+    app.run()
+    app.switch_page("pages/5_Design_space.py").run()
+    _ok(app)
+    calls = _count(monkeypatch, vd, BUILDERS["pages/5_Design_space.py"][1])
+    x = app.selectbox(key="dse_x")
+    x.set_value(next(o for o in x.options if o != x.value)).run()
+    _ok(app)
+    assert calls == {"sweep_scatter": 1}, dict(calls)
