@@ -108,7 +108,7 @@ with left:
 with right:
     S.chart(S.figure_cached(f"cluster_sizes|{akey}", lambda: vp.cluster_sizes(clusters)), key="cluster_sizes")
     st.caption("How to read this: bar height = tiles in a cluster, colour = within-cluster Jaccard "
-               "(green = members look alike, red = loose cluster).")
+               "(light teal = members look alike, dark purple = loose cluster).")
 
 st.header("Details")
 d1, d2 = figure_pair("patterns_details")

@@ -92,7 +92,8 @@ with st.container(horizontal=True, gap="medium", key="learn_figs"):
         S.chart(S.figure_cached(f"lm|{tck}|{i}|{W}", lambda: vl.learn_matrix(
             tc.A_hat, tc.x, tr.tile, tc.work.bi, tc.work.bj, tr.tile_pe, step, width=W)), key="lm", width=W)
         st.caption("How to read this: the matrix the PEs hold (after the kernel: Â), each tile framed in its PE's "
-                   "colour (the PE boxes list their tiles); the shaded column is the input x_j of the current event.")
+                   "colour and tagged with its PE id (the PE boxes list their tiles); the shaded column is the "
+                   "input x_j of the current event.")
     with st.container(width=W):
         S.chart(S.figure_cached(f"lg|{tck}|{i}|{W}", lambda: vl.learn_grid(state, tr, step, width=W)),
                 key="lg", width=W)

@@ -13,20 +13,48 @@ from __future__ import annotations
 import hashlib
 
 # Family -> colour. Exact kernels in cool/neutral colours, lossy kernels in warm colours,
-# SKIP in light grey (it draws nothing).
+# SKIP in a mid grey (it draws nothing). Chosen for colour-vision deficiency: every pair of
+# families is at least ΔE00 12 apart in normal vision and under simulated protanopia,
+# deuteranopia and tritanopia (Machado 2009, full severity), and every colour has at least
+# 3:1 contrast on the white plot background (WCAG 1.4.11), SKIP included (an empty tile is
+# white). tests/app/test_colors_accessible.py checks both.
 FAMILY_COLORS: dict[str, str] = {
-    "DENSE": "#1f4e79",
-    "CSC": "#2e86c1",
-    "BITMAP": "#17a589",
+    "DENSE": "#24435d",
+    "CSC": "#0086ff",
+    "BITMAP": "#0d9d70",
     "DIA": "#7d3c98",
     "BLOCK": "#5d6d7e",
-    "NM": "#d4ac0d",
-    "PRUNE": "#e67e22",
-    "QUANT8": "#c0392b",
-    "LOWRANK": "#e84393",
-    "SKIP": "#cfd3d6",
+    "NM": "#b09100",
+    "PRUNE": "#ad6942",
+    "QUANT8": "#a72619",
+    "LOWRANK": "#e83cbb",
+    "SKIP": "#90959a",
 }
 FAMILY_ORDER: tuple[str, ...] = tuple(FAMILY_COLORS)
+
+#: One dash pattern per family, for lines, where colour must not be the only cue (the
+#: fusion-weight trajectory): kernels of one family share colour and dash.
+FAMILY_DASHES: dict[str, str] = {
+    "DENSE": "solid",
+    "CSC": "dash",
+    "BITMAP": "dot",
+    "DIA": "dashdot",
+    "BLOCK": "longdash",
+    "NM": "longdashdot",
+    "PRUNE": "8px,3px,2px,3px,2px,3px",
+    "QUANT8": "2px,5px",
+    "LOWRANK": "14px,4px",
+    "SKIP": "1px,2px",
+}
+
+#: Neutral colours for what is not a kernel family (energy components, the compared plans,
+#: fused / unfused, single-series charts): far from every family colour (ΔE00 ≥ 14 under
+#: every simulated CVD) and dark enough for white text (≥ 6.8:1).
+NEUTRAL_DARK = "#3c3a36"
+NEUTRAL_MID = "#5f5a52"
+#: Text colours on filled marks: whichever of the two contrasts more (:func:`text_color_on`).
+TEXT_LIGHT = "#ffffff"
+TEXT_DARK = "#111111"
 
 _FALLBACK = ("#8e6c8a", "#6b8e23", "#b8860b", "#4682b4", "#a0522d", "#2f4f4f", "#9acd32", "#708090")
 
@@ -84,6 +112,15 @@ def family_color(family: str) -> str:
     return _FALLBACK[digest[0] % len(_FALLBACK)]
 
 
+def family_dash(family: str) -> str:
+    """The fixed dash pattern of a kernel family (stable hash-derived for unknown families)."""
+    fam = str(family).upper()
+    if fam in FAMILY_DASHES:
+        return FAMILY_DASHES[fam]
+    digest = hashlib.sha256(fam.encode()).digest()
+    return f"{4 + digest[1] % 8}px,{2 + digest[2] % 4}px"
+
+
 def kernel_color(name: str, family: str | None = None) -> str:
     """Colour of a kernel: the colour of its family."""
     return family_color(kernel_family(name, family))
@@ -96,8 +133,60 @@ def families_in(names, families: dict | None = None) -> list[str]:
     return known + sorted(fams - set(known))
 
 
-# Qualitative palette for cluster ids (cycled; clusters are not kernel families).
+# Qualitative palette for cluster ids (cycled; clusters are not kernel families). Ordered so
+# that ids 1 and 2 apart (also across the wrap from the last colour to the first) are at least
+# ΔE00 14 apart in normal vision and under simulated protan / deutan / tritan CVD.
 CLUSTER_PALETTE: tuple[str, ...] = (
-    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
-    "#9c755f", "#bab0ac", "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02",
+    "#b07aa1", "#edc948", "#59a14f", "#e7298a", "#ff9da7", "#66a61e", "#4e79a7", "#bab0ac",
+    "#e15759", "#e6ab02", "#76b7b2", "#9c755f", "#f28e2b", "#7570b3", "#1b9e77", "#d95f02",
 )
+
+
+def _luminance(color: str) -> float:
+    """WCAG 2 relative luminance of a ``#rrggbb`` colour."""
+    h = color.lstrip("#")
+    if len(h) == 3:
+        h = "".join(ch * 2 for ch in h)
+    lin = []
+    for k in (0, 2, 4):
+        c = int(h[k:k + 2], 16) / 255
+        lin.append(c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4)
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def contrast_ratio(fg: str, bg: str) -> float:
+    """WCAG 2 contrast ratio of two ``#rrggbb`` colours (1 … 21).
+
+    >>> round(contrast_ratio("#000000", "#ffffff"), 1)
+    21.0
+    """
+    a, b = _luminance(fg), _luminance(bg)
+    return (max(a, b) + 0.05) / (min(a, b) + 0.05)
+
+
+def text_color_on(bg: str) -> str:
+    """The text colour (:data:`TEXT_LIGHT` or :data:`TEXT_DARK`) that contrasts more with ``bg``."""
+    return max((TEXT_LIGHT, TEXT_DARK), key=lambda t: contrast_ratio(t, bg))
+
+
+def truncated_scale(name: str, lo: float, hi: float, steps: int = 9) -> list:
+    """Plotly colour scale ``name`` restricted to ``[lo, hi]`` of its range, as a new scale.
+
+    Used to keep the ends of a sequential scale readable: off near-white (marks on the white
+    plot background, text on cells) and off the dark end under dark text.
+    """
+    from plotly.colors import sample_colorscale
+
+    pos = [lo + (hi - lo) * k / (steps - 1) for k in range(steps)]
+    return [[k / (steps - 1), c] for k, c in enumerate(sample_colorscale(name, pos))]
+
+
+#: Viridis up to its teal: the lightest colour (rgb(31,157,137)) keeps 3.4:1 on white, so the
+#: highest values stay visible as small dots and 1-px lines (the full scale ends at 1.26:1).
+VIRIDIS_ON_WHITE = truncated_scale("Viridis", 0.0, 0.55)
+#: Blues without its near-white start (its first colour is ΔE00 13 from white): small
+#: values are not taken for the blank zeros.
+BLUES_OFF_WHITE = truncated_scale("Blues", 0.25, 1.0)
+#: Blues for cells labelled in :data:`TEXT_DARK`: from off-white to a mid blue, so every
+#: label keeps at least 5.5:1.
+BLUES_UNDER_TEXT = truncated_scale("Blues", 0.2, 0.62)

@@ -5,12 +5,16 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .colors import NEUTRAL_DARK, NEUTRAL_MID, TEXT_DARK, text_color_on
 from .layout import BAR_TEXT, styled
 
 # two-line panel titles: on one line the three ran into each other in a 650 px wide column
 METRICS = (("speedup", "speedup<br>over Dense (×)", "×"), ("energy_rel", "energy<br>relative to Dense", "× Dense"),
            ("error_pct", "approximation<br>error (%)", "%"))
-PLAN_COLORS = {"Dense": "#1f4e79", "BlockSparse": "#5d6d7e", "StaticSparse": "#2e86c1", "AKF": "#17a589"}
+# neutral, none a kernel family's colour (Dense's bar was DENSE's navy): the plans are told apart by
+# their row and label, AKF is the darker; the "measured" legend swatch (the first bar's colour) is
+# then a neutral one that stands for every bar
+PLAN_COLORS = {"Dense": NEUTRAL_MID, "BlockSparse": NEUTRAL_MID, "StaticSparse": NEUTRAL_MID, "AKF": NEUTRAL_DARK}
 #: Where the paper's claim sits in a plan's row: above its bar (rows count downwards), so a claim
 #: equal to the measured value does not cover the bar's value label (Dense "1" was hidden under it).
 CLAIM_OFFSET = -0.36
@@ -36,7 +40,7 @@ def compare_bars(measured, claimed=None, height: int = 360) -> go.Figure:
         vals = measured[col].to_numpy(dtype=float)
         what = title.replace("<br>", " ")
         fig.add_trace(go.Bar(y=pos, x=vals, orientation="h", width=0.5,
-                             marker_color=[PLAN_COLORS.get(p, "#888") for p in plans],
+                             marker_color=[PLAN_COLORS.get(p, NEUTRAL_MID) for p in plans],
                              name="measured", showlegend=j == 1, legendgroup="m", customdata=plans,
                              text=[f"{v:.3g}" for v in vals], textposition="outside", textangle=0,
                              textfont=dict(size=BAR_TEXT), cliponaxis=False,
@@ -64,8 +68,12 @@ def compare_bars(measured, claimed=None, height: int = 360) -> go.Figure:
 
 def cpu_timings(names, medians_ms, height: int = 280) -> go.Figure:
     """Measured CPU time per SpMV (median of repeats), horizontal bars."""
+    # neutral (no kernel family's colour), the first (AKF's) darker; white text on both (≥ 6.8:1;
+    # #444 on the teal bar was 3.1:1)
+    colors = ([NEUTRAL_DARK] + [NEUTRAL_MID] * len(names))[:len(names)]
     fig = go.Figure(go.Bar(y=list(names), x=list(medians_ms), orientation="h",
-                           marker_color=["#17a589", "#2e86c1", "#95a5a6"][:len(names)],
+                           marker_color=colors, insidetextfont=dict(color=[text_color_on(c) for c in colors]),
+                           outsidetextfont=dict(color=TEXT_DARK),
                            text=[f"{v:.3g} ms" for v in medians_ms], textposition="auto",
                            name="median time per call", hovertemplate="%{y}: %{x:.4g} ms per call<extra></extra>"))
     fig.update_xaxes(title="median time per call (ms)")

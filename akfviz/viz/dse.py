@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from .colors import VIRIDIS_ON_WHITE
 from .layout import empty_figure, styled
 
 
@@ -144,7 +145,7 @@ def sweep_scatter(df, x: str = "cycles", y: str = "error_pct", color: str = "ene
         for i in members:
             text[i] = head + "<br>".join(lines)
     fig = go.Figure(go.Scatter(x=xs[order], y=ys[order], mode="markers", text=text[order], name="configurations",
-                               marker=dict(color=cs[order], colorscale="Viridis", size=9,
+                               marker=dict(color=cs[order], colorscale=VIRIDIS_ON_WHITE, size=9,
                                            colorbar=dict(title=dict(text=column_label(color, wrap=True)))),
                                hovertemplate=f"{xl} %{{x:.4g}}<br>{yl} %{{y:.4g}}<br>%{{text}}<extra></extra>"))
     fig.add_trace(go.Scatter(x=xs[front], y=ys[front], mode="markers", name="Pareto-optimal",
@@ -192,7 +193,7 @@ def parallel_coordinates(df, columns: list, color: str, height: int = 400) -> go
             dims.append(dict(label=label, values=vals))
     colored = color in df and np.issubdtype(df[color].dtype, np.number)
     fig = go.Figure(go.Parcoords(line=dict(color=column_values(df, color) if colored else None,
-                                           colorscale="Viridis", showscale=True,
+                                           colorscale=VIRIDIS_ON_WHITE, showscale=True,
                                            colorbar=dict(title=dict(text=column_label(color, wrap=True)))),
                                  dimensions=dims))
     return styled(fig, "Parallel coordinates", height, margin=dict(l=60, r=80, t=100, b=30))

@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .colors import family_color, families_in, kernel_color, kernel_family
+from .colors import NEUTRAL_DARK, family_color, family_dash, families_in, kernel_color, kernel_family
 from .layout import BAR_TEXT, aggregation_note, coarse_grid, empty_figure, grid_axes, log_ticks, occupancy, styled
 
 
@@ -149,7 +149,8 @@ def fusion_trajectory(steps, cost, entropy, weights: dict | None = None, height:
     n_rows = 2 if weights else 1
     fig = make_subplots(rows=n_rows, cols=1, shared_xaxes=True, vertical_spacing=0.1,
                         specs=[[{"secondary_y": True}]] + ([[{}]] if weights else []))
-    fig.add_trace(go.Scatter(x=steps, y=cost, name="expected cost", line=dict(color="#1f4e79")), 1, 1)
+    # cost in a neutral colour: it is not a kernel family's weight
+    fig.add_trace(go.Scatter(x=steps, y=cost, name="expected cost", line=dict(color=NEUTRAL_DARK)), 1, 1)
     # entropy in neutral grey: no kernel family is grey-dotted, so it is not read as a weight
     fig.add_trace(go.Scatter(x=steps, y=entropy, name="entropy", line=dict(color="#7f8c8d", dash="dot")),
                   1, 1, secondary_y=True)
@@ -158,7 +159,10 @@ def fusion_trajectory(steps, cost, entropy, weights: dict | None = None, height:
     fig.update_yaxes(title_text="entropy (nats)", row=1, col=1, secondary_y=True)
     if weights:
         for name, w in weights.items():
-            fig.add_trace(go.Scatter(x=steps, y=w, name=f"w[{name}]", line=line_by_family(name, weights)), 2, 1)
+            style = line_by_family(name, weights)
+            marker = style.pop("marker", None)
+            fig.add_trace(go.Scatter(x=steps, y=w, name=f"w[{name}]", line=style,
+                                     mode="lines+markers" if marker else "lines", marker=marker), 2, 1)
         fig.update_yaxes(title_text="mean weight", range=[0, 1.02], row=2, col=1)
     fig.update_xaxes(title_text="gradient step", row=n_rows, col=1)
     return styled(fig, "Fusion-weight trajectory", height if not weights else height + 140,
@@ -235,16 +239,24 @@ def perftable_curves(table, kernel: str, measure: str, n_points: int = 60) -> li
     return curves
 
 
-#: Dash patterns for the second, third … kernel of one family in a figure (the first is solid).
-FAMILY_DASHES: tuple = ("solid", "dash", "dot", "dashdot", "longdash")
+#: Marker symbols for the second, third … kernel of one family in a figure (the first has none).
+VARIANT_SYMBOLS: tuple = ("circle", "square", "diamond", "triangle-up", "x")
 
 
 def line_by_family(name: str, names) -> dict:
-    """Line style of kernel ``name`` among ``names``: its family's colour, and a dash pattern
-    that tells apart kernels of the same family (QUANT8 solid, QUANT8D dashed)."""
+    """Line style of kernel ``name`` among ``names``: its family's colour and dash pattern
+    (colour is not the only cue: families that look alike to a colour-blind reader still
+    differ in dash), and, for the second, third … kernel of one family in ``names``, a
+    ``marker`` (plotly marker dict) that tells it from the first (QUANT8 plain, QUANT8D with
+    circles)."""
     fam = kernel_family(name)
     same = [n for n in names if kernel_family(n) == fam]
-    return dict(color=kernel_color(name), dash=FAMILY_DASHES[same.index(name) % len(FAMILY_DASHES)])
+    style = dict(color=kernel_color(name), dash=family_dash(fam))
+    k = same.index(name)
+    if k:
+        style["marker"] = dict(symbol=VARIANT_SYMBOLS[(k - 1) % len(VARIANT_SYMBOLS)], size=7,
+                               color=style["color"], maxdisplayed=12)
+    return style
 
 
 def pareto_front(error, resource, current=None, labels=None, resource_name: str = "resource",
@@ -261,7 +273,7 @@ def pareto_front(error, resource, current=None, labels=None, resource_name: str 
         return empty_figure("No Pareto points.", height)
     order = np.argsort(resource)
     fig = go.Figure(go.Scatter(x=resource[order], y=100 * error[order], mode="lines+markers", name="front",
-                               line=dict(color="#2e86c1", shape="hv"),
+                               line=dict(color=NEUTRAL_DARK, shape="hv"),
                                text=None if labels is None else np.asarray(labels, dtype=object)[order],
                                hovertemplate=f"{resource_name} %{{x:.4g}}, error %{{y:.3g}} %<br>%{{text}}<extra></extra>"))
     if current is not None:

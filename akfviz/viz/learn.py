@@ -10,11 +10,20 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from .colors import BLUES_UNDER_TEXT, TEXT_DARK
 from .layout import styled
 
-KIND_COLORS = {"inject": "#d4ac0d", "setup": "#95a5a6", "final": "#7d3c98", "event": "#2e86c1",
-               "send": "#e67e22", "reduce": "#17a589"}
-PE_COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f")
+# Step kinds: every pair ΔE00 ≥ 12.5 in normal vision and under simulated protan / deutan / tritan
+# CVD, each ≥ 3:1 on white; the two instant kinds also differ in marker (KIND_SYMBOLS).
+KIND_COLORS = {"inject": "#b9870d", "setup": "#8a8f94", "final": "#642b74", "event": "#0072b2",
+               "send": "#ad4f07", "reduce": "#00a070"}
+#: Marker of the steps that take no cycles (drawn as markers on the timeline).
+KIND_SYMBOLS = {"inject": "triangle-down", "send": "diamond"}
+# PE colours: Okabe–Ito's blue, vermillion (darkened), bluish green and reddish purple first (the
+# 2×2 default), then black and four more; any two ΔE00 ≥ 11.5 in normal vision and under
+# simulated CVD, each ≥ 3:1 on white. Colour is not the only link: every tile frame carries its
+# PE's id (``pe_label``).
+PE_COLORS = ("#0072b2", "#b15200", "#009e73", "#cc79a7", "#000000", "#aa921f", "#2a96ff", "#7d3300", "#592e8c")
 #: The width (px) the Learn page gives the matrix and the grid figures.
 PANEL_WIDTH = 440
 #: Value labels smaller than this (px) are not drawn; the hover still gives the value.
@@ -56,6 +65,11 @@ def short_label(v: float) -> str:
     return t
 
 
+def pe_label(p: int) -> str:
+    """The label of PE ``p`` on its tiles' frames in the Learn matrix."""
+    return f"PE {p}"
+
+
 def _wrap_list(values: list[str], per_line: int) -> list[str]:
     return [", ".join(values[k:k + per_line]) for k in range(0, len(values), per_line)]
 
@@ -63,7 +77,7 @@ def _wrap_list(values: list[str], per_line: int) -> list[str]:
 def learn_matrix(A, x, tile: int, bi, bj, tile_pe, step=None, height: int | None = None,
                  width: int = PANEL_WIDTH) -> go.Figure:
     """The tiny matrix: values as text (without the leading zero where the cells are small), each tile
-    framed in the colour of its PE, x on top.
+    framed in the colour of its PE and tagged with the PE's id, x on top.
 
     The current step's tile is framed thick and its input column highlighted. The cells are square and as
     large as ``width`` allows (at most 46 px); the value labels get the largest font (≤ 13 px) at which
@@ -97,10 +111,12 @@ def learn_matrix(A, x, tile: int, bi, bj, tile_pe, step=None, height: int | None
         else:
             omitted = 0
     hover = [[f"{v:.4g}" for v in row] for row in A]
-    heat = dict(z=z, customdata=hover, colorscale="Blues", showscale=False,
+    # Blues off white and only to a mid blue: every value label, in TEXT_DARK, keeps ≥ 5.5:1
+    # (on plotly's full Blues the mid blues failed with either text colour)
+    heat = dict(z=z, customdata=hover, colorscale=BLUES_UNDER_TEXT, showscale=False,
                 hovertemplate="Â[%{y},%{x}] = %{customdata}<extra></extra>", xgap=1, ygap=1)
     if show:
-        heat.update(text=text, texttemplate="%{text}", textfont=dict(size=size))
+        heat.update(text=text, texttemplate="%{text}", textfont=dict(size=size, color=TEXT_DARK))
     fig = go.Figure(go.Heatmap(**heat))
     for u in range(len(bi)):
         c = PE_COLORS[int(tile_pe[u]) % len(PE_COLORS)]
@@ -108,6 +124,12 @@ def learn_matrix(A, x, tile: int, bi, bj, tile_pe, step=None, height: int | None
         fig.add_shape(type="rect", x0=bj[u] * tile - 0.5, x1=min((bj[u] + 1) * tile, m) - 0.5,
                       y0=bi[u] * tile - 0.5, y1=min((bi[u] + 1) * tile, n) - 0.5,
                       line=dict(color=c, width=5 if cur else 2))
+        # the PE's id on the frame's top edge, at its left corner: colour is not the only link
+        # from a tile to its PE (the grid's boxes are "PE 0", "PE 1", …)
+        fig.add_annotation(x=bj[u] * tile - 0.5, y=bi[u] * tile - 0.5, xanchor="left", yanchor="middle",
+                           xshift=2, text=pe_label(int(tile_pe[u])), showarrow=False,
+                           font=dict(size=9 if cell < 30 else 10, color=TEXT_DARK), bgcolor="#ffffff",
+                           bordercolor=c, borderwidth=1, borderpad=0)
     if step is not None and step.column >= 0:
         fig.add_vrect(x0=step.column - 0.5, x1=step.column + 0.5, fillcolor="#e6194b", opacity=0.15, line_width=0)
     # both axes constrained to their domain: the ranges stay [-0.5, n - 0.5] (no stray "−1" / "n" ticks)
@@ -221,7 +243,8 @@ def learn_timeline(trace, upto: int, height: int | None = None) -> go.Figure:
         if instant:
             ticks.append(go.Scatter(x=[s.start for s in instant], y=[s.pe for s in instant], mode="markers",
                                     name=kind, legendgroup=kind, showlegend=not bars,
-                                    marker=dict(symbol="line-ns", size=20, line=dict(color=color, width=4)),
+                                    marker=dict(symbol=KIND_SYMBOLS.get(kind, "line-ns"), size=13, color=color,
+                                                line=dict(color="white", width=1)),
                                     hovertemplate=f"{kind} at cycle %{{x}}<extra></extra>"))
     for tick in ticks:       # after every bar: on top
         fig.add_trace(tick)

@@ -7,7 +7,7 @@ import plotly.colors as pcolors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .colors import kernel_color
+from .colors import NEUTRAL_DARK, NEUTRAL_MID, TEXT_DARK, kernel_color, text_color_on
 from .layout import BAR_TEXT, coarse_grid, empty_figure, grid_axes, styled
 
 # Inferno with its first colour written as #000000: the browser build parses plotly's "#000004"
@@ -201,7 +201,7 @@ def pe_timeline(intervals, makespan: float | None = None, height: int = 380) -> 
     fig = go.Figure()
     groups = df.groupby("kernel", sort=True) if "kernel" in df else [("busy", df)]
     for name, g in groups:
-        color = PHASE_COLORS.get(str(name), kernel_color(str(name))) if "kernel" in df else "#2e86c1"
+        color = PHASE_COLORS.get(str(name), kernel_color(str(name))) if "kernel" in df else NEUTRAL_MID
         fig.add_trace(_bar_trace(g, ypos, min_len, str(name), color))
     if makespan:
         # a legend entry rather than an annotation: the annotation sat under the legend
@@ -216,9 +216,14 @@ def pe_timeline(intervals, makespan: float | None = None, height: int = 380) -> 
                   legend=dict(orientation="h", xref="container", yref="container", yanchor="bottom", y=0, x=0))
 
 
-PHASE_COLORS = {"setup": "#9aa5b1", "reduce": "#111111"}
-ENERGY_COLORS = {"compute": "#1f4e79", "sram": "#2e86c1", "dram": "#c0392b", "noc": "#d4ac0d",
-                 "decode": "#7d3c98", "setup": "#7d3c98", "static": "#95a5a6", "leakage": "#95a5a6"}
+# setup and reduce beside the kernel families in the PE timeline: grey (3.7:1 on white) and black,
+# both ΔE00 ≥ 12 from every family colour (but SKIP's grey: SKIP has no busy interval) under
+# simulated CVD
+PHASE_COLORS = {"setup": "#83888d", "reduce": "#111111"}
+# energy components are labelled by name: neutral colours, none a kernel family's (the dram bar
+# was QUANT8's red beside the timeline's QUANT8 bars), static energy the darker one
+ENERGY_COLORS = {"compute": NEUTRAL_MID, "sram": NEUTRAL_MID, "dram": NEUTRAL_MID, "noc": NEUTRAL_MID,
+                 "decode": NEUTRAL_MID, "setup": NEUTRAL_MID, "static": NEUTRAL_DARK, "leakage": NEUTRAL_DARK}
 
 
 def power_in_words(res, hw) -> str:
@@ -247,7 +252,7 @@ def energy_breakdown(energy: dict, height: int = 320, title: str = "Energy break
     tot = sum(v for _, v in items) or 1.0
     names = [k for k, _ in items]
     vals = [v for _, v in items]
-    colors = [next((c for key, c in ENERGY_COLORS.items() if key in k.lower()), "#5d6d7e") for k in names]
+    colors = [next((c for key, c in ENERGY_COLORS.items() if key in k.lower()), NEUTRAL_MID) for k in names]
     fig = go.Figure(go.Bar(y=names, x=vals, orientation="h", marker_color=colors, width=0.42, offset=0.04,
                            text=[f"{100 * v / tot:.1f} %" for v in vals], textposition="outside",
                            cliponaxis=False, hovertemplate="%{y}: %{x:.4g} pJ<extra></extra>"))
@@ -268,7 +273,7 @@ def hop_histogram(counts, height: int = 300) -> go.Figure:
     if counts.size == 0 or counts.sum() == 0:
         return empty_figure("No flits crossed the NoC.", height)
     last = int(np.nonzero(counts)[0].max()) + 1
-    fig = go.Figure(go.Bar(x=np.arange(last), y=counts[:last], marker_color="#d4ac0d",
+    fig = go.Figure(go.Bar(x=np.arange(last), y=counts[:last], marker_color=NEUTRAL_MID,
                            hovertemplate="%{x} hops: %{y:,.0f}<extra></extra>"))
     fig.update_xaxes(title="Manhattan hops")
     fig.update_yaxes(title="messages")
@@ -285,7 +290,7 @@ def annealing_trajectory(proposals, objective, greedy: float | None = None,
     objective = np.asarray(objective, np.float64)
     if objective.size == 0:
         return empty_figure("No annealing trajectory recorded.", height)
-    fig = go.Figure(go.Scatter(x=np.asarray(proposals), y=objective, mode="lines", line=dict(color="#7d3c98"),
+    fig = go.Figure(go.Scatter(x=np.asarray(proposals), y=objective, mode="lines", line=dict(color=NEUTRAL_DARK),
                                name="objective", hovertemplate="after %{x:,} proposals: "
                                                                "makespan + γ·hops + δ·overflow = %{y:,.1f}<extra></extra>"))
     if greedy is not None:
@@ -304,14 +309,20 @@ def fused_vs_unfused(rows: dict, height: int = 320) -> go.Figure:
     """
     fig = make_subplots(rows=1, cols=2, subplot_titles=("cycles", "energy (µJ)"))
     names = list(rows)
-    colors = ["#17a589", "#95a5a6", "#2e86c1", "#e67e22"]
+    # neutral (no kernel family's colour); the text inside a bar in the colour that contrasts more
+    # with it (≥ 4.5:1; #444 on the teal bar was 3.1:1)
+    colors = ([NEUTRAL_DARK] + [NEUTRAL_MID] * len(names))[:len(names)]
+    inside = dict(size=BAR_TEXT, color=[text_color_on(c) for c in colors])
+    outside = dict(size=BAR_TEXT, color=TEXT_DARK)
     cycles = [float(rows[n]["cycles"]) for n in names]
     pj = np.array([float(rows[n]["energy_pj"]) for n in names])
-    fig.add_trace(go.Bar(x=names, y=cycles, marker_color=colors[:len(names)], showlegend=False, name="cycles",
+    fig.add_trace(go.Bar(x=names, y=cycles, marker_color=colors, showlegend=False, name="cycles",
                          text=[f"{v:,.0f}" for v in cycles], textposition="auto", textfont=dict(size=BAR_TEXT),
+                         insidetextfont=inside, outsidetextfont=outside,
                          hovertemplate="%{x}: %{y:,.0f} cycles<extra></extra>"), 1, 1)
-    fig.add_trace(go.Bar(x=names, y=pj * 1e-6, marker_color=colors[:len(names)], showlegend=False, name="energy",
+    fig.add_trace(go.Bar(x=names, y=pj * 1e-6, marker_color=colors, showlegend=False, name="energy",
                          text=[f"{v:.4g} µJ" for v in pj * 1e-6], textposition="auto", textfont=dict(size=BAR_TEXT),
+                         insidetextfont=inside, outsidetextfont=outside,
                          customdata=pj,
                          hovertemplate="%{x}: %{y:.4g} µJ = %{customdata:,.0f} pJ<extra></extra>"), 1, 2)
     fig.update_yaxes(title_text="cycles", row=1, col=1)

@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from .colors import CLUSTER_PALETTE
+from .colors import BLUES_OFF_WHITE, CLUSTER_PALETTE, VIRIDIS_ON_WHITE
 from .layout import aggregation_note, coarse_grid, empty_figure, grid_axes, log_ticks, occupancy, styled
 
 
@@ -128,7 +128,8 @@ def representative_gallery(dense_tiles: list, labels: list[str], cols: int = 4,
         # 1e±140 pass the analysis; float32 would show them as inf or 0)
         small = nz.size == 0 or (nz.max() < 1e38 and nz.min() > 1e-37)
         z = np.where(a > 0, a, np.nan).astype(np.float32 if small else np.float64)
-        fig.add_trace(go.Heatmap(z=z, colorscale="Blues", showscale=False,
+        # Blues off white: small |a| must not pass for a blank (zero) cell
+        fig.add_trace(go.Heatmap(z=z, colorscale=BLUES_OFF_WHITE, showscale=False,
                                  hovertemplate="r %{y}, c %{x}: |a| %{z:.3g}<extra></extra>"),
                       row=i // cols + 1, col=i % cols + 1)
     # no grid or zero lines: through the blank (zero) cells they read as structure of the tile
@@ -176,13 +177,16 @@ def density_histogram(tiles, height: int = 320) -> go.Figure:
 
 
 def cluster_sizes(clusters, height: int = 320) -> go.Figure:
-    """Bar chart of cluster sizes, coloured by within-cluster Jaccard similarity."""
+    """Bar chart of cluster sizes, coloured by within-cluster Jaccard similarity.
+
+    The scale is sequential and readable with colour-vision deficiency (Viridis from dark purple
+    to teal, every bar ≥ 3:1 on white); a red–green scale was one olive ramp for deutans."""
     if len(clusters) == 0:
         return empty_figure("No clusters.", height)
     c = clusters.sort_values("size", ascending=False).head(60)
     jac = c["jaccard_mean"].to_numpy(dtype=float) if "jaccard_mean" in c else np.full(len(c), np.nan)
     fig = go.Figure(go.Bar(
-        x=[str(i) for i in c.index], y=c["size"], marker=dict(color=jac, colorscale="RdYlGn", cmin=0, cmax=1,
+        x=[str(i) for i in c.index], y=c["size"], marker=dict(color=jac, colorscale=VIRIDIS_ON_WHITE, cmin=0, cmax=1,
                                                              colorbar=dict(title="Jaccard")),
         hovertemplate="cluster %{x}: %{y} tiles<br>Jaccard %{marker.color:.2f}<extra></extra>"))
     fig.update_xaxes(title="cluster (largest 60)", type="category")

@@ -484,9 +484,15 @@ def test_fusion_weight_lines_tell_kernels_of_one_family_apart():
     w = {"QUANT8": np.ones(4), "QUANT8D": np.ones(4), "PRUNE50": np.ones(4), "CSC": np.ones(4)}
     fig = vk.fusion_trajectory(steps, np.ones(4), np.ones(4), w)
     lines = {t.name: t.line for t in fig.data}
-    styles = [(lines[f"w[{k}]"].color, lines[f"w[{k}]"].dash) for k in w]
+    symbols = {t.name: (t.marker.symbol if t.mode and "markers" in t.mode else None) for t in fig.data}
+    styles = [(lines[f"w[{k}]"].color, lines[f"w[{k}]"].dash, symbols[f"w[{k}]"]) for k in w]
     assert len(set(styles)) == len(styles)            # every weight line looks different
     assert lines["w[QUANT8]"].color == lines["w[QUANT8D]"].color == colors.kernel_color("QUANT8")
+    # one dash per family (not colour alone: PRUNE and QUANT8 also differ in dash); the second
+    # kernel of a family is told from the first by its markers
+    assert lines["w[QUANT8]"].dash == lines["w[QUANT8D]"].dash == colors.family_dash("QUANT8")
+    assert len({lines[f"w[{k}]"].dash for k in ("QUANT8", "PRUNE50", "CSC")}) == 3
+    assert symbols["w[QUANT8]"] is None and symbols["w[QUANT8D]"] is not None
     weight_colors = {lines[f"w[{k}]"].color for k in w}
     assert lines["entropy"].color not in weight_colors
 
