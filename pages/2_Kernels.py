@@ -99,7 +99,7 @@ with left:
     S.chart(S.figure_cached(f"kernel_map|{pkey}", lambda: vk.kernel_map(
         pa.tiles, kernels, ts.n_brows, ts.n_bcols, pa.tile, families=families)), key="kernel_map")
     st.caption("How to read this: each tile coloured by the family of its chosen kernel; the colours are the "
-               "same on every page (e.g. NM gold, LOWRANK pink, SKIP light grey = dropped).")
+               "same on every page (e.g. NM dark gold, LOWRANK pink, SKIP grey = dropped; the hover names the kernel).")
 with right:
     S.chart(S.figure_cached(f"kernel_mix|{pkey}", lambda: vk.kernel_mix(
         kernels, pa.tiles["nnz"].to_numpy(), families=families, height=340)), key="kernel_mix")
