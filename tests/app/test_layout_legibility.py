@@ -10,6 +10,7 @@ import scipy.sparse as sp
 import akfviz
 from akfviz.viz import colors, compare, dse, kernels as vk, layout, matrix, npu, patterns, solver
 from akfviz.viz.layout import BAR_TEXT
+from apptest_tree import block
 
 
 def _ok(app):
@@ -17,18 +18,7 @@ def _ok(app):
     assert not app.error, [e.value for e in app.error]
 
 
-def _block(app, key):
-    """The container with ``key`` (its Streamlit id ends with the key)."""
-    def walk(node):
-        proto = getattr(node, "proto", None)
-        if proto is not None and getattr(proto, "id", "").endswith("-" + key):
-            return node
-        for child in (node.children.values() if isinstance(getattr(node, "children", None), dict) else ()):
-            found = walk(child)
-            if found is not None:
-                return found
-        return None
-    return walk(app.main)
+_block = block  # the keyed container (apptest_tree.block)
 
 
 def _traces_named(fig):

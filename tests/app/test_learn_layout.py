@@ -12,6 +12,7 @@ import pytest
 
 from akfviz.npu.trace import tiny_case
 from akfviz.viz import learn as vl
+from apptest_tree import block
 
 APP = "/work/main/app.py"
 BIG = {"ln": "16", "lT": "4", "lgrid": "3×3", "ldens": "0.5", "lxd": "0.5", "lkernel": "DENSE", "lseed": "3"}
@@ -29,18 +30,7 @@ def _ok(app):
     assert not app.error, [e.value for e in app.error]
 
 
-def _block(app, key):
-    """The container with ``key`` (its Streamlit id ends with the key)."""
-    def walk(node):
-        proto = getattr(node, "proto", None)
-        if proto is not None and getattr(proto, "id", "").endswith("-" + key):
-            return node
-        for child in (node.children.values() if isinstance(getattr(node, "children", None), dict) else ()):
-            found = walk(child)
-            if found is not None:
-                return found
-        return None
-    return walk(app.main)
+_block = block  # the keyed container (apptest_tree.block)
 
 
 # ---- the figures -------------------------------------------------------------------------------------------
