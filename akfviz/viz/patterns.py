@@ -38,7 +38,7 @@ def tile_density_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 25
                       ticktext=[f"{10 ** t:.2g}" for t in ticks]),
         hoverinfo="skip",
     ))
-    _click_layer(fig, idx, z, grid, sr, sc)
+    _click_layer(fig, idx, grid, sr, sc)
     _mark(fig, tiles, selected)
     _tile_axes(fig, n_brows, n_bcols, tile)
     # the extent of the tiles, not of the markers (autorange would pad for their size)
@@ -49,9 +49,12 @@ def tile_density_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 25
                        + (f"<br><span style='font-size:12px'>{note.strip()}</span>" if note else ""), height)
 
 
-def _click_layer(fig: go.Figure, idx, z, density, sr: int, sc: int) -> None:
-    """Invisible markers on the nonempty cells, carrying ``[tile index, density]`` as ``customdata``
-    (the hover gives the density itself, as the colour bar is labelled; the colour is its log10).
+def _click_layer(fig: go.Figure, idx, density, sr: int, sc: int) -> None:
+    """Invisible markers on the nonempty cells, carrying the tile index as ``customdata`` and the
+    density itself as the (unseen) marker colour, which the hover shows as the colour bar is
+    labelled (the heatmap's colour is its log10). ``customdata`` stays a 1-D integer array: a
+    2-D typed array reached the page's selection event as an object, not a list, and a click
+    no longer selected the tile (the browser test).
 
     Plotly heatmaps fire no click events once the chart is in selection mode (as
     ``st.plotly_chart(on_select=...)`` puts it; plotly.js issue 7685), so a click on a cell
@@ -61,12 +64,11 @@ def _click_layer(fig: go.Figure, idx, z, density, sr: int, sc: int) -> None:
     side = max(idx.shape)
     fig.add_trace(go.Scattergl(  # float32 / int32 typed arrays: ≈ 16 bytes per cell in the JSON
         x=(c * sc + (sc - 1) / 2).astype(np.float32), y=(r * sr + (sr - 1) / 2).astype(np.float32),
-        # float32 holds tile numbers exactly up to 2**24, far above the 256 × 256 cells of a map
-        mode="markers", customdata=np.column_stack([idx[r, c], density[r, c]]).astype(np.float32),
+        mode="markers", customdata=idx[r, c].astype(np.int32),
         marker=dict(symbol="square", size=max(3, min(14, 360 // max(side, 1))), opacity=0,
-                    color=z[r, c].astype(np.float32)),
-        hovertemplate="bi %{y:.0f}, bj %{x:.0f}<br>density %{customdata[1]:.3g}<br>"
-                      "tile #%{customdata[0]:.0f}<extra></extra>",
+                    color=density[r, c].astype(np.float32)),
+        hovertemplate="bi %{y:.0f}, bj %{x:.0f}<br>density %{marker.color:.3g}<br>"
+                      "tile #%{customdata}<extra></extra>",
         showlegend=False, name="tiles"))
 
 

@@ -134,7 +134,7 @@ def test_compressed_archive_upload_offers_its_matrices(server, page):
 def test_clicking_a_tile_on_the_density_map_selects_it(server, page):
     # plotly heatmaps fire no clicks in selection mode; the map's invisible marker layer does
     open_page(page, server, "Patterns")
-    inp = page.get_by_label("Selected tile (row of pa.tiles)")
+    inp = page.get_by_label("Selected tile number (as in the map's hover)")
     assert inp.input_value() == "0"
     box = page.locator(".js-plotly-plot").first.locator(".nsewdrag").first.bounding_box()
     x, y = box["x"] + box["width"] * 0.6, box["y"] + box["height"] * 0.5
