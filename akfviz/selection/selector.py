@@ -35,6 +35,9 @@ from .perftable import check_resource, check_rho_x
 #: Above this many units, tile mode skips the fusion-weight descent when the SRAM constraint does not
 #: bind (its result is then the per-tile argmin anyway); cluster mode always runs it.
 FUSION_MAX_UNITS = 20000
+#: How a selection note that says the fusion descent was left out begins (the Kernels page
+#: shows that note as the reason there is no trajectory: :func:`akfviz.viz.kernels.no_fusion_reason`).
+FUSION_SKIPPED = "fusion descent skipped:"
 #: In cluster mode the cost gap to tile mode is computed automatically (``cost_gap=None``) when the matrix
 #: has at most this many tiles: tile mode computes every lossy kernel's error on every tile (LOWRANK's SVDs
 #: take ~1 ms per tile), so beyond that it is no longer cheap; ask for it with ``cost_gap=True``.
@@ -296,7 +299,7 @@ def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", ke
             cap = float(hw.total_sram_bytes)
             s_arg = float((prob.unit_size * prob.bytes[np.arange(prob.n_units), argmin]).sum())
             if granularity == "tile" and prob.n_units > FUSION_MAX_UNITS and s_arg <= cap:
-                notes.append(f"fusion descent skipped: {prob.n_units} tiles and the argmin plan fits "
+                notes.append(f"{FUSION_SKIPPED} {prob.n_units} tiles and the argmin plan fits "
                              "in SRAM, so its result is the argmin")
             else:
                 fusion_res = optimize_fusion_weights(prob.cost(alpha, beta), prob.unit_size, prob.bytes,

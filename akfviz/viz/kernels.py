@@ -128,7 +128,8 @@ def no_fusion_reason(mode: str, notes=()) -> str:
     >>> no_fusion_reason("error_budget")[:53]
     'No fusion-weight descent for this plan: budget modes '
     """
-    skipped = "fusion descent skipped:"
+    from ..selection.selector import FUSION_SKIPPED as skipped  # the note's own prefix
+
     for note in notes or ():
         if str(note).startswith(skipped):
             return f"The fusion-weight descent was skipped for this plan: {str(note)[len(skipped):].strip()}."
