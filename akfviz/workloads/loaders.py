@@ -1119,17 +1119,21 @@ def matrix_choices(path_or_bytes, *, name: str | None = None, limits: LoadLimits
     with _guard(src, key):
         if key == "safetensors":
             entries, _ = _parse_safetensors(src)
-            rows = [(e.name, tuple(e.shape), e.dtype, "tensor") for e in entries
-                    if len(e.shape) == 2 and min(e.shape) > 0]
+            rows = [(e.name, tuple(e.shape), e.dtype, "tensor") for e in entries if _loadable(e.shape)]
         elif key == "npz":
             with src.open() as f, zipfile.ZipFile(f) as zf:
                 headers = _npz_member_headers(zf, src.label)
             if not ("format" in headers and "shape" in headers):
                 rows = [(k, tuple(shape), str(dtype), "array") for k, (shape, dtype, _, _) in headers.items()
-                        if len(shape) == 2 and min(shape) > 0]
+                        if _loadable(shape)]
                 if len(rows) < 2:  # one dense array: nothing to choose
                     rows = []
     return pd.DataFrame(rows, columns=columns)
+
+
+def _loadable(shape) -> bool:
+    """A 2-D array with at least one row and one column: what can be loaded as a matrix."""
+    return len(shape) == 2 and min(shape) > 0
 
 
 def _pick_tensor(entries, tensor, label) -> _STEntry:
@@ -1138,7 +1142,7 @@ def _pick_tensor(entries, tensor, label) -> _STEntry:
     two_d = [e.name for e in entries if len(e.shape) == 2]
     names = ", ".join(two_d) if two_d else "none"
     if tensor is None:
-        loadable = [e.name for e in entries if len(e.shape) == 2 and 0 not in e.shape]
+        loadable = [e.name for e in entries if _loadable(e.shape)]
         if len(loadable) == 1:
             tensor = loadable[0]
         elif len(two_d) == 1:
