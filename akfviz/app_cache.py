@@ -211,21 +211,40 @@ def _simulate_counters_cached(key: str, _plan, hw_key: str, _hw, x_key: str, _x,
 MAX_RECORDED_INTERVALS = 5_000_000
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
-def compare_cached(key: str, _A, hw_key: str, _hw, alpha: float, beta: float, tile: int, extra: tuple = (),
-                   _pa=None, _plan=None):
-    """:func:`akfviz.compare.compare` once per input, with a progress bar while it runs (five steps;
-    seconds each on a 1M-nonzero matrix). The bar is not part of the cached result."""
-    from .compare import compare   # not akfviz.compare: importing the module shadows the lazy function
+@st.cache_data(max_entries=32, show_spinner=False)
+def _compare_row_cached(key: str, which: str, _pa, hw_key: str, _hw, rho_x: float, static_kernel: str,
+                        _plan=None) -> dict:
+    """One plan's row of the comparison (:func:`akfviz.compare.plan_row`), cached by what that plan
+    depends on (``key``): the Dense and Block-sparse rows by the analysis, the Static-sparse row
+    also by its kernel, the AKF row by the plan."""
+    from .compare import plan_row
+    from .npu.simulate import random_input
+
+    x = random_input(_pa.shape[1], rho_x, 0)
+    return plan_row(which, _pa, _hw, x, static_kernel=static_kernel, plan=_plan)
+
+
+def compare_cached(analysis_key: str, plan_key: str, hw_key: str, _hw, static_kernel: str, rho_x: float,
+                   _pa, _plan):
+    """:func:`akfviz.compare` of the page's analysis and plan (``x`` of density ``rho_x``, seed 0),
+    built from the four plans' rows, each cached on its own: picking another Static-sparse
+    kernel re-simulates that plan alone. A progress bar runs over the four plans (seconds each
+    on a 1M-nonzero matrix; a cached row passes at once); it is not part of any cached result."""
+    from .compare import PLANS, STEPS, table_from_rows
+
+    static_kernel = stage("kernels.registry", "get_kernel")(static_kernel).name
+    keys = {"Dense": analysis_key, "BlockSparse": analysis_key,
+            "StaticSparse": f"{analysis_key}|{static_kernel}", "AKF": plan_key}
+    labels = dict(zip(PLANS, (STEPS[0], STEPS[1], STEPS[2], STEPS[4])))
     bar = st.progress(0.0, text="Running the four baselines…")
-
-    def progress(done, total, step):
-        bar.progress(done / total, text=f"Step {min(done + 1, total)} of {total}: {step}…"
-                     if done < total else "Done")
-
     try:
-        return compare(_A, hw=_hw, alpha=alpha, beta=beta, tile=tile, analysis=_pa, progress=progress,
-                       plan=_plan, **dict(extra))
+        rows = {}
+        for done, which in enumerate(PLANS):
+            bar.progress(done / len(PLANS), text=f"Step {done + 1} of {len(PLANS)}: {labels[which]}…")
+            rows[which] = _compare_row_cached(
+                f"{keys[which]}|{hw_key}|{rho_x!r}", which, _pa, hw_key, _hw, float(rho_x),
+                static_kernel if which == "StaticSparse" else "", _plan if which == "AKF" else None)
+        return table_from_rows(rows, static_kernel=static_kernel, hw=_hw, akf=_plan)
     finally:
         bar.empty()
 

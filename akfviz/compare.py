@@ -29,6 +29,8 @@ STEPS = ("Simulating Dense (every tile slot)", "Simulating BlockSparse (nonempty
          "Simulating StaticSparse (one kernel)", "Selecting the AKF plan", "Simulating AKF")
 COLUMNS = ["cycles", "speedup", "energy_pj", "energy_rel", "error_pct", "output_error_pct", "dram_bytes",
            "macs", "events", "payload_bytes", "seconds", "busiest_pe_busy", "busiest_pe_reduce", "kernel_mix"]
+#: How the ``kernel_mix`` of a Dense row that was not simulated begins (its reason follows).
+DENSE_NOT_SIMULATED = "not simulated"
 
 #: The paper's §5 table and its text. ``energy_table`` is the row labelled "Energy Consumption (Watts)"
 #: (a power unit, and above Dense for every sparse plan); ``energy_text`` is the abstract's and results'
@@ -153,7 +155,6 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
     from .execute.plan import FusionPlan
     from .kernels.registry import get_kernel
     from .npu.hardware import as_hardware
-    from .npu.simulate import DENSE_MAX_ROUTES, simulate, simulate_dense
     from .selection.perftable import check_rho_x
     from .selection.selector import select
 
@@ -181,7 +182,6 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
             raise InputError(f"A has shape {A.shape}, but the analysis is of a {pa.shape} matrix.")
     shape = tuple(pa.shape)
     xv = _check_x(x, shape[1], rho_x, seed)
-    n = int(pa.n_tiles)
 
     if progress is not None and not callable(progress):
         raise InputError(f"progress must be a function (done, total, step), got {type(progress).__name__}.")
@@ -190,52 +190,104 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
         if progress is not None:
             progress(k, len(STEPS), STEPS[k] if k < len(STEPS) else "Done")
 
-    rows = {}
-
-    def run(name, plan):
-        # record=False: only the counters are needed (no timeline), and the engine may use the
-        # worker threads (same counters, bit for bit)
-        res = simulate(plan, hw, x=xv, seed=seed, mapping=mapping, record=False)
-        rows[name] = _row(res, plan=plan, mix=kernel_mix_of(plan))
-        rows[name]["output_error_pct"] = 100.0 * float(plan.output_error(xv)) if n else 0.0
-
     report(0)
-    dense_skipped = None
-    if shape[1] > DENSE_MAX_ROUTES:
-        # one event stream per column: beyond the engine's limit, the other three plans still run
-        dense_skipped = (f"not simulated: {shape[1]:,} columns, over the simulator's limit of "
-                         f"{DENSE_MAX_ROUTES:,} for the Dense baseline (one event stream per column); "
-                         "ratios to Dense are NaN")
-        rows["Dense"] = _row(None, payload=np.nan, mix=dense_skipped)
-    else:
-        # the same mapping method and seed as the other three plans (akf-spec §8: same terms for all)
-        dres = simulate_dense(shape, pa.tile, hw, x=xv, seed=seed, mapping=mapping, record=False)
-        # the simulator's own payload count (exact for edge tiles; the table scales them by h·w/T²)
-        dense_bytes = float(dres.meta["payload_bytes"])
-        rows["Dense"] = _row(dres, payload=dense_bytes, mix="DENSE 100 % (every tile slot, empty ones too)")
-    rows["Dense"]["output_error_pct"] = 0.0
+    rows = {"Dense": plan_row("Dense", pa, hw, xv, seed=seed, mapping=mapping)}
     report(1)
-    run("BlockSparse", FusionPlan(pa, np.full(n, "DENSE", dtype=object)))
+    rows["BlockSparse"] = plan_row("BlockSparse", pa, hw, xv, seed=seed, mapping=mapping)
     report(2)
-    run("StaticSparse", FusionPlan(pa, np.full(n, static, dtype=object)))
+    rows["StaticSparse"] = plan_row("StaticSparse", pa, hw, xv, seed=seed, mapping=mapping, static_kernel=static)
     report(3)
     akf = plan if plan is not None else select(pa, alpha, beta, granularity=granularity, hw=hw,
                                                rho_x=rho_x, seed=seed)
     report(4)
-    run("AKF", akf)
+    rows["AKF"] = plan_row("AKF", pa, hw, xv, seed=seed, mapping=mapping, plan=akf)
     report(len(STEPS))
-    df = pd.DataFrame.from_dict(rows, orient="index")
+    return table_from_rows(rows, static_kernel=static, hw=hw, akf=akf)
+
+
+def plan_row(which, pa, hw, x, *, seed=0, mapping="anneal", static_kernel="CSC", plan=None) -> dict:
+    """Simulate one of the four plans of :func:`compare` (akf-spec §8) and return its row.
+
+    :func:`compare` is these four calls and :func:`table_from_rows`; the app calls them one by
+    one so that a change of the Static-sparse kernel re-simulates that plan alone.
+
+    Parameters
+    ----------
+    which : {"Dense", "BlockSparse", "StaticSparse", "AKF"}
+    pa : PatternAnalysis
+    hw : HardwareConfig
+    x : 1-D float64 array
+        The input vector, already checked (length ``pa.shape[1]``).
+    seed : int
+        Seed of the simulator's mapping.
+    mapping : str
+        Passed to :func:`akfviz.simulate`.
+    static_kernel : str
+        The StaticSparse plan's kernel (``which="StaticSparse"`` only).
+    plan : FusionPlan
+        The AKF plan (``which="AKF"`` only).
+
+    Returns
+    -------
+    dict
+        The row's counters (``cycles, energy_pj, error_pct, output_error_pct, dram_bytes, macs, events,
+        payload_bytes, seconds, busiest_pe_busy, busiest_pe_reduce, kernel_mix``), before the ratios
+        to Dense. A Dense baseline too wide for the engine is a row of NaN counters with its reason
+        in ``kernel_mix``.
+    """
+    from .execute.plan import FusionPlan
+    from .npu.simulate import DENSE_MAX_ROUTES, simulate, simulate_dense
+
+    if which not in PLANS:
+        raise InputError(f"which must be one of {', '.join(PLANS)}, got {which!r}.")
+    n = int(pa.n_tiles)
+    if which == "Dense":
+        shape = tuple(pa.shape)
+        if shape[1] > DENSE_MAX_ROUTES:
+            # one event stream per column: beyond the engine's limit, the other three plans still run
+            row = _row(None, payload=np.nan, mix=(
+                f"{DENSE_NOT_SIMULATED}: {shape[1]:,} columns, over the simulator's limit of "
+                f"{DENSE_MAX_ROUTES:,} for the Dense baseline (one event stream per column); "
+                "ratios to Dense are NaN"))
+        else:
+            # the same mapping method and seed as the other three plans (akf-spec §8: same terms for all)
+            dres = simulate_dense(shape, pa.tile, hw, x=x, seed=seed, mapping=mapping, record=False)
+            # the simulator's own payload count (exact for edge tiles; the table scales them by h·w/T²)
+            row = _row(dres, payload=float(dres.meta["payload_bytes"]),
+                       mix="DENSE 100 % (every tile slot, empty ones too)")
+        row["output_error_pct"] = 0.0
+        return row
+    if which == "AKF":
+        if not isinstance(plan, FusionPlan):
+            raise InputError(f"plan must be an akfviz FusionPlan (from akfviz.select), got {type(plan).__name__}.")
+    else:
+        kernel = "DENSE" if which == "BlockSparse" else static_kernel
+        plan = FusionPlan(pa, np.full(n, kernel, dtype=object))
+    # record=False: only the counters are needed (no timeline), and the engine may use the
+    # worker threads (same counters, bit for bit)
+    res = simulate(plan, hw, x=x, seed=seed, mapping=mapping, record=False)
+    row = _row(res, plan=plan, mix=kernel_mix_of(plan))
+    row["output_error_pct"] = 100.0 * float(plan.output_error(x)) if n else 0.0
+    return row
+
+
+def table_from_rows(rows: dict, *, static_kernel: str, hw, akf=None) -> pd.DataFrame:
+    """:func:`compare`'s table from the four rows of :func:`plan_row`: ``speedup = cycles(Dense) /
+    cycles`` and ``energy_rel = energy / energy(Dense)`` (akf-spec §8), columns in :data:`COLUMNS`
+    order, and ``df.attrs`` (``static_kernel``, the AKF plan's ``akf_selection``, ``hw_hash``,
+    ``dense_skipped`` when the Dense baseline was not simulated)."""
+    df = pd.DataFrame.from_dict({name: dict(rows[name]) for name in PLANS}, orient="index")
     df.index.name = "plan"
     dc, de = df.loc["Dense", "cycles"], df.loc["Dense", "energy_pj"]
     df["speedup"] = dc / df["cycles"] if dc > 0 else np.nan
     df["energy_rel"] = df["energy_pj"] / de if de > 0 else np.nan
     df = df[COLUMNS]
-    df.attrs["static_kernel"] = static
+    df.attrs["static_kernel"] = static_kernel
     sel = getattr(akf, "selection", None)
     df.attrs["akf_selection"] = sel.to_dict() if sel is not None else {}
     df.attrs["hw_hash"] = hw.config_hash()
-    if dense_skipped:
-        df.attrs["dense_skipped"] = dense_skipped
+    if str(rows["Dense"].get("kernel_mix", "")).startswith(DENSE_NOT_SIMULATED):
+        df.attrs["dense_skipped"] = rows["Dense"]["kernel_mix"]
     return df
 
 

@@ -73,16 +73,15 @@ with right:
                "colour and every other tile is grey (toggle). Colours repeat; hover shows the cluster id.")
 
 try:   # plotly click selection → tile index (customdata of the clicked cell)
-    pts = (ev or {}).get("selection", {}).get("points", [])
-    if pts:
-        cd = pts[0].get("customdata")
-        picked = int(cd[0] if isinstance(cd, (list, tuple)) else cd)
-        if 0 <= picked < n_tiles and picked != tsel:
-            S.put("tsel", picked)
-            S.put("csel", int(tiles["cluster"].iloc[picked]))
-            st.rerun()
-except (TypeError, ValueError, AttributeError, KeyError, IndexError):
-    pass
+    picked = vp.picked_tile(ev, n_tiles)
+except ValueError as exc:
+    picked = None
+    st.warning(f"That click could not be read as a tile ({exc}); type the tile's number (shown in the "
+               "map's hover) in the box above instead.")
+if picked is not None and picked != tsel:
+    S.put("tsel", picked)
+    S.put("csel", int(tiles["cluster"].iloc[picked]))
+    st.rerun()
 
 st.header("Cluster representatives")
 

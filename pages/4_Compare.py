@@ -36,8 +36,8 @@ if plan is None:
     st.stop()
 extra = (("static_kernel", static), ("rho_x", float(S.get("xdens"))))
 try:
-    df = S.compare_cached(S.plan_key(wl, pa, hwk), wl.A, hwk, hw, float(S.get("alpha")),
-                          float(S.get("beta")), int(S.get("tile")), extra, _pa=pa, _plan=plan)
+    df = S.compare_cached(S.analysis_key(wl.digest, pa.tile), S.plan_key(wl, pa, hwk), hwk, hw, static,
+                          float(S.get("xdens")), pa, plan)
 except (InputError, ValueError) as exc:
     S.show_error(exc)
     st.stop()

@@ -238,3 +238,24 @@ def test_a_matrix_wider_than_the_dense_baseline_takes_still_compares_the_other_p
     notes = akfviz.compare.paper_comparison(df)["note"]
     assert notes["Dense"].startswith("Dense baseline not simulated")
     assert "speedup" not in notes["AKF"].split(";")[0]        # no ratio to a Dense that did not run
+
+
+def test_compare_is_its_four_plan_rows_and_their_table(llm):
+    """The app builds the comparison row by row (so a new Static-sparse kernel re-simulates that
+    plan alone); the rows and ``table_from_rows`` give exactly what ``compare`` gives."""
+    from akfviz.compare import plan_row, table_from_rows
+    from akfviz.npu.simulate import random_input
+
+    A, pa = llm
+    hw = akfviz.HardwareConfig(rows=16, cols=16)
+    plan = akfviz.select(pa, hw=hw, rho_x=0.5)
+    whole = compare(A, hw=hw, rho_x=0.5, plan=plan, static_kernel="BITMAP", mapping="greedy", seed=3)
+    x = random_input(A.shape[1], 0.5, 3)
+    rows = {w: plan_row(w, pa, hw, x, seed=3, mapping="greedy", static_kernel="BITMAP", plan=plan)
+            for w in PLANS}
+    pd.testing.assert_frame_equal(table_from_rows(rows, static_kernel="BITMAP", hw=hw, akf=plan), whole)
+    assert whole.loc["StaticSparse", "kernel_mix"].startswith("BITMAP 100")
+    with pytest.raises(InputError, match="one of Dense"):
+        plan_row("Sparse", pa, hw, x)
+    with pytest.raises(InputError, match="FusionPlan"):
+        plan_row("AKF", pa, hw, x)

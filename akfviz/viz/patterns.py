@@ -72,6 +72,35 @@ def _click_layer(fig: go.Figure, idx, density, sr: int, sc: int) -> None:
         showlegend=False, name="tiles"))
 
 
+def picked_tile(event, n_tiles: int):
+    """The tile number a click on :func:`tile_density_map` selected, from Streamlit's selection
+    ``event`` (``{"selection": {"points": [{"customdata": ...}, ...]}}``).
+
+    Returns ``None`` when nothing is selected (no event, no points, or a click on the heatmap
+    itself, whose points carry no ``customdata``). Raises ``ValueError`` when a point's
+    ``customdata`` is not a tile number from 0 to ``n_tiles - 1``: the page says so instead of
+    ignoring the click (a typed 2-D ``customdata`` once reached the page as an object, and the
+    click silently did nothing).
+    """
+    sel = event.get("selection") if isinstance(event, dict) else getattr(event, "selection", None)
+    if sel is None:
+        return None
+    points = sel.get("points") if isinstance(sel, dict) else getattr(sel, "points", None)
+    points = [p for p in (points or []) if isinstance(p, dict) and p.get("customdata") is not None]
+    if not points:
+        return None
+    cd = points[0]["customdata"]
+    if isinstance(cd, dict):   # a typed array can arrive as {"0": v, "1": ...}
+        cd = cd.get("0", cd.get(0))
+    if isinstance(cd, (list, tuple)):
+        cd = cd[0] if cd else None
+    if isinstance(cd, bool) or not isinstance(cd, (int, float, np.integer, np.floating)) \
+            or not float(cd).is_integer() or not 0 <= int(cd) < n_tiles:
+        raise ValueError(f"the clicked point carries {points[0]['customdata']!r}, not a tile number "
+                         f"from 0 to {n_tiles - 1}")
+    return int(cd)
+
+
 def _mark(fig: go.Figure, tiles, selected) -> None:
     if selected is None or not (0 <= int(selected) < len(tiles)):
         return

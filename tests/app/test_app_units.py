@@ -404,6 +404,27 @@ def test_tile_density_map_click_layer_points_at_each_tile():
                                tiles["density"].to_numpy()[t], rtol=1e-6)
 
 
+@pytest.mark.parametrize("event, expected", [
+    (None, None), ({}, None), ({"selection": {"points": []}}, None),
+    # a click on the heatmap itself: its points carry no customdata
+    ({"selection": {"points": [{"x": 1, "y": 2, "z": 0.3}]}}, None),
+    ({"selection": {"points": [{"customdata": 7}]}}, 7),
+    ({"selection": {"points": [{"customdata": 7.0}]}}, 7),
+    ({"selection": {"points": [{"customdata": [3, 0.5]}]}}, 3),
+    ({"selection": {"points": [{"customdata": {"0": 4, "1": 0.5}}]}}, 4),
+    ({"selection": {"points": [{"x": 0}, {"customdata": 2}]}}, 2),
+])
+def test_picked_tile_reads_the_click(event, expected):
+    assert patterns.picked_tile(event, 10) == expected
+
+
+@pytest.mark.parametrize("cd", [10, -1, 2.5, "3", True, {"a": 1}, []])
+def test_picked_tile_says_when_a_click_is_not_a_tile(cd):
+    """The page once swallowed any unreadable click (``except …: pass``), which hid a defect."""
+    with pytest.raises(ValueError, match="not a tile number from 0 to 9"):
+        patterns.picked_tile({"selection": {"points": [{"customdata": cd}]}}, 10)
+
+
 @pytest.mark.parametrize("scale", [1.0, 1e120, 1e-120])
 def test_representative_gallery_keeps_extreme_values_finite(scale):
     """|a| up to 1e±140 passes analyze; the gallery once cast it to float32 (inf / 0)."""

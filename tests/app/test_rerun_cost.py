@@ -73,3 +73,32 @@ def test_design_space_axis_change_keeps_the_baseline_bars_and_the_parallel_axes(
     x.set_value(next(o for o in x.options if o != x.value)).run()
     _ok(app)
     assert calls == {"sweep_scatter": 1}, dict(calls)
+
+
+def test_compare_new_static_kernel_simulates_only_the_static_sparse_plan(app, monkeypatch):
+    """Compare once was one cached call: another Static-sparse kernel re-simulated all four plans
+    (seconds each on a 1M-nonzero matrix). Now each plan's row is cached on its own."""
+    import akfviz.compare as cmp_mod
+    from akfviz.app_cache import _compare_row_cached
+
+    app.run()
+    app.switch_page("pages/4_Compare.py").run()
+    _ok(app)
+    _compare_row_cached.clear()   # every row simulated afresh below, whatever earlier tests cached
+    calls = collections.Counter()
+    real = cmp_mod.plan_row
+
+    def counted(which, *a, **k):
+        calls[which] += 1
+        return real(which, *a, **k)
+    monkeypatch.setattr(cmp_mod, "plan_row", counted)
+    box = app.selectbox(key="w:static")
+    app.run()
+    _ok(app)
+    assert calls == {w: 1 for w in cmp_mod.PLANS}, dict(calls)
+    calls.clear()
+    box.set_value("BITMAP" if box.value != "BITMAP" else "DIA").run()
+    _ok(app)
+    assert calls == {"StaticSparse": 1}, dict(calls)
+    mixes = [str(v) for df in app.dataframe if "kernel_mix" in df.value for v in df.value["kernel_mix"]]
+    assert any(m.startswith(box.value + " 100") for m in mixes), mixes
