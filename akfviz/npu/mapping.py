@@ -367,7 +367,12 @@ def _anneal(pe, bi, bj, work, ev, outr, payload, red, src, red_load, rows, cols,
     Per PE ``p`` it keeps ``T_p`` (tile work), ``M_p`` (the largest tail of its tiles, or its own
     reductions) with the tile attaining it, its payload, and its tiles as a linked list; a
     segment tree keeps ``max_p (T_p + M_p)``. A proposal changes two PEs; it is evaluated on
-    the tree and undone there when rejected."""
+    the tree and undone there when rejected.
+
+    Ends on the best placement visited, not the last: every accepted move since the last new
+    best is journalled (tile, its PE before; the swapped tile, if any) and undone at the end,
+    O(1) per move instead of a copy of ``pe`` at each new best. Returns that best objective
+    and the trajectory of the search itself."""
     n = pe.shape[0]
     P = rows * cols
     rred = _reduced_at(red, red_load, P)
@@ -424,6 +429,11 @@ def _anneal(pe, bi, bj, work, ev, outr, payload, red, src, red_load, rows, cols,
     cool = (t_end / t0) ** (1.0 / max(iters, 1))
     temp = t0
     k = 1
+    best = obj
+    jn = 0                                   # journal: accepted moves since the best
+    j_u = np.empty(iters, dtype=np.int64)
+    j_pa = np.empty(iters, dtype=np.int64)
+    j_v = np.empty(iters, dtype=np.int64)
     for it in range(iters):
         r0 = rnd[5 * it]
         r1 = rnd[5 * it + 1]
@@ -498,6 +508,14 @@ def _anneal(pe, bi, bj, work, ev, outr, payload, red, src, red_load, rows, cols,
                     _link(v, pa, head, nxt, prv)
                     pe[v] = pa
                     tl[v] = tva
+                if obj < best:
+                    best = obj
+                    jn = 0
+                else:
+                    j_u[jn] = u
+                    j_pa[jn] = pa
+                    j_v[jn] = v
+                    jn += 1
             else:
                 _tree_set(tree, size, pa, load[pa] + mx[pa])
                 _tree_set(tree, size, pb, load[pb] + mx[pb])
@@ -505,7 +523,15 @@ def _anneal(pe, bi, bj, work, ev, outr, payload, red, src, red_load, rows, cols,
         if (it + 1) % every == 0 and k <= n_traj:
             traj[k] = obj
             k += 1
-    return obj, traj[:k].copy()
+    # back to the best placement: undo the journalled moves, last first (u went pa -> pe[u],
+    # and a swapped v went pe[u] -> pa)
+    for q in range(jn - 1, -1, -1):
+        u = j_u[q]
+        v = j_v[q]
+        if v >= 0:
+            pe[v] = pe[u]
+        pe[u] = j_pa[q]
+    return best, traj[:k].copy()
 
 
 # --------------------------------------------------------------------------- public

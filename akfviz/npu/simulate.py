@@ -291,21 +291,28 @@ def cached_map_tiles(work: TileWork, hw: HardwareConfig, *, rho_x: float, method
     return mp
 
 
-def plan_mapping(plan, hw: HardwareConfig | None = None, *, rho_x: float = 1.0,
+def plan_mapping(plan, hw: HardwareConfig | None = None, *, rho_x: float | None = None, x=None,
                  method: str = "anneal", seed: int = 0, tile_rows: int | None = None) -> Mapping:
     """The placement :func:`simulate` uses for ``plan`` (akf-spec §6), from the same cache.
 
     The row and column block counts come from the matrix shape (``ceil(rows / tile_rows)``,
     ``ceil(cols / tile)``) as in :func:`simulate`, not from the last nonempty tile: a matrix
     whose last blocks hold no tile still gets a reduction PE per row block. Passing the result
-    as ``simulate(..., mapping=mp)`` gives the same run as ``mapping=method``. The placement is
-    the cached object itself, so its arrays are read-only: ``mp.pe.copy()`` to experiment.
+    as ``simulate(..., mapping=mp)`` gives the same run as ``mapping=method`` with the same
+    input: ``rho_x`` (default 1) for ``simulate(rho_x=…)``, or ``x`` for ``simulate(x=…)`` —
+    the placement is keyed by the density of the events, which for a batch ``x`` of several
+    columns need not be a whole number of entries per column. The placement is the cached
+    object itself, so its arrays are read-only: ``mp.pe.copy()`` to experiment.
     """
     hw = as_hardware(hw)
     seed = check_seed(seed)
-    rho = check_activation_density(rho_x)
     work, shape, tile, tr, _ = _resolve_plan(plan, None, None, tile_rows)
-    rho = input_density(shape[1], rho)   # as simulate(rho_x=…) and an x from random_input
+    if x is not None:
+        # the density simulate(x=…) measures (a batch's too), not one rounded per column
+        _, rho = _resolve_x(x, shape[1], rho_x, seed, None)
+    else:
+        rho = check_activation_density(1.0 if rho_x is None else rho_x)
+        rho = input_density(shape[1], rho)   # as simulate(rho_x=…) and an x from random_input
     return cached_map_tiles(work, hw, rho_x=rho, method=method, seed=seed,
                             n_brows=-(-shape[0] // tr), n_bcols=-(-shape[1] // tile))
 
@@ -515,13 +522,11 @@ def simulate(plan, hw: HardwareConfig | None = None, x=None, iterations: int = 1
     col_src = mp.src[np.arange(n_cols) // tile]
     x_per_pe = np.bincount(col_src, weights=active.sum(axis=1).astype(np.float64) * fb,
                            minlength=P).astype(np.int64)
-    y_per_pe = np.zeros(P, dtype=np.int64)
-    if n:
-        has = np.zeros(n_brows, bool)
-        has[wa.bi] = True
-        rows_b = np.minimum(tr, shape[0] - np.arange(n_brows) * tr)
-        y_per_pe = np.bincount(mp.red[:n_brows][has], weights=(rows_b[has] * k * fb).astype(np.float64),
-                               minlength=P).astype(np.int64)
+    # y out: every row of y, by its row block's reduction PE — rows no tile reaches are zeros the
+    # host still receives (as the Dense baseline writes them), so a sparser plan gets no discount
+    rows_b = np.minimum(tr, shape[0] - np.arange(n_brows) * tr)
+    y_per_pe = np.bincount(mp.red[:n_brows], weights=(rows_b * k * fb).astype(np.float64),
+                           minlength=P).astype(np.int64)
     full = _i64(work.payload_bytes)
     ovf = tile_overflow(full, mp.pe, hw.sram_bytes_per_pe)
     streams = ovf if persistent else full

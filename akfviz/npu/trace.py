@@ -660,7 +660,7 @@ def transfer_cycles(tc: TinyCase) -> dict:
     * ``load_cycles = ceil(nnz(x) · flit_bytes / dram_bytes_per_cycle)`` — x is read from DRAM
       before any event;
     * ``writeback_cycles = ceil(rows · flit_bytes / dram_bytes_per_cycle)`` — y is written back,
-      ``rows`` counting the rows of every row block that holds a tile.
+      every one of its ``rows`` (rows no tile reaches are zeros the host still receives).
 
     Parameters
     ----------
@@ -678,7 +678,7 @@ def transfer_cycles(tc: TinyCase) -> dict:
     bw, fb, T = int(hw.dram_bytes_per_cycle), int(hw.flit_bytes), int(tr.tile)
     nnz_x = int(np.count_nonzero(tc.x))
     n_rows = int(tc.A_hat.shape[0])
-    y_rows = sum(min(T, n_rows - int(b) * T) for b in np.unique(work.bi))
+    y_rows = n_rows
     x_bytes, y_bytes = nnz_x * fb, y_rows * fb
     load, wb = _ceil_div(x_bytes, bw), _ceil_div(y_bytes, bw)
     return {

@@ -704,10 +704,10 @@ def _price_unit_costs(kernel, pa, idx, hw, rho_x):
 
 def _price_simulator(kernel, pa, idx, hw, rho_x):
     """Each tile alone on a 1×1 grid, x = all ones (every routed column fires once), minus the same run
-    without any tile (the input vector's DRAM load and the barrier, which no tile causes) and minus the
-    write-back of the tile's row block of y to DRAM (its bytes at DRAM energy, its cycles and their
-    leakage): that write-back belongs to the matrix, not to the tile's kernel, and the table does not
-    price it (a held-out probe found every kernel's energy "over-estimated" by 80-99 % without it)."""
+    without any tile: the input vector's DRAM load, the barrier and the write-back of y (every row of
+    it, its bytes at DRAM energy, its cycles and their leakage) belong to the matrix, not to the tile's
+    kernel, and the table does not price them (a held-out probe found every kernel's energy
+    "over-estimated" by 80-99 % when the write-back was left in)."""
     from ..npu.simulate import simulate
     from ..npu.work import TileWork
 
@@ -716,18 +716,15 @@ def _price_simulator(kernel, pa, idx, hw, rho_x):
     run = lambda w: simulate(w, hw1, x=x, shape=pa.shape, tile=pa.tile, mapping="greedy",  # noqa: E731
                              record=False)
     empty = run(TileWork.concat([]))
-    base = (float(empty.energy_total_pj), float(empty.cycles), float(empty.dram_bytes))
-    e_dram, leak = float(hw.energy["dram"]), float(hw.energy["leakage"])
+    base = (float(empty.energy_total_pj), float(empty.cycles))
     out = np.zeros((len(idx), len(MEASURES)))
     for i, t in enumerate(idx):
         work = kernel.npu_work(pa.tileset, np.array([t], dtype=np.int64))
         if work.n_tiles == 0:
             continue
         res = run(work)
-        wb_cycles = float(np.sum(res.per_iteration_columns["writeback_cycles"]))
-        wb_bytes = float(res.dram_bytes) - base[2] - float(res.meta["overflow_bytes"])
-        out[i] = (float(res.energy_total_pj) - base[0] - wb_bytes * e_dram - wb_cycles * leak,
-                  float(res.cycles) - base[1] - wb_cycles, float(work.payload_bytes.sum()))
+        out[i] = (float(res.energy_total_pj) - base[0], float(res.cycles) - base[1],
+                  float(work.payload_bytes.sum()))
     return out
 
 

@@ -149,15 +149,14 @@ def ref_simulate(work, hw, pe, red, src, active, shape, tile, fused=True, persis
         t_global += max(pe_end.values()) if pe_end else 0
         if not fused and gi < len(groups) - 1:
             t_global += hw.barrier_cycles
-    # y write-back (single iteration: always)
+    # y write-back (single iteration: always), every row of y by its row block's reduction PE,
+    # row blocks without a tile too (docs/model.md, DRAM)
     yb = 0
     nbr = -(-shape[0] // tile)
-    has = set(int(b) for b in work.bi)
     for b in range(nbr):
-        if b in has:
-            rows = min(tile, shape[0] - b * tile)
-            C["dram_bytes"][red[b]] += rows * k * hw.flit_bytes
-            yb += rows * k * hw.flit_bytes
+        rows = min(tile, shape[0] - b * tile)
+        C["dram_bytes"][red[b]] += rows * k * hw.flit_bytes
+        yb += rows * k * hw.flit_bytes
     t_global += -(-yb // bw)
     if not persistent:
         t_global += hw.launch_cycles

@@ -423,3 +423,26 @@ def test_a_fusion_plan_keeps_its_own_tile_side_and_shape():
         simulate(plan, hw, x=np.ones(500), shape=(500, 500))
     with pytest.raises(InputError, match="shape must be"):
         simulate(plan, hw, x=x, shape=5)
+
+
+def test_y_write_back_covers_every_row_even_without_a_tile():
+    """A held-out probe: y was written back only for row blocks holding a tile (rows 4..7 of this
+    matrix were never written, and an all-SKIP plan wrote no y), a discount against the Dense
+    baseline, which writes every row. docs/model.md: y out is ``rows · k · flit_bytes``."""
+    import akfviz
+
+    D = np.zeros((8, 8))
+    D[0, 0], D[1, 5] = 1.0, 2.0                                  # only row block 0 holds tiles
+    pa = akfviz.analyze(sp.csr_array(D), tile=4)
+    hw = HardwareConfig(rows=1, cols=1, dram_bytes_per_cycle=8)
+    x = np.ones(8)
+    for kernels in (["CSC"], ["SKIP"]):
+        plan = akfviz.select(pa, kernels=kernels, hw=hw)
+        res = simulate(plan, hw, x=x)
+        cols = res.per_iteration_columns
+        y_bytes = 8 * hw.flit_bytes                              # 8 rows of y, one flit each
+        assert int(cols["writeback_cycles"][0]) == -(-y_bytes // 8)
+        x_bytes = 8 * hw.flit_bytes
+        assert res.dram_bytes == x_bytes + y_bytes + int(res.meta["overflow_bytes"])
+    dense = simulate_dense((8, 8), 4, hw, x=x)
+    assert int(dense.per_iteration_columns["writeback_cycles"][0]) == int(cols["writeback_cycles"][0])
