@@ -136,10 +136,13 @@ with right:
     # the same entry S.simulation placed the plan with (same key)
     mp = S.mapping_cached(S.plan_key(wl, pa, hwk), plan, hwk, hw, float(S.get("xdens")))
     S.chart(S.figure_cached(f"anneal|{sim_key}", lambda: vn.annealing_trajectory(
-        mp.trajectory_proposals, mp.trajectory, mp.greedy_objective)), key="anneal")
-    st.caption(f"How to read this: the placement objective (makespan + γ·hops + δ·overflow, lower is better) "
-               f"while annealing ({mp.iterations:,} proposals); {100 * mp.improvement:.1f} % better than the "
-               f"greedy start.")
+        mp.trajectory_proposals, mp.trajectory, mp.greedy_objective, mp.objective)), key="anneal")
+    kept = (f"the placement kept is the best one visited, {100 * mp.improvement:.1f} % better than the greedy "
+            "start" if mp.objective < mp.greedy_objective else
+            "annealing found nothing better than the greedy start, so the greedy placement is kept")
+    st.caption(f"How to read this: the placement objective (makespan + γ·hops + δ·overflow, lower is better) of "
+               f"the annealer's current placement ({mp.iterations:,} proposals); it climbs above its start while "
+               f"the temperature is high and accepts worse moves. {kept[0].upper() + kept[1:]}.")
 
 if res_unfused is not None:
     S.chart(S.figure_cached(f"fused|{sim_key}", lambda: vn.fused_vs_unfused(

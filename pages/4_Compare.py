@@ -71,7 +71,9 @@ if "note" in pc:
 st.caption("The paper's energy row (1.0 / 1.3 / 1.6 / 1.2 \"Watts\") contradicts its own text (\"20 % lower "
            "energy\" for AKF, energy_claimed_text); both are shown, neither is tuned to.")
 with st.expander("All measured columns"):
-    st.dataframe(df, width="stretch")
+    st.dataframe(df, width="stretch", column_config={"kernel_mix": st.column_config.TextColumn(
+        "kernel_mix", help="Share of the plan's nonempty tiles per kernel (Dense: every tile slot). The "
+                           "Kernels page's mix chart counts nonzeros instead.")})
 S.export_buttons("Comparison", lambda: df.reset_index(), "compare", "exp_compare",
                   "one row per plan (Dense, BlockSparse, StaticSparse, AKF): every measured column")
 

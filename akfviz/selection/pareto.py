@@ -37,13 +37,30 @@ class ParetoFront:
 
 
 def kernel_mix(names, tile_counts) -> str:
-    """``"CSC 61 %, DENSE 30 %, SKIP 9 %"`` from tile counts per kernel (largest first, ≥ 0.5 %)."""
+    """``"CSC 61 %, DENSE 30 %, SKIP 9 %"``: every kernel with a tile, largest first, by share of tiles.
+
+    No kernel is left out and no share rounds to a value it is not: a share under 0.5 % reads
+    ``"SKIP < 1 % (8 tiles)"`` and one that is not the whole but rounds to 100 reads ``"> 99 %"``
+    (a label once read ``"QUANT8 100 %"`` for a plan whose 8 SKIP tiles made its error 10× larger).
+    """
     counts = np.asarray(tile_counts, dtype=np.float64)
     tot = counts.sum()
     if tot <= 0:
         return "(no tiles)"
     order = np.lexsort((np.arange(counts.size), -counts))
-    parts = [f"{names[i]} {100 * counts[i] / tot:.0f} %" for i in order if counts[i] / tot >= 0.005]
+    parts = []
+    for i in order:
+        if counts[i] <= 0:
+            continue
+        share = counts[i] / tot
+        if share < 0.005:
+            n = int(counts[i])
+            text = f"< 1 % ({n:,} tile{'s' if n != 1 else ''})"
+        elif share < 1.0 and round(100 * share) >= 100:
+            text = "> 99 %"
+        else:
+            text = f"{100 * share:.0f} %"
+        parts.append(f"{names[i]} {text}")
     return ", ".join(parts)
 
 

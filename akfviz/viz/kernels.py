@@ -88,7 +88,7 @@ def kernel_mix(tile_kernels, weights=None, families: dict | None = None, height:
     # first family at the bottom, as on the kernel map's colour bar beside it (not reversed)
     # room past the longest bar for its label
     fig.update_xaxes(title=what, range=[0, 1.45 * max(max(tot), 1e-30)], nticks=4)
-    return styled(fig, "Kernel mix", height, uniformtext=dict(minsize=BAR_TEXT, mode="show"))
+    return styled(fig, f"Kernel mix, by {what}", height, uniformtext=dict(minsize=BAR_TEXT, mode="show"))
 
 
 def share_text(f: float) -> str:
@@ -276,7 +276,8 @@ def pareto_front(error, resource, current=None, labels=None, resource_name: str 
     fig = go.Figure(go.Scatter(x=resource[order], y=100 * error[order], mode="lines+markers", name="front",
                                line=dict(color=NEUTRAL_DARK, shape="hv"),
                                text=None if labels is None else np.asarray(labels, dtype=object)[order],
-                               hovertemplate=f"{resource_name} %{{x:.4g}}, error %{{y:.3g}} %<br>%{{text}}<extra></extra>"))
+                               hovertemplate=f"{resource_name} %{{x:.4g}}, error %{{y:.3g}} %<br>"
+                                             "tiles per kernel: %{text}<extra></extra>"))
     if current is not None:
         fig.add_trace(go.Scatter(x=[current[1]], y=[100 * current[0]], mode="markers", name="current plan",
                                  marker=dict(symbol="star", size=16, color="#e6194b")))

@@ -276,16 +276,19 @@ def hop_histogram(counts, height: int = 300) -> go.Figure:
     fig = go.Figure(go.Bar(x=np.arange(last), y=counts[:last], marker_color=NEUTRAL_MID,
                            hovertemplate="%{x} hops: %{y:,.0f}<extra></extra>"))
     fig.update_xaxes(title="Manhattan hops")
-    fig.update_yaxes(title="messages")
+    fig.update_yaxes(title="flits")
     return styled(fig, "NoC hop histogram", height)
 
 
-def annealing_trajectory(proposals, objective, greedy: float | None = None,
+def annealing_trajectory(proposals, objective, greedy: float | None = None, kept: float | None = None,
                          height: int = 320) -> go.Figure:
     """Simulated-annealing objective against the proposals evaluated (akf-spec §6).
 
-    ``proposals``, ``objective``: ``Mapping.trajectory_proposals`` and ``Mapping.trajectory``.
-    The greedy start is a reference line.
+    ``proposals``, ``objective``: ``Mapping.trajectory_proposals`` and ``Mapping.trajectory`` — the
+    search's current placement, which climbs above its start while the temperature is high.
+    The greedy start is a reference line; ``kept`` (``Mapping.objective``), the placement kept
+    (the best visited, or the greedy start when annealing found nothing better), is another,
+    so the chart does not read as "annealing made it worse".
     """
     objective = np.asarray(objective, np.float64)
     if objective.size == 0:
@@ -295,6 +298,10 @@ def annealing_trajectory(proposals, objective, greedy: float | None = None,
                                                                "makespan + γ·hops + δ·overflow = %{y:,.1f}<extra></extra>"))
     if greedy is not None:
         fig.add_hline(y=greedy, line=dict(color="#888", dash="dash"), annotation_text="greedy start")
+    if kept is not None and (greedy is None or kept < greedy):
+        # below the greedy line; its label under the line so the two labels do not overlap
+        fig.add_hline(y=kept, line=dict(color="#0e7c66", dash="dot"), annotation_text="placement kept",
+                      annotation_position="bottom right")
     fig.update_xaxes(title="annealing proposals")
     # the formula is in the hover text and the page caption: a long rotated title overflows the plot
     fig.update_yaxes(title="objective")

@@ -57,3 +57,19 @@ def test_prediction_error_other_arguments(pa, kw, words):
 def test_prediction_error_one_tile_is_enough(pa):
     df = prediction_error(pa, kernels=["DENSE"], max_tiles=np.int64(1))
     assert (df["n_tiles"] >= 1).all() and df["n_tiles"].sum() <= 5 * 3
+
+
+@pytest.mark.parametrize("names, counts, label", [
+    (["CSC", "DENSE", "SKIP"], [61, 30, 9], "CSC 61 %, DENSE 30 %, SKIP 9 %"),
+    (["QUANT8", "SKIP"], [2296, 8], "QUANT8 > 99 %, SKIP < 1 % (8 tiles)"),
+    (["SKIP", "PRUNE50"], [999, 1], "SKIP > 99 %, PRUNE50 < 1 % (1 tile)"),
+    (["BITMAP"], [576], "BITMAP 100 %"),
+    (["A", "B", "C"], [0, 5, 5], "B 50 %, C 50 %"),
+    (["A"], [0], "(no tiles)"),
+])
+def test_kernel_mix_names_every_kernel_used(names, counts, label):
+    """Held-out review: the label dropped kernels under 0.5 % of the tiles ('QUANT8 100 %' for a plan
+    whose 8 SKIP tiles made its error 10× larger; two different Pareto points both read 'SKIP 100 %')."""
+    from akfviz.selection.pareto import kernel_mix
+
+    assert kernel_mix(names, counts) == label
