@@ -179,7 +179,7 @@ MAX_STEPS = 100_000
 
 def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 10.0, steps: int = 120,
                             lr: float = 1.0, t0: float = 1.0, record_every: int = 4,
-                            max_record_units: int = 32, argmin=None) -> FusionResult:
+                            max_record_units: int = 32, argmin=None, allowed=None) -> FusionResult:
     """Softmax fusion weights per unit by annealed gradient descent (see the module docstring).
 
     Parameters
@@ -206,6 +206,10 @@ def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 1
         ``argmin(C)``, first on ties. Kernels tied in C get equal weights from the descent, so a
         unit whose final choice costs exactly what this argmin costs (and needs no less SRAM)
         takes this argmin.
+    allowed : bool ndarray (n_units, K), optional
+        Kernels a unit may move to (default all). The selector allows only kernels no less accurate
+        than the unit's argmin, so that the SRAM penalty trades resource, never accuracy; the others
+        get the capped cost (:data:`COST_CAP` gaps above the unit's best).
     """
     C = np.ascontiguousarray(C, dtype=np.float64)
     if C.ndim != 2:
@@ -237,6 +241,11 @@ def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 1
     # in rounding (the descent ended on DENSE instead of the cheaper CSC)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         Ch = np.minimum((C - (C.min(axis=1, keepdims=True) if nu else 0.0)) / sigma, COST_CAP)
+    if allowed is not None:
+        allowed = np.asarray(allowed, dtype=bool)
+        if allowed.shape != (nu, K) or (nu and not allowed[ar, argmin].all()):
+            raise InputError("allowed must have the shape of C and allow every unit's argmin.")
+        Ch = np.where(allowed, Ch, COST_CAP)
     z = np.zeros((nu, K))
     n_anneal = max(1, (3 * int(steps)) // 4)
     temps = np.zeros(int(steps))

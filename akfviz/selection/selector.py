@@ -302,10 +302,28 @@ def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", ke
                 notes.append(f"{FUSION_SKIPPED} {prob.n_units} tiles and the argmin plan fits "
                              "in SRAM, so its result is the argmin")
             else:
-                fusion_res = optimize_fusion_weights(prob.cost(alpha, beta), prob.unit_size, prob.bytes,
-                                                     cap, penalty=penalty, argmin=argmin)
+                # The capacity is traded for resource, never for accuracy: a unit may move only to a
+                # kernel no less accurate than its argmin. Without that rule the penalty drove whole
+                # plans to SKIP or PRUNE25 (100 % / 64 % error, shown as a 988× "speedup" on a 4×4
+                # chip of 8 KiB per PE) and more SRAM could give a worse plan. When even the smallest
+                # footprint of those kernels exceeds the chip, the penalty is off: the overflow
+                # streams from DRAM, which the table prices, as on a chip with no SRAM.
+                C = prob.cost(alpha, beta)
+                units = np.arange(prob.n_units)
+                e_arg = prob.E[units, argmin][:, None]
+                allowed = prob.E <= e_arg + 1e-12 * np.maximum(np.abs(e_arg), 1e-300)
+                floor = float((prob.unit_size * np.where(allowed, prob.bytes, np.inf).min(axis=1)).sum())
+                unreachable = 0 < cap < floor and s_arg > cap
+                fusion_res = optimize_fusion_weights(C, prob.unit_size, prob.bytes, cap,
+                                                     penalty=0.0 if unreachable else penalty, argmin=argmin,
+                                                     allowed=allowed)
                 choice = fusion_res.choice
-                if fusion_res.binding:
+                if unreachable:
+                    notes.append(f"the SRAM penalty of the fusion weights is off: even the smallest payload "
+                                 f"of kernels no less accurate than the argmin ({floor:.3g} B) exceeds the "
+                                 f"chip's {cap:.3g} B, so meeting it would cost accuracy; the overflow streams "
+                                 "from DRAM instead, which the table prices")
+                elif fusion_res.binding:
                     notes.append(f"SRAM constraint binds: the argmin plan needs "
                                  f"{fusion_res.sram_bytes_argmin:.3g} B, the chip has {cap:.3g} B")
                 elif cap <= 0:

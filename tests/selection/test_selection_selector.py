@@ -176,17 +176,47 @@ def test_fusion_weights_tie_break_does_not_undo_the_sram_penalty():
         optimize_fusion_weights(C, np.ones(1), b, 1e9, argmin=np.array([5]))
 
 
+EXACT = ["DENSE", "CSC", "BITMAP", "DIA", "BLOCK"]
+
+
 def test_fusion_weights_reduce_bytes_when_sram_binds(pa):
-    free = select(pa, granularity="cluster", fusion=True)
-    need = free.selection.fusion.sram_bytes_argmin
-    tiny = HW.replace(rows=1, cols=1, sram_bytes_per_pe=max(1024, int(need // 4)))
-    assert tiny.total_sram_bytes < need
-    plan = select(pa, granularity="cluster", hw=tiny, fusion=True, sram_penalty=100.0)
+    # exact kernels only: all as accurate as the argmin, so the penalty may trade among them
+    free = select(pa, granularity="cluster", fusion=True, kernels=EXACT, beta=1e-9)
+    rep = free.selection
+    need = rep.fusion.sram_bytes_argmin
+    floor = float((rep.unit_size * rep.sram_bytes.min(axis=1)).sum())
+    assert floor < need
+    cap = int((floor + need) / 2)
+    small = HW.replace(rows=1, cols=1, sram_bytes_per_pe=cap)
+    plan = select(pa, granularity="cluster", hw=small, fusion=True, sram_penalty=100.0, kernels=EXACT, beta=1e-9)
     f = plan.selection.fusion
     assert f.binding
     assert f.sram_bytes_final < f.sram_bytes_argmin
     assert np.any(f.choice != f.argmin)
     assert f.trajectory["penalty"].iloc[0] > 0
+    assert plan.relative_error == 0.0
+
+
+def test_sram_penalty_never_buys_capacity_with_accuracy(pa):
+    """Held-out probe: on a chip too small for the plan, the penalty moved whole plans to SKIP or
+    PRUNE25 (100 % / 64 % error; compare then showed AKF "988× faster"), and more SRAM could give a
+    worse plan. A unit may now move only to a kernel no less accurate than its argmin; when even
+    those cannot fit, the penalty is off and the overflow streams from DRAM."""
+    for gran in ("cluster", "tile"):
+        for per_pe in (1, 64, 1024):
+            hw = HW.replace(rows=2, cols=2, sram_bytes_per_pe=per_pe)
+            free = select(pa, hw=hw, fusion=False, granularity=gran)   # the argmin plan on this chip
+            plan = select(pa, hw=hw, granularity=gran)
+            rep = plan.selection
+            units = np.arange(rep.units.size)
+            e_arg = rep.E[units, rep.fusion.argmin]
+            # per decision unit (a cluster's representative, or a tile) never less accurate
+            assert np.all(rep.E[units, rep.fusion.choice] <= e_arg + 1e-12 * np.abs(e_arg))
+            assert "SKIP" not in set(plan.tile_kernels) or "SKIP" in set(free.tile_kernels)
+            if gran == "tile":   # members are the units themselves: the plan too
+                assert plan.relative_error <= free.relative_error * (1 + 1e-9) + 1e-15
+    assert any("so meeting it would cost accuracy" in n for n in select(
+        pa, hw=HW.replace(rows=1, cols=1, sram_bytes_per_pe=1)).selection.notes)
 
 
 def test_fusion_weights_small_direct_case():
