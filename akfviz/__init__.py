@@ -25,6 +25,7 @@ _LAZY = {
     "load": ("workloads.loaders", "load"),
     "list_tensors": ("workloads.loaders", "list_tensors"),
     "matrix_choices": ("workloads.loaders", "matrix_choices"),
+    "prune": ("workloads.prune", "prune"),
     "analyze": ("analysis.pattern", "analyze"),
     "select": ("selection.selector", "select"),
     "HardwareConfig": ("npu.hardware", "HardwareConfig"),

@@ -45,6 +45,30 @@ def _params(pairs):
 
 
 def _matrix(args):
+    """The command's matrix (file, sample or generator), pruned when ``--prune`` asks for it."""
+    A, label = _source_matrix(args)
+    spec = getattr(args, "prune", None)
+    if spec is None:
+        return A, label
+    from .workloads.prune import prune
+
+    method, _, value = spec.strip().partition(":")
+    method = method.strip().lower()
+    if method == "nm":
+        kw = {"pattern": value.strip() or "2:4"}
+    elif method in ("magnitude", "block"):
+        try:
+            kw = {"sparsity": float(value) if value.strip() else 0.9}
+        except ValueError:
+            raise InputError(f"--prune {spec!r}: the sparsity after '{method}:' must be a number, "
+                             "e.g. magnitude:0.9.") from None
+    else:
+        raise InputError(f"--prune {spec!r}: give magnitude[:SPARSITY], block[:SPARSITY] or nm[:N:M], "
+                         "e.g. magnitude:0.9 or nm:2:4.")
+    return prune(A, method, **kw), f"{label}, pruned ({method} {value.strip() or 'default'})"
+
+
+def _source_matrix(args):
     from . import workloads  # noqa: F401  (package docstring only)
 
     if getattr(args, "file", None) is not None:
@@ -390,6 +414,9 @@ def build_parser() -> argparse.ArgumentParser:
         g.add_argument("--input", help="matrix file: .mtx, .npz, .npy or .safetensors (also "
                                        "gzip/bzip2/xz-compressed, or in a .tar archive)")
         g.add_argument("--tensor", help="tensor name inside a .safetensors file")
+        g.add_argument("--prune", metavar="METHOD[:VALUE]",
+                       help="prune the matrix first (akf-spec §1): magnitude:SPARSITY, block:SPARSITY "
+                            "(4×4 blocks) or nm:N:M, e.g. magnitude:0.9 or nm:2:4 (default sparsity 0.9)")
         g.add_argument("--sample", help="a shipped sample (default: the pruned MiniLM FFN matrix)")
         g.add_argument("--generate", metavar="KIND", help="a generator name (see akfviz.generators())")
         # the default is the generators' own (not imported here: --help stays fast)

@@ -473,3 +473,23 @@ def test_out_help_names_only_the_formats_each_command_writes():
     assert ".csv" not in helps["bench"] and ".json" in helps["bench"]
     for name in ("analyze", "select", "simulate", "compare"):
         assert ".json" in helps[name] and ".parquet" in helps[name]
+
+
+def test_prune_a_loaded_matrix_from_the_command_line(capsys, tmp_path):
+    """Held-out probe: akf-spec §1 ('pick a 2-D tensor by name, then prune it') had no §9 or CLI
+    path: load returned every weight. Now akfviz.prune and --prune."""
+    from safetensors.numpy import save_file
+
+    W = np.random.default_rng(0).standard_normal((40, 24)).astype(np.float32)
+    path = tmp_path / "w.safetensors"
+    save_file({"layer.weight": W}, str(path))
+    A = akfviz.load(str(path), tensor="layer.weight")
+    assert A.nnz == 960
+    assert akfviz.prune(A, "magnitude", sparsity=0.75).nnz == 240
+    code, out, _ = run(capsys, "analyze", str(path), "--tensor", "layer.weight", "--prune", "nm:2:4", "--tile", "8")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["nnz"] == 480 and "pruned (nm 2:4)" in doc["source"]
+    for bad in ("foo:1", "magnitude:lots", "nm:3:2"):
+        code, _, err = run(capsys, "analyze", str(path), "--prune", bad)
+        assert code == 2 and ("prune" in err.lower() or "N:M" in err), (bad, err)
