@@ -502,6 +502,12 @@ def check_rho_x(rho_x) -> float:
         r = float(rho_x)
     except (TypeError, ValueError):
         raise InputError(f"rho_x (activation density) must be a number in (0, 1], got {rho_x!r}.") from None
+    if r == 0.0:
+        # simulate accepts 0 (no events: a run of setup and reductions only); pricing kernels and
+        # comparing plans at no events would rank every kernel by its setup alone
+        raise InputError("rho_x (activation density) must be in (0, 1] to select or compare plans: at 0 no "
+                         "x_j fires, so no kernel does any work to compare. akfviz.simulate accepts 0 "
+                         "(a run of setups and reductions only).")
     if not (0.0 < r <= 1.0):
         raise InputError(f"rho_x (activation density) must be in (0, 1], got {rho_x!r}.")
     return r
