@@ -610,19 +610,15 @@ def warn_if_dropped(plan, hw) -> None:
 
 
 def dropped_cause(plan, hw) -> str:
-    """Why a plan dropped most of the matrix, from what decided it: a resource budget, the SRAM
-    capacity penalty of the fusion weights, or weights that price resource far above error."""
+    """Why a plan dropped most of the matrix, from what decided it: a resource budget, or weights
+    that price resource far above error. (The fusion weights' SRAM penalty no longer can: it moves
+    a unit only to kernels no less accurate than its argmin.)"""
     rep = getattr(plan, "selection", None)
     mode = getattr(rep, "mode", "weights")
     if mode == "resource_budget":
         return (f"The resource budget ({rep.resource_budget:g} of Dense's) is below what keeping the matrix "
                 "costs, so the least-error plan within it drops tiles; raise the budget or use an error "
                 "budget (Kernels page).")
-    fusion = getattr(rep, "fusion", None)
-    if fusion is not None and fusion.binding:
-        return (f"The PE SRAM ({hw.sram_bytes_per_pe:,} B per PE, {hw.total_sram_bytes:,} B in all) is below "
-                "the plan's payload and the fusion weights' SRAM penalty prefers dropping tiles; give more "
-                "SRAM, or an error budget (Kernels page).")
     return (f"The weights price resource far above error (α = {getattr(rep, 'alpha', float('nan')):g}, "
             f"β = {getattr(rep, 'beta', float('nan')):g}), so dropping a tile is the cheapest choice; raise α, "
             "lower β, or use an error budget (Kernels page).")

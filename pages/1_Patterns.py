@@ -5,7 +5,7 @@ import streamlit as st
 
 from akfviz import app_state as S
 from akfviz.viz import patterns as vp
-from akfviz.viz.tables import property_table, tiles_export
+from akfviz.viz.tables import tiles_export
 from akfviz.app_shell import figure_pair, flex_row, metric_row, page_end, page_start
 
 page_start("Patterns",
@@ -100,33 +100,60 @@ st.caption("How to read this: the medoid tile of each of the largest clusters (|
 
 left, right = figure_pair("patterns_histograms")
 with left:
-    S.chart(S.figure_cached(f"dens_hist|{akey}", lambda: vp.density_histogram(tiles)), key="dens_hist")
+    bpd = pa.lsh.bins_per_decade
+    S.chart(S.figure_cached(f"dens_hist|{akey}|{bpd}", lambda: vp.density_histogram(
+        tiles, bins_per_decade=bpd)), key="dens_hist")
     st.caption("How to read this: how many tiles have a given density (log bins), coloured by the analysis' "
-               "log-density bin; the LSH split uses these bins so a 1 % tile and a 60 % tile never share a "
-               "cluster.")
+               "log-density bin (the legend gives each bin's densities); the LSH split uses these bins so a "
+               "1 % tile and a 60 % tile never share a cluster. "
+               + vp.density_bin_caption(tiles["density_bin"].to_numpy(), bpd))
 with right:
     S.chart(S.figure_cached(f"cluster_sizes|{akey}", lambda: vp.cluster_sizes(clusters)), key="cluster_sizes")
     st.caption("How to read this: bar height = tiles in a cluster, colour = within-cluster Jaccard "
                "(light teal = members look alike, dark purple = loose cluster).")
 
 st.header("Details")
+# the tables of one tile / one cluster: a plain-language name (the raw column name in brackets, as in
+# the export) and the value; what each means, with the analysis' own numbers (q, g, T, bins per decade),
+# is a list under the table (a third column was cut off in half the page)
+EXPLAINED_COLUMNS = {key: {
+    key: st.column_config.TextColumn(key, help="plain-language name; in brackets the column's name in the "
+                                               "export and in the library's table. What each means: the list "
+                                               "under the table"),
+    "value": st.column_config.TextColumn("value", help=f"this {what}'s value"),
+} for key, what in (("feature", "tile"), ("property", "cluster"))}
 d1, d2 = figure_pair("patterns_details")
 with d1:
     st.subheader(f"Tile #{tsel}")
     row = tiles.iloc[tsel]
-    st.dataframe(property_table(tiles, tsel, "feature"), hide_index=True, width="stretch", height=300)
+    ftab = vp.explained_table(tiles, tsel, "feature", vp.feature_notes(pa.lsh, pa.tile, row))
+    st.dataframe(ftab[["feature", "value"]], hide_index=True, width="stretch", height=300,
+                 column_config=EXPLAINED_COLUMNS["feature"])
+    with st.expander("What these features mean"):
+        st.markdown(vp.meanings_markdown(ftab, "feature"))
     S.chart(S.figure_cached(f"tile_detail|{akey}|{tsel}", lambda: vp.representative_gallery(
         [ts.dense(tsel)], [f"tile ({int(row['bi'])}, {int(row['bj'])})"], cols=1, height_per_row=260)),
         key="tile_detail")
 with d2:
     st.subheader(f"Cluster {csel}")
     crow = clusters.loc[csel]
-    st.dataframe(property_table(clusters, csel, "property", by_label=True), hide_index=True, width="stretch")
+    ctab = vp.explained_table(clusters, csel, "property", vp.cluster_notes(pa.lsh, crow), by_label=True)
+    st.dataframe(ctab[["property", "value"]], hide_index=True, width="stretch",
+                 column_config=EXPLAINED_COLUMNS["property"])
+    with st.expander("What these properties mean"):
+        st.markdown(vp.meanings_markdown(ctab, "property"))
     members = pa.cluster_members(csel) if hasattr(pa, "cluster_members") else \
         np.flatnonzero(tiles["cluster"].to_numpy() == csel)
     st.caption(f"{len(members)} member tiles (first 50 shown)")
+    member_notes = vp.feature_notes(pa.lsh, pa.tile)
     st.dataframe(tiles.iloc[np.asarray(members)[:50]][["bi", "bj", "nnz", "density"]], width="stretch", height=250,
-                 column_config={"density": st.column_config.NumberColumn(format="%.4g")})
+                 column_config={"_index": st.column_config.Column("tile #", help="tile number (as in the map's "
+                                                                  "hover and the box above)"),
+                                **{c: st.column_config.Column(f"{member_notes[c][0]} ({c})", help=member_notes[c][1])
+                                   for c in ("bi", "bj", "nnz")},
+                                "density": st.column_config.NumberColumn(
+                                    f"{member_notes['density'][0]}", help=member_notes["density"][1],
+                                    format="%.4g")})
 
 st.header("Export")
 S.export_buttons("Tiles", lambda: tiles_export(tiles), f"tiles-T{pa.tile}", "exp_tiles",

@@ -75,10 +75,9 @@ with left:
     fkey = f"{skey}|{hwk}|{method}|{int(iters)}"      # what solver_cached was called with
     S.chart(S.figure_cached(f"conv|{fkey}", lambda: vs.convergence(
         {"exact A": cur["residual_exact"], f"lossy plan Â (ε = {eps:g})": cur["residual_approx"]},
-        ylabel="residual ‖b − A x_k‖ / ‖b‖" if method != "power" else "residual", iterations=cur["iteration"])),
+        ylabel=vs.residual_label(method), iterations=cur["iteration"])),
         key="conv")
-    st.caption("How to read this: residual per iteration, both measured against the exact A; the lossy plan's "
-               "curve flattens where its approximation error stops further progress.")
+    st.caption(vs.residual_caption(method))
 with right:
     rows = {("non-pers." if k == "non-persistent" else k): {"dram_bytes_per_iter": res.npu.loc[k, "dram_bytes_per_iteration"],
                 "cycles_per_iter": res.npu.loc[k, "cycles_per_iteration"]} for k in res.npu.index}

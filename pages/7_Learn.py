@@ -97,8 +97,9 @@ with st.container(horizontal=True, gap="medium", key="learn_figs"):
     with st.container(width=W):
         S.chart(S.figure_cached(f"lg|{tck}|{i}|{W}", lambda: vl.learn_grid(state, tr, step, width=W)),
                 key="lg", width=W)
-        st.caption("How to read this: each box is a PE with its clock (when it is next free) and the events that "
-                   "have arrived but wait to be processed; the arrow shows where the current message travels.")
+        st.caption("How to read this: each box is a PE after the steps done so far, at the cycle of the last one: "
+                   "its clock (when it is next free) and the events injected by those steps that have arrived but "
+                   "wait to be processed; the arrow shows where the current message travels.")
 S.chart(S.figure_cached(f"lt|{tck}|{i}", lambda: vl.learn_timeline(tr, i)), key="lt")
 st.caption("How to read this: what each PE has been busy with so far; the dashed line is the final makespan "
            "(its value is in the axis title).")

@@ -136,10 +136,14 @@ class Trace:
         Returns
         -------
         dict
-            ``time`` (start of step i, or the makespan), ``pe_clock`` (P,) — the end of the
-            last step done on each PE, ``queues`` — per PE the list of delivered but not yet
-            served events ``(tile, column, arrival)``, ``partial`` — per tile its partial sums
-            so far, ``y`` — the output reduced so far, ``done`` — the steps already done.
+            ``time`` — the cycle reached: 0 before any step, the start of step ``i`` (the
+            last one done, ``steps[i - 1]``) while steps remain, the makespan once all are
+            done; ``pe_clock`` (P,) — the end of the last step done on each PE; ``queues`` —
+            per PE the events waiting there ``(tile, column, arrival)``: injected by one of
+            the steps done, arrived by ``time``, and not yet served by a step done (so
+            nothing is queued at ``i = 0``, and no step still to come shows its effect);
+            ``partial`` — per tile its partial sums so far; ``y`` — the output reduced so
+            far; ``done`` — the steps already done.
 
         Raises
         ------
@@ -153,7 +157,14 @@ class Trace:
         done = self.steps[:i]
         partial = [np.zeros_like(p) for p in self.partial]
         y = np.zeros_like(self.y)
-        now = self.steps[i].start if i < len(self.steps) else self.makespan
+        # the state after steps 1 … i, at the cycle of step i: not the next step's cycle, which
+        # showed events whose injection was still to come as queued (at step 0, x[0] at its source)
+        if i == 0:
+            now = 0
+        elif i < len(self.steps):
+            now = self.steps[i - 1].start
+        else:
+            now = self.makespan
         for s in done:
             if s.kind != "inject":
                 clock[s.pe] = max(clock[s.pe], s.end)
@@ -163,9 +174,11 @@ class Trace:
                 r0 = self.meta["row0"][s.tile]
                 y[r0:r0 + partial[s.tile].size] += self.partial[s.tile]
         served = {(s.tile, s.column) for s in done if s.kind == "event"}
+        injected = {s.column for s in done if s.kind == "inject"}
         queues = [[] for _ in range(P)]
         for s in self.steps:
-            if s.kind == "event" and (s.tile, s.column) not in served and s.arrival <= now:
+            if s.kind == "event" and s.column in injected and (s.tile, s.column) not in served \
+                    and s.arrival <= now:
                 queues[s.pe].append((s.tile, s.column, s.arrival))
         return {"time": now, "pe_clock": clock, "queues": queues, "partial": partial, "y": y, "done": done}
 

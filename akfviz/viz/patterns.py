@@ -6,8 +6,143 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
+from ..analysis.features import top_count
+from ..analysis.lsh import LSHConfig
 from .colors import BLUES_OFF_WHITE, CLUSTER_PALETTE, VIRIDIS_ON_WHITE
 from .layout import aggregation_note, coarse_grid, empty_figure, grid_axes, log_ticks, occupancy, styled
+from .tables import property_table
+
+
+# --------------------------------------------------------------------------- words for the raw names
+def density_bin_range(b: int, bins_per_decade: int) -> tuple[float, float]:
+    """The densities ``lo ≤ d < hi`` of log-density bin ``b = floor(log10(d) · bins_per_decade)``
+    (akf-spec §2): ``lo = 10^(b / bins_per_decade)``, ``hi = 10^((b + 1) / bins_per_decade)``, capped
+    at 1 (a density is at most 1, so bin 0 holds the full tiles only).
+
+    >>> density_bin_range(-2, 2)[0], round(density_bin_range(-2, 2)[1], 4), density_bin_range(-1, 2)[1]
+    (0.1, 0.3162, 1.0)
+    """
+    bpd = int(bins_per_decade)
+    return 10.0 ** (int(b) / bpd), min(1.0, 10.0 ** ((int(b) + 1) / bpd))
+
+
+def density_bin_span(b: int, bins_per_decade: int) -> str:
+    """Bin ``b``'s densities in words: ``"0.1 ≤ d < 0.32"``, or ``"d = 1"`` for the full tiles' bin."""
+    lo, hi = density_bin_range(b, bins_per_decade)
+    if lo >= 1.0:
+        return "d = 1"
+    return f"{lo:.2g} ≤ d < {hi:.2g}"
+
+
+def density_bin_formula(bins_per_decade: int) -> str:
+    """The analysis' log-density bin as a formula, e.g. ``"b = ⌊2 · log10 d⌋"``."""
+    return f"b = ⌊{int(bins_per_decade)} · log10 d⌋"
+
+
+def density_bin_caption(bins, bins_per_decade: int) -> str:
+    """What the density bins of the Patterns page mean: the formula with the analysis' bins per
+    decade, and one of ``bins`` (the most common) as a range of densities and of percentages."""
+    bpd = int(bins_per_decade)
+    bins = np.asarray(bins, np.int64)
+    text = (f"Density bin {density_bin_formula(bpd)}, d = nnz / tile area ({bpd} bin{'s' if bpd != 1 else ''} "
+            f"per factor 10 of density): bin b holds the tiles with 10^(b/{bpd}) ≤ d < 10^((b+1)/{bpd}).")
+    if bins.size:
+        vals, counts = np.unique(bins, return_counts=True)
+        b = int(vals[np.argmax(counts)])
+        lo, hi = density_bin_range(b, bpd)
+        pct = (f"every entry nonzero" if lo >= 1.0 else
+               f"{100 * lo:.2g} % to {100 * hi:.2g} % of the tile's entries nonzero")
+        text += f" E.g. bin {b} (the most common here): {density_bin_span(b, bpd)}, {pct}."
+    return text
+
+
+def _nm_group(name: str) -> int:
+    return int(name[2:])
+
+
+def feature_notes(lsh: LSHConfig | None = None, tile: int | None = None, row=None) -> dict:
+    """Plain-language label and meaning of every column of ``pa.tiles`` (akf-spec §2).
+
+    ``name -> (label, meaning)``. The numbers in the words come from the analysis: ``lsh``
+    (its ``top_q``, ``grid``, ``bins_per_decade``; default :class:`LSHConfig`'s), ``tile`` (T)
+    and, when given, ``row`` (one tile's values: its own top count and density range).
+    """
+    cfg = lsh if lsh is not None else LSHConfig()
+    q, g, bpd = float(cfg.top_q), int(cfg.grid), int(cfg.bins_per_decade)
+    T = f"T = {int(tile)}" if tile is not None else "T"
+    qtxt = f"{100 * q:.3g} %"
+    top = f"the max(1, ⌊q·nnz⌋) largest |v|, q = {q:g}"
+    span = f"10^(b/{bpd}) ≤ d < 10^((b+1)/{bpd})"
+    if row is not None:
+        if "nnz" in row:
+            k = int(row["nnz"])
+            top += f" (here {top_count(k, q)} of {k})"
+        if "density_bin" in row:
+            span += f" (here {density_bin_span(int(row['density_bin']), bpd)})"
+    notes = {
+        "bi": ("tile row", f"block row: rows bi·T … bi·T + T − 1 of the matrix ({T})"),
+        "bj": ("tile column", f"block column: columns bj·T … bj·T + T − 1 of the matrix ({T})"),
+        "h": ("rows", f"rows in the tile ({T}; fewer in the last block row)"),
+        "w": ("columns", f"columns in the tile ({T}; fewer in the last block column)"),
+        "nnz": ("nonzeros", "nonzero entries in the tile"),
+        "density": ("density d", "nnz / (rows × columns): the share of the tile's entries that are nonzero"),
+        "rows_nonempty": ("nonempty rows", "rows holding at least one nonzero"),
+        "cols_nonempty": ("nonempty columns", "columns holding at least one nonzero"),
+        "max_row_nnz": ("most nonzeros in a row", "nonzeros of the fullest row"),
+        "max_col_nnz": ("most nonzeros in a column", "nonzeros of the fullest column"),
+        "n_diagonals": ("occupied diagonals", "distinct diagonals c − r (local column c, row r) holding a nonzero"),
+        "bandwidth": ("bandwidth", "largest |c − r| of a nonzero: how far the tile reaches from its diagonal"),
+        "fro2": ("squared Frobenius norm", "Σ v²: the sum of the squared values"),
+        "top_mass": (f"top-{qtxt} mass", f"share of Σ v² held by {top}; near 1: a few values carry the tile"),
+        "signature": ("occupancy signature", f"{g}×{g} coarse grid of the tile, one bit per cell, set when the "
+                                             "cell holds a nonzero (hex); LSH hashes these bits"),
+        "density_bin": ("density bin b", f"{density_bin_formula(bpd)}: the tile's density lies in {span}; "
+                                         "tiles of different bins never share a cluster"),
+        "cluster": ("LSH cluster", "cluster id: tiles whose signatures collide in an LSH band, within one "
+                                   "density bin"),
+    }
+    for name in ("nm4", "nm8"):
+        m = _nm_group(name)
+        notes[name] = (f"N of N:{m}", f"most nonzeros in any group of {m} consecutive columns of one row: "
+                                      f"the smallest N for which the tile is N:{m} sparse")
+    return notes
+
+
+def cluster_notes(lsh: LSHConfig | None = None, row=None) -> dict:
+    """Plain-language label and meaning of every column of ``pa.clusters`` (see :func:`feature_notes`)."""
+    bpd = int((lsh if lsh is not None else LSHConfig()).bins_per_decade)
+    span = f"10^(b/{bpd}) ≤ d < 10^((b+1)/{bpd})"
+    if row is not None and "density_bin" in row:
+        span += f" (here {density_bin_span(int(row['density_bin']), bpd)})"
+    return {
+        "size": ("member tiles", "tiles in the cluster"),
+        "representative": ("representative tile", "tile number of the medoid tile, the one the selector "
+                                                   "evaluates for the whole cluster"),
+        "density_bin": ("density bin b", f"{density_bin_formula(bpd)}: every member's density lies in {span}"),
+        "mean_density": ("mean density", "mean of the members' densities d = nnz / area"),
+        "jaccard_mean": ("within-cluster Jaccard", "mean Jaccard similarity of members' occupancy signatures "
+                                                   "on sampled pairs (1 = identical outlines)"),
+    }
+
+
+def explained_table(frame, pos, key: str, notes: dict, by_label: bool = False):
+    """:func:`akfviz.viz.tables.property_table` with words: ``key`` is the plain-language label
+    followed by the raw column name (as in ``pa.tiles`` and the export) where they differ, then
+    ``value`` and ``meaning``. ``notes``: :func:`feature_notes` or :func:`cluster_notes`."""
+    t = property_table(frame, pos, key, by_label=by_label)
+    names = list(t[key])
+    labels = []
+    for name in names:
+        label = notes.get(name, (name, ""))[0]
+        labels.append(label if label == name else f"{label} ({name})")
+    t[key] = labels
+    t["meaning"] = [notes.get(name, (name, ""))[1] for name in names]
+    return t
+
+
+def meanings_markdown(table, key: str) -> str:
+    """The ``meaning`` column of an :func:`explained_table` as a markdown list, one line per row."""
+    return "\n".join(f"- **{label}**: {meaning}" for label, meaning in zip(table[key], table["meaning"]) if meaning)
 
 
 def _tile_axes(fig: go.Figure, n_brows: int, n_bcols: int, tile: int) -> None:
@@ -170,14 +305,17 @@ def representative_gallery(dense_tiles: list, labels: list[str], cols: int = 4,
     return styled(fig, height=max(220, rows * height_per_row + 40))
 
 
-def density_histogram(tiles, height: int = 320) -> go.Figure:
+def density_histogram(tiles, height: int = 320, bins_per_decade: int | None = None) -> go.Figure:
     """Histogram of tile densities on log-spaced bins, stacked by the analysis' density bin.
 
     The bins are laid out in log10 density from the smallest to the largest density exactly, so
     every tile is counted (bar heights add up to the number of tiles). Each bar is split by the
     log-density bin ``floor(log10(density) · bins_per_decade)`` the clustering uses (akf-spec §2):
-    tiles of different colours never share a cluster.
+    tiles of different colours never share a cluster. The legend gives each bin's densities
+    (``"0.1–0.32: bin -2"``) and its title the formula; ``bins_per_decade`` is the analysis'
+    (``pa.lsh.bins_per_decade``; default :class:`LSHConfig`'s).
     """
+    bpd = int(bins_per_decade if bins_per_decade is not None else LSHConfig().bins_per_decade)
     if len(tiles) == 0:
         return empty_figure("No nonempty tiles.", height)
     logd = np.log10(tiles["density"].to_numpy(dtype=np.float64))
@@ -195,16 +333,19 @@ def density_histogram(tiles, height: int = 320) -> go.Figure:
     shades = sample_colorscale("Viridis", list(np.linspace(0.1, 0.9, len(kinds))) if len(kinds) > 1 else [0.5])
     for i, g in enumerate(kinds):
         counts, _ = np.histogram(logd[groups == g], bins=log_edges)
-        fig.add_trace(go.Bar(x=centers, y=counts, width=np.diff(edges), name=f"bin {int(g)}",
+        lo, hi = density_bin_range(int(g), bpd)
+        span = "1" if lo >= 1.0 else f"{lo:.2g}–{hi:.2g}"
+        fig.add_trace(go.Bar(x=centers, y=counts, width=np.diff(edges), name=f"{span}: bin {int(g)}",
                              marker_color=shades[i],
-                             hovertemplate=f"density bin {int(g)}<br>density ≈ %{{x:.3g}}: %{{y}} tiles"
-                                           "<extra></extra>"))
+                             hovertemplate=f"density bin {int(g)}: {density_bin_span(int(g), bpd)}"
+                                           "<br>density ≈ %{x:.3g}: %{y} tiles<extra></extra>"))
     ticks = log_ticks(lo, hi)
     fig.update_xaxes(type="log", title="tile density (nnz / area)", tickvals=[10.0 ** t for t in ticks],
                      ticktext=[f"{10.0 ** t:.2g}" for t in ticks])
     fig.update_yaxes(title="tiles")
     return styled(fig, f"Tile density histogram — {len(logd):,} tiles", height, barmode="stack",
-                  showlegend=len(kinds) > 1, legend=dict(title="density bin"))
+                  showlegend=len(kinds) > 1,
+                  legend=dict(title=dict(text=f"d range: bin b<br>{density_bin_formula(bpd)}", side="top")))
 
 
 def cluster_sizes(clusters, height: int = 320) -> go.Figure:

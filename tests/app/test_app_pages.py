@@ -495,8 +495,10 @@ def test_npu_and_compare_simulate_the_same_plan_and_x(app):
 
 
 def test_a_plan_that_drops_the_matrix_is_flagged(app):
-    # 256 B of SRAM per PE: the SRAM penalty drops every tile; the NPU page showed "3 cycles, 0 MACs"
-    app.query_params.update({"hw_rows": "16", "hw_cols": "16", "hw_sram": "256"})
+    # α = 0.01: SKIP is the cheapest kernel for every tile; the NPU page showed "3 cycles, 0 MACs".
+    # (Until the eighteenth session 256 B of SRAM per PE did it too, through the SRAM penalty: that
+    # penalty no longer trades accuracy for capacity.)
+    app.query_params.update({"alpha": "0.01"})
     app.run()
     for page in ("pages/2_Kernels.py", "pages/3_NPU.py", "pages/4_Compare.py"):
         app.switch_page(page).run()
@@ -608,10 +610,20 @@ def test_learn_uses_the_sidebar_hardware_and_explains_the_whole_run(app):
     assert any(f"= {total} cycles" in c.value for c in app.caption)
 
 
+def test_a_one_pe_chip_no_longer_drops_the_matrix(app):
+    """On a 1×1 grid the SRAM penalty once dropped most tiles (the warning blamed the PE SRAM); it now
+    trades resource only, never accuracy, and says when it is off."""
+    app.query_params.update({"hw_rows": "1", "hw_cols": "1"})
+    app.run()
+    app.switch_page("pages/2_Kernels.py").run()
+    assert not app.exception
+    assert not [w.value for w in app.warning if "loses most of the matrix" in w.value]
+    assert any("SRAM penalty of the fusion weights is off" in c.value for c in app.caption)
+
+
 @pytest.mark.parametrize("query,cause", [
     ({"mode": "resource", "rbudget": "0.01"}, "The resource budget (0.01 of Dense's)"),
     ({"alpha": "0", "beta": "1"}, "The weights price resource far above error"),
-    ({"hw_rows": "1", "hw_cols": "1"}, "The PE SRAM (65,536 B per PE"),
 ])
 def test_dropped_plan_warning_names_what_dropped_it(app, query, cause):
     """With a 1 % resource budget the warning blamed 4.3 GB of SRAM."""

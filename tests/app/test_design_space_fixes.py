@@ -71,7 +71,10 @@ def test_scatter_without_stacked_points_has_no_count_labels():
 # --------------------------------------------------------------------------- app
 @pytest.fixture
 def app():
-    return AppTest.from_file("/work/main/app.py", default_timeout=600)
+    import pathlib
+
+    app_py = pathlib.Path(__file__).resolve().parents[2] / "app.py"   # this checkout's app
+    return AppTest.from_file(str(app_py), default_timeout=600)
 
 
 def _ok(at):

@@ -14,7 +14,7 @@ from akfviz.npu.trace import tiny_case
 from akfviz.viz import learn as vl
 from apptest_tree import block
 
-APP = "/work/main/app.py"
+APP = str(__import__("pathlib").Path(__file__).resolve().parents[2] / "app.py")  # this checkout's app
 BIG = {"ln": "16", "lT": "4", "lgrid": "3×3", "ldens": "0.5", "lxd": "0.5", "lkernel": "DENSE", "lseed": "3"}
 
 

@@ -1,4 +1,5 @@
 """HardwareConfig and EnergyTable: validation, TOML round-trip, hash, presets, provenance."""
+import pathlib
 import subprocess
 import sys
 
@@ -48,7 +49,7 @@ def test_toml_round_trip_and_unknown_keys():
 def test_hash_stable_across_processes():
     code = "import akfviz; print(akfviz.HardwareConfig().config_hash())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd="/work/main").stdout.strip()
+                         check=True, cwd=str(pathlib.Path(__file__).resolve().parents[2])).stdout.strip()
     assert out == HardwareConfig().config_hash()
     assert HardwareConfig(rows=8).config_hash() != HardwareConfig().config_hash()
 
