@@ -96,9 +96,12 @@ m[4].metric("selection time", f"{1000 * own_t:.0f} ms",
                  "on a machine other users share.")
 if rep.cost_gap:
     gap = rep.cost_gap
+    more = (f"so cluster mode costs {100 * gap['gap']:.2g} % more" if gap["gap"] > 1e-9 else
+            "the same cost (to rounding)" if abs(gap["gap"]) <= 1e-9 else
+            f"so cluster mode costs {100 * -gap['gap']:.2g} % less")
     st.caption(f"Cluster vs tile mode on this matrix (akf-spec §5): total cost C = {gap['cluster_cost']:.4g} "
                f"with one kernel per cluster against {gap['tile_cost']:.4g} for the exact per-tile argmin, "
-               f"so cluster mode costs {100 * gap['gap']:+.2g} % more; {int(gap['tiles_differing']):,} of "
+               f"{more}; {int(gap['tiles_differing']):,} of "
                f"{len(pa.tiles):,} tiles get a different kernel. Tile mode took {1000 * gap_t:.0f} ms "
                f"against cluster mode's {1000 * own_t:.0f} ms.")
 for note in rep.notes:

@@ -879,3 +879,15 @@ def test_link_warnings_are_not_hidden_in_collapsed_expanders_and_clamps_are_said
     seen = _warnings_outside_expanders(app.main)
     assert any(w.startswith("Selected tile number (as in the map's hover): 1000000000 is outside 0 … ") for w in seen), seen
     assert any("7 is not one of the choices here" in w for w in seen), seen
+
+
+def test_kernels_says_cluster_vs_tile_in_words(app):
+    """Held-out review: the comparison was raw keys ("cluster_cost = …, gap = …, tiles_differing = 0")
+    and no times, though akf-spec §5 asks for the speed difference."""
+    app.query_params.update({"tile": "128"})          # 36 tiles: the selector computes the gap
+    app.run()
+    app.switch_page("pages/2_Kernels.py").run()
+    _ok(app)
+    text = next(c.value for c in app.caption if c.value.startswith("Cluster vs tile mode"))
+    assert "tiles_differing" not in text and "cluster_cost" not in text
+    assert "of 36 tiles get a different kernel" in text and "Tile mode took" in text and "e-" not in text
