@@ -584,7 +584,7 @@ def plan_for(wl: Workload, pa, hw, hwk: str):
     except (InputError, ValueError) as exc:
         show_error(exc)
         return None
-    warn_if_dropped(plan, hw)
+    warn_if_dropped(plan)
     return plan
 
 
@@ -592,7 +592,7 @@ def plan_for(wl: Workload, pa, hw, hwk: str):
 DROPPED_WARNING_ERROR = 0.5
 
 
-def warn_if_dropped(plan, hw) -> None:
+def warn_if_dropped(plan) -> None:
     """Warn when the plan loses most of the matrix (SKIP tiles, mostly): its simulation then
     shows a tiny, cheap run of almost nothing, which reads as a result unless said."""
     err = float(plan.relative_error)
@@ -605,11 +605,11 @@ def warn_if_dropped(plan, hw) -> None:
     st.warning(
         f"This plan loses most of the matrix: relative error {100 * err:.1f} %, with {int(skip.sum()):,} of "
         f"{skip.size:,} tiles dropped (SKIP, {100 * share:.0f} % of the nonzeros). Its simulation runs only "
-        f"what is kept, so its cycles and energy are not those of this matrix. {dropped_cause(plan, hw)}",
+        f"what is kept, so its cycles and energy are not those of this matrix. {dropped_cause(plan)}",
         icon="⚠️")
 
 
-def dropped_cause(plan, hw) -> str:
+def dropped_cause(plan) -> str:
     """Why a plan dropped most of the matrix, from what decided it: a resource budget, or weights
     that price resource far above error. (The fusion weights' SRAM penalty no longer can: it moves
     a unit only to kernels no less accurate than its argmin.)"""

@@ -106,7 +106,8 @@ with left:
     st.caption("How to read this: how many tiles have a given density (log bins), coloured by the analysis' "
                "log-density bin (the legend gives each bin's densities); the LSH split uses these bins so a "
                "1 % tile and a 60 % tile never share a cluster. "
-               + vp.density_bin_caption(tiles["density_bin"].to_numpy(), bpd))
+               + vp.density_bin_caption(clusters["density_bin"].to_numpy(), bpd,
+                                         weights=clusters["size"].to_numpy()))
 with right:
     S.chart(S.figure_cached(f"cluster_sizes|{akey}", lambda: vp.cluster_sizes(clusters)), key="cluster_sizes")
     st.caption("How to read this: bar height = tiles in a cluster, colour = within-cluster Jaccard "

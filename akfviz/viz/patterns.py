@@ -39,15 +39,18 @@ def density_bin_formula(bins_per_decade: int) -> str:
     return f"b = ⌊{int(bins_per_decade)} · log10 d⌋"
 
 
-def density_bin_caption(bins, bins_per_decade: int) -> str:
+def density_bin_caption(bins, bins_per_decade: int, weights=None) -> str:
     """What the density bins of the Patterns page mean: the formula with the analysis' bins per
-    decade, and one of ``bins`` (the most common) as a range of densities and of percentages."""
+    decade, and one of ``bins`` (the most common, counting each entry ``weights`` times) as a range
+    of densities and of percentages. The page passes the clusters' bins weighted by their sizes —
+    the same count as the tiles' bins, without a pass over every tile on each rerun."""
     bpd = int(bins_per_decade)
     bins = np.asarray(bins, np.int64)
     text = (f"Density bin {density_bin_formula(bpd)}, d = nnz / tile area ({bpd} bin{'s' if bpd != 1 else ''} "
             f"per factor 10 of density): bin b holds the tiles with 10^(b/{bpd}) ≤ d < 10^((b+1)/{bpd}).")
     if bins.size:
-        vals, counts = np.unique(bins, return_counts=True)
+        vals, inv = np.unique(bins, return_inverse=True)
+        counts = np.bincount(inv.ravel(), weights=None if weights is None else np.asarray(weights, np.float64))
         b = int(vals[np.argmax(counts)])
         lo, hi = density_bin_range(b, bpd)
         pct = (f"every entry nonzero" if lo >= 1.0 else

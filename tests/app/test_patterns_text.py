@@ -78,6 +78,9 @@ def test_histogram_legend_gives_each_bins_densities_and_the_formula(pa3):
     common = int(pa3.tiles["density_bin"].value_counts().idxmax())
     assert f"⌊{bpd} · log10 d⌋" in cap and f"10^(b/{bpd}) ≤ d < 10^((b+1)/{bpd})" in cap
     assert f"bin {common}" in cap and vp.density_bin_span(common, bpd) in cap
+    # the page counts the clusters' bins weighted by their sizes: the same caption
+    cl = pa3.clusters
+    assert vp.density_bin_caption(cl["density_bin"], bpd, weights=cl["size"]) == cap
 
 
 def test_full_tiles_bin_is_density_one():
