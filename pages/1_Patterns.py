@@ -104,8 +104,8 @@ with left:
     S.chart(S.figure_cached(f"dens_hist|{akey}|{bpd}", lambda: vp.density_histogram(
         tiles, bins_per_decade=bpd)), key="dens_hist")
     st.caption("How to read this: how many tiles have a given density (log bins), coloured by the analysis' "
-               "log-density bin (the legend gives each bin's densities); the LSH split uses these bins so a "
-               "1 % tile and a 60 % tile never share a cluster. "
+               "log-density bin (the legend gives each bin's densities); the LSH split uses these bins, so "
+               "tiles with the same coarse outline but densities in different bins never share a cluster. "
                + vp.density_bin_caption(clusters["density_bin"].to_numpy(), bpd,
                                          weights=clusters["size"].to_numpy()))
 with right:

@@ -92,7 +92,7 @@ st.dataframe(vs.npu_cost_table(res.npu), width="stretch",
                             "DRAM bytes / iteration": st.column_config.NumberColumn(format="localized"),
                             "energy (µJ)": st.column_config.NumberColumn(format="%.4g")})
 tol = res.iterations_to_tol
-st.caption(f"Kernels of the lossy plan: {', '.join(sorted(plan.kernel_counts.index))}. Residual below 1e-8: "
+st.caption(f"Kernels of the lossy plan: {', '.join(sorted(plan.kernel_counts.index))}. Residual below {res.tol:g}: "
            f"exact A {vs.reached_text(tol['exact'], int(iters))}, lossy plan {vs.reached_text(tol['approx'], int(iters))}.")
 
 st.header("Export")

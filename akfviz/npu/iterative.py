@@ -111,6 +111,8 @@ class SolverResult:
         seconds_per_iteration, dram_bytes, dram_bytes_per_iteration, energy_pj``.
     iterations_to_tol : dict
         First iteration whose residual is below ``tol`` for "exact" and "approx" (None if never).
+    tol : float
+        The residual threshold ``iterations_to_tol`` counts against (the ``tol`` the run was given).
     relative_error : float
         The plan's ‖A − Â‖_F / ‖A‖_F.
     notes : list of str
@@ -137,12 +139,13 @@ class SolverResult:
     x_exact: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     x_approx: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     solution_error: float = float("nan")
+    tol: float = float("nan")
 
     def to_dict(self) -> dict:
         """Everything but the NPU simulation objects, as JSON-ready values (vectors as lists)."""
         return dict(method=self.method, curves=self.curves.to_dict("list"),
                     npu=self.npu.reset_index().to_dict("records"),
-                    iterations_to_tol=self.iterations_to_tol, relative_error=self.relative_error,
+                    iterations_to_tol=self.iterations_to_tol, tol=self.tol, relative_error=self.relative_error,
                     solution_error=self.solution_error, x_exact=self.x_exact.tolist(),
                     x_approx=self.x_approx.tolist(), notes=list(self.notes))
 
@@ -320,6 +323,6 @@ def run_solver(plan, hw=None, method: str = "jacobi", b=None, iterations: int = 
                                            "approx": first_below(res_approx)},
                         relative_error=float(getattr(plan, "relative_error", float("nan"))), notes=notes,
                         x_exact=np.asarray(x_exact, np.float64), x_approx=np.asarray(x_approx, np.float64),
-                        solution_error=solution_error(x_approx, x_exact, method),
+                        solution_error=solution_error(x_approx, x_exact, method), tol=float(tol),
                         sim={"persistent" if persistent else "non-persistent":
                              sims["persistent" if persistent else "non-persistent"]})

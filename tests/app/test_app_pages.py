@@ -541,6 +541,8 @@ def test_solver_shows_how_far_the_lossy_answer_is(app):
     ref = run_solver(plan, akfviz.HardwareConfig(), method="jacobi", iterations=40)
     assert ref.solution_error > 0
     assert metrics["answer's error"] == f"{100 * ref.solution_error:.3g} %"
+    # the threshold the iteration counts refer to is the run's own, as computed
+    assert any(f"Residual below {ref.tol:g}:" in c.value for c in app.caption), [c.value for c in app.caption]
 
 
 def test_kernels_keeps_link_weights_off_its_grid_exactly(app):

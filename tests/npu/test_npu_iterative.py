@@ -31,6 +31,11 @@ def test_solvers_converge_with_exact_operator(stencil_plan, method):
     assert c[-1] < c[0]
     if method != "power":
         assert r.iterations_to_tol["exact"] is not None
+    # the threshold is kept with the counts, so the page names the one used (not a typed-in 1e-8)
+    assert r.tol == 1e-6 and r.to_dict()["tol"] == 1e-6
+    first = r.iterations_to_tol["exact"]
+    if first is not None:
+        assert c[first - 1] < r.tol and (first == 1 or (c[:first - 1] >= r.tol).all())
     p, q = r.npu.loc["persistent"], r.npu.loc["non-persistent"]
     assert p.dram_bytes <= q.dram_bytes and p.cycles <= q.cycles
 
