@@ -118,20 +118,26 @@ def learn_matrix(A, x, tile: int, bi, bj, tile_pe, step=None, height: int | None
     if show:
         heat.update(text=text, texttemplate="%{text}", textfont=dict(size=size, color=TEXT_DARK))
     fig = go.Figure(go.Heatmap(**heat))
+    # the frames and tags as two lists set once: one add_shape / add_annotation per tile re-validates
+    # the whole list each time (0.2 s for a 16 × 16 matrix of 16 tiles, paid on every Learn step)
+    shapes, notes = [], []
     for u in range(len(bi)):
         c = PE_COLORS[int(tile_pe[u]) % len(PE_COLORS)]
         cur = step is not None and step.tile == u and step.kind in ("event", "final", "send", "reduce")
-        fig.add_shape(type="rect", x0=bj[u] * tile - 0.5, x1=min((bj[u] + 1) * tile, m) - 0.5,
-                      y0=bi[u] * tile - 0.5, y1=min((bi[u] + 1) * tile, n) - 0.5,
-                      line=dict(color=c, width=5 if cur else 2))
+        x0, y0 = float(bj[u] * tile - 0.5), float(bi[u] * tile - 0.5)
+        shapes.append(dict(type="rect", x0=x0, x1=float(min((bj[u] + 1) * tile, m) - 0.5),
+                           y0=y0, y1=float(min((bi[u] + 1) * tile, n) - 0.5),
+                           line=dict(color=c, width=5 if cur else 2)))
         # the PE's id on the frame's top edge, at its left corner: colour is not the only link
         # from a tile to its PE (the grid's boxes are "PE 0", "PE 1", …)
-        fig.add_annotation(x=bj[u] * tile - 0.5, y=bi[u] * tile - 0.5, xanchor="left", yanchor="middle",
-                           xshift=2, text=pe_label(int(tile_pe[u])), showarrow=False,
-                           font=dict(size=9 if cell < 30 else 10, color=TEXT_DARK), bgcolor="#ffffff",
-                           bordercolor=c, borderwidth=1, borderpad=0)
+        notes.append(dict(x=x0, y=y0, xanchor="left", yanchor="middle", xshift=2, text=pe_label(int(tile_pe[u])),
+                          showarrow=False, font=dict(size=9 if cell < 30 else 10, color=TEXT_DARK),
+                          bgcolor="#ffffff", bordercolor=c, borderwidth=1, borderpad=0))
     if step is not None and step.column >= 0:
-        fig.add_vrect(x0=step.column - 0.5, x1=step.column + 0.5, fillcolor="#e6194b", opacity=0.15, line_width=0)
+        # the input column of the event, shaded over the plot's whole height (what add_vrect draws)
+        shapes.append(dict(type="rect", xref="x", yref="y domain", x0=step.column - 0.5, x1=step.column + 0.5,
+                           y0=0, y1=1, fillcolor="#e6194b", opacity=0.15, line_width=0, layer="above"))
+    fig.update_layout(shapes=shapes, annotations=notes)
     # both axes constrained to their domain: the ranges stay [-0.5, n - 0.5] (no stray "−1" / "n" ticks)
     tick = 1 if cell >= 16 else 2
     fig.update_yaxes(autorange=False, title="row i", dtick=tick, scaleanchor="x", range=[n - 0.5, -0.5],
@@ -171,17 +177,19 @@ def learn_grid(state: dict, trace, step=None, height: int | None = None, width: 
     font = 12 if box >= 170 else 10
     per_line = 3 if box >= 170 else 2
     fig = go.Figure()
+    shapes, notes = [], []       # set once at the end (see learn_matrix)
+    reducers, sources = set(trace.red_pe.tolist()), set(trace.src_pe.tolist())
     for p in range(R * C):
         r, c = divmod(p, C)
         col = PE_COLORS[p % len(PE_COLORS)]
         active = step is not None and step.pe == p
-        fig.add_shape(type="rect", x0=c + 0.05, x1=c + 0.95, y0=r + 0.05, y1=r + 0.95,
-                      line=dict(color=col, width=5 if active else 2), fillcolor="rgba(255,255,255,0.9)")
+        shapes.append(dict(type="rect", x0=c + 0.05, x1=c + 0.95, y0=r + 0.05, y1=r + 0.95,
+                           line=dict(color=col, width=5 if active else 2), fillcolor="rgba(255,255,255,0.9)"))
         tiles = [str(u) for u in np.flatnonzero(trace.tile_pe == p)]
         roles = []
-        if p in set(trace.red_pe.tolist()):
+        if p in reducers:
             roles.append("reduces row block " + ",".join(str(b) for b in np.flatnonzero(trace.red_pe == p)))
-        if p in set(trace.src_pe.tolist()):
+        if p in sources:
             roles.append("source of col block " + ",".join(str(b) for b in np.flatnonzero(trace.src_pe == p)))
         q = state["queues"][p]
         if q:
@@ -193,8 +201,8 @@ def learn_grid(state: dict, trace, step=None, height: int | None = None, width: 
             qtxt = ["queue: empty"]
         lines = [f"<b>PE {p}</b> ({r},{c})", f"clock {int(state['pe_clock'][p])}",
                  f"tiles: {', '.join(tiles) or '—'}", *roles, *qtxt]
-        fig.add_annotation(x=c + 0.5, y=r + 0.5, text="<br>".join(lines), showarrow=False,
-                           font=dict(size=font), align="center")
+        notes.append(dict(x=c + 0.5, y=r + 0.5, text="<br>".join(lines), showarrow=False,
+                          font=dict(size=font), align="center"))
     if step is not None:
         tgt = step.pe
         if step.kind == "event":
@@ -205,9 +213,10 @@ def learn_grid(state: dict, trace, step=None, height: int | None = None, width: 
             src = tgt
         if src != tgt:
             (r0, c0), (r1, c1) = divmod(src, C), divmod(tgt, C)
-            fig.add_annotation(x=c1 + 0.5, y=r1 + 0.85, ax=c0 + 0.5, ay=r0 + 0.85, xref="x", yref="y", axref="x",
-                               ayref="y", showarrow=True, arrowhead=3, arrowsize=1.5, arrowwidth=2,
-                               arrowcolor=KIND_COLORS.get(step.kind, "#333"))
+            notes.append(dict(x=c1 + 0.5, y=r1 + 0.85, ax=c0 + 0.5, ay=r0 + 0.85, xref="x", yref="y", axref="x",
+                              ayref="y", showarrow=True, arrowhead=3, arrowsize=1.5, arrowwidth=2,
+                              arrowcolor=KIND_COLORS.get(step.kind, "#333")))
+    fig.update_layout(shapes=shapes, annotations=notes)
     fig.update_xaxes(range=[0, C], visible=False)
     fig.update_yaxes(range=[R, 0], visible=False, scaleanchor="x")
     if height is None:

@@ -182,14 +182,16 @@ def test_figures_and_formulas_wrap_where_the_page_is_narrow(at):
     assert [s["layout"].get("width") for s in specs[:2]] == [vl.PANEL_WIDTH, vl.PANEL_WIDTH]
 
 
-def _walk_all_steps(app, link):
+def _walk_steps(app, link):
+    """Steps 1, 2, the middle one, the last but one and the last, through the page's slider (every step
+    is drawn by the library in :func:`test_every_step_of_a_case_draws`; a page run costs ≈ 1 s)."""
     app.query_params.update(link)
     app.run()
     app.switch_page("pages/7_Learn.py").run()
     _ok(app)
     n_steps = int(app.slider(key="w:lstep").max)
     assert n_steps > 5
-    for k in range(1, n_steps + 1):
+    for k in sorted({1, 2, n_steps // 2, n_steps - 1, n_steps}):
         app.slider(key="w:lstep").set_value(k).run()
         _ok(app)
         assert any(m.value.startswith(f"**Step {k} / {n_steps}") for m in app.markdown), k
@@ -199,18 +201,56 @@ def _walk_all_steps(app, link):
     return n_steps
 
 
-def test_every_step_of_the_default_case_renders(at):
-    # Next × 5, Back × 1 (the UX test's path), then every step by the slider
+def _case(link):
+    """The page's tiny case for a link (the page's defaults where the link is silent)."""
+    from akfviz.app_url import FIELDS
+
+    get = lambda k: link.get(k, FIELDS[k].default)  # noqa: E731
+    rows, cols = (int(v) for v in get("lgrid").split("×"))
+    return tiny_case(n=int(get("ln")), tile=int(get("lT")), grid=(rows, cols), density=float(get("ldens")),
+                     x_density=float(get("lxd")), kernel=get("lkernel"), seed=int(get("lseed")))
+
+
+@pytest.mark.parametrize("link", [{}, BIG], ids=["default", "big"])
+def test_every_step_of_a_case_draws(link):
+    """What the page shows at step k, built as the page builds it: the state after steps 1..k at every
+    step (the partial sums grow to y = Â x at the last one), and the matrix, grid and timeline figures
+    at step 0, the last step and the first step of every kind and on every PE (the figures differ by
+    the step's kind and PE; drawing all ≈ 90 steps of the larger case took 28 s)."""
+    tc = _case(link)
+    tr = tc.trace
+    n_steps = len(tr.steps)
+    assert n_steps > 5
+    first = {}
+    for k, s in enumerate(tr.steps, start=1):
+        first.setdefault(("kind", s.kind), k)
+        first.setdefault(("pe", s.pe), k)
+    draw = {0, n_steps, *first.values()}
+    for k in range(n_steps + 1):
+        step = tr.steps[k - 1] if k else None
+        state = tr.state_at(k)
+        assert len(state["partial"]) == len(tc.work.bi) and len(state["y"]) == tc.A_hat.shape[0]
+        if k not in draw:
+            continue
+        figs = (vl.learn_matrix(tc.A_hat, tc.x, tr.tile, tc.work.bi, tc.work.bj, tr.tile_pe, step),
+                vl.learn_grid(state, tr, step), vl.learn_timeline(tr, k))
+        assert len(figs[0].data) > 0 and len(figs[1].layout.shapes) >= tr.grid[0] * tr.grid[1], k  # a box per PE
+        assert (len(figs[2].data) > 0) == (k > 0), k                     # the timeline starts empty
+    np.testing.assert_allclose(state["y"], tc.A_hat @ tc.x, rtol=1e-9, atol=1e-12)
+
+
+def test_steps_of_the_default_case_render(at):
+    # Next × 5, Back × 1 (the UX test's path), then steps across the run by the slider
     at.run()
     at.switch_page("pages/7_Learn.py").run()
     for key in ["learn_next"] * 5 + ["learn_prev"]:
         next(b for b in at.button if b.key == key).click().run()
         _ok(at)
     assert at.slider(key="w:lstep").value == 4
-    _walk_all_steps(at, {})
+    _walk_steps(at, {})
 
 
-def test_every_step_of_a_larger_case_renders(at):
-    n_steps = _walk_all_steps(at, BIG)
+def test_steps_of_a_larger_case_render(at):
+    n_steps = _walk_steps(at, BIG)
     assert at.selectbox(key="w:lgrid").value == "3×3"
     assert n_steps > 40
