@@ -25,8 +25,10 @@ chromium:
 run: $(STAMP)
 	$(PY) -m streamlit run app.py
 
+# one pytest worker per core (at most 4; the browser tests share one worker and its server):
+# on a fresh clone most of the time is numba compiling the kernels, which the workers split
 test: $(STAMP) chromium
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --maxprocesses 4 --dist loadgroup
 
 bench: $(STAMP)
 	for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done

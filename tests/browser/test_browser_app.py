@@ -9,7 +9,8 @@ import pytest
 
 from browser_support import SHOTS
 
-pytestmark = pytest.mark.browser
+# one server and one chromium: under `make test` (pytest-xdist) every browser test runs on the same worker
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 PAGES = [("", "matrix"), ("Patterns", "patterns"), ("Kernels", "kernels"), ("NPU", "npu"),
          ("Compare", "compare"), ("Design_space", "design_space"), ("Solver", "solver"), ("Learn", "learn")]
