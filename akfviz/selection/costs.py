@@ -35,9 +35,11 @@ GRANULARITIES = {
 
 
 def check_granularity(g) -> str:
-    if g not in GRANULARITIES:
+    """The granularity's canonical name: ``"cluster"`` or ``"tile"``, in any case (as kernel names)."""
+    key = g.strip().lower() if isinstance(g, str) else g
+    if key not in GRANULARITIES:
         raise InputError(f"Unknown granularity {g!r}; choose one of {', '.join(GRANULARITIES)}.")
-    return g
+    return key
 
 
 def resolve_candidates(kernels) -> tuple:

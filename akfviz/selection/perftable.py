@@ -81,13 +81,14 @@ N_REPEATS = 3
 
 
 def check_resource(resource) -> str:
-    """Validate a resource measure name."""
-    if resource not in RESOURCES:
+    """A resource measure's canonical name (one of ``RESOURCES``, given in any case)."""
+    key = resource.strip().lower() if isinstance(resource, str) else resource
+    if key not in RESOURCES:
         raise InputError(
             f"Unknown resource measure {resource!r}; choose one of {', '.join(RESOURCES)} "
             "(mix = the average of energy, cycles and bytes, each as a share of Dense)."
         )
-    return resource
+    return key
 
 
 def horner(coef: np.ndarray, x: np.ndarray) -> np.ndarray:

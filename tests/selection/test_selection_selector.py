@@ -619,3 +619,16 @@ def test_a_looser_error_budget_never_costs_more_in_cluster_mode(resource):
     res = [p.resource for p in plans]
     assert all(b <= a * (1 + 1e-12) for a, b in zip(res, res[1:])), res
     assert res[-1] < res[0]          # a 5 % budget buys something
+
+
+def test_granularity_and_resource_names_ignore_case_as_kernel_names_do():
+    pa = akfviz.analyze(akfviz.generate("stencil5", n=64, seed=0), tile=16)
+    ref = select(pa, granularity="tile", resource="energy")
+    got = select(pa, granularity=" TILE", resource="Energy", kernels=["csc", "Dense", "QUANT8"])
+    assert got.selection.granularity == "tile" and got.selection.measure == "energy"
+    assert list(got.tile_kernels) == list(select(pa, granularity="tile", resource="energy",
+                                                 kernels=["CSC", "DENSE", "QUANT8"]).tile_kernels)
+    assert ref.selection.granularity == "tile"
+    for bad in ({"granularity": "tiles"}, {"granularity": 1}, {"resource": "watts"}, {"resource": None}):
+        with pytest.raises(InputError, match="Unknown (granularity|resource)"):
+            select(pa, **bad)
