@@ -336,8 +336,8 @@ def density_histogram(tiles, height: int = 320, bins_per_decade: int | None = No
     shades = sample_colorscale("Viridis", list(np.linspace(0.1, 0.9, len(kinds))) if len(kinds) > 1 else [0.5])
     for i, g in enumerate(kinds):
         counts, _ = np.histogram(logd[groups == g], bins=log_edges)
-        lo, hi = density_bin_range(int(g), bpd)
-        span = "1" if lo >= 1.0 else f"{lo:.2g}–{hi:.2g}"
+        d_lo, d_hi = density_bin_range(int(g), bpd)        # this bin's densities (lo, hi: the data's log10)
+        span = "1" if d_lo >= 1.0 else f"{d_lo:.2g}–{d_hi:.2g}"
         fig.add_trace(go.Bar(x=centers, y=counts, width=np.diff(edges), name=f"{span}: bin {int(g)}",
                              marker_color=shades[i],
                              hovertemplate=f"density bin {int(g)}: {density_bin_span(int(g), bpd)}"

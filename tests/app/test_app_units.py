@@ -622,6 +622,9 @@ def test_density_histogram_counts_every_tile_once_by_density_bin(kind, shape):
     d = pa.tiles["density"].to_numpy()
     for t in fig.data:     # bar centres lie within the tiles' density range
         assert np.all(np.asarray(t.x) >= d.min() * (1 - 1e-12)) and np.all(np.asarray(t.x) <= d.max() * (1 + 1e-12))
+    # the axis ticks label the data's range (they were once the last density bin's edges, off the bars)
+    ticks = np.asarray(fig.layout.xaxis.tickvals, np.float64)
+    assert ticks.size >= 2 and np.all(ticks >= d.min() * (1 - 1e-9)) and np.all(ticks <= d.max() * (1 + 1e-9))
 
 
 def test_density_histogram_of_one_density():
