@@ -53,13 +53,14 @@ def kernel_mix(names, tile_counts) -> str:
         if counts[i] <= 0:
             continue
         share = counts[i] / tot
-        if share < 0.005:
+        text = f"{100 * share:.0f}"          # decided on the printed digits: 0.5 % prints "0" (half to even)
+        if text == "0":
             n = int(counts[i])
             text = f"< 1 % ({n:,} tile{'s' if n != 1 else ''})"
-        elif share < 1.0 and round(100 * share) >= 100:
+        elif text == "100" and counts[i] < tot:
             text = "> 99 %"
         else:
-            text = f"{100 * share:.0f} %"
+            text += " %"
         parts.append(f"{names[i]} {text}")
     return ", ".join(parts)
 

@@ -92,17 +92,19 @@ def kernel_mix(tile_kernels, weights=None, families: dict | None = None, height:
 
 
 def share_text(f: float) -> str:
-    """A share for a bar label: "45 %", "0.3 %", "< 0.1 %" (never a rounded "0 %" for a kernel in use).
+    """A share for a bar label: "45 %", "0.3 %", "< 0.1 %", "> 99 %" (never a rounded "0 %" for a kernel
+    in use, nor "100 %" for one that is not the whole).
 
-    >>> share_text(0.45), share_text(0.003), share_text(1e-5), share_text(0.0)
-    ('45 %', '0.3 %', '< 0.1 %', '0 %')
+    >>> share_text(0.45), share_text(0.003), share_text(1e-5), share_text(0.0), share_text(0.997), share_text(1.0)
+    ('45 %', '0.3 %', '< 0.1 %', '0 %', '> 99 %', '100 %')
     """
     p = 100 * f
     if p == 0:
         return "0 %"
     if p < 0.1:
         return "< 0.1 %"
-    return f"{p:.2g} %" if p < 10 else f"{p:.0f} %"
+    text = f"{p:.2g}" if p < 10 else f"{p:.0f}"
+    return "> 99 %" if text == "100" and p < 100 else f"{text} %"
 
 
 def mix_order(names, families: dict | None = None) -> list[str]:

@@ -66,6 +66,10 @@ def test_prediction_error_one_tile_is_enough(pa):
     (["BITMAP"], [576], "BITMAP 100 %"),
     (["A", "B", "C"], [0, 5, 5], "B 50 %, C 50 %"),
     (["A"], [0], "(no tiles)"),
+    # exactly 0.5 %: printed "0 %" (half to even) before the text was decided on the printed digits
+    (["CSC", "SKIP"], [199, 1], "CSC > 99 %, SKIP < 1 % (1 tile)"),
+    (["A", "B", "C"], [197, 2, 1], "A 98 %, B 1 %, C < 1 % (1 tile)"),
+    (["A", "B"], [1991, 9], "A > 99 %, B < 1 % (9 tiles)"),
 ])
 def test_kernel_mix_names_every_kernel_used(names, counts, label):
     """Held-out review: the label dropped kernels under 0.5 % of the tiles ('QUANT8 100 %' for a plan
