@@ -413,7 +413,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="matrix file (same as --input); default: the MiniLM sample")
         g.add_argument("--input", help="matrix file: .mtx, .npz, .npy or .safetensors (also "
                                        "gzip/bzip2/xz-compressed, or in a .tar archive)")
-        g.add_argument("--tensor", help="tensor name inside a .safetensors file")
+        g.add_argument("--tensor", help="which matrix of a file that holds several: a tensor of a .safetensors file, an "
+                            "array of a .npz, or a member of a .tar archive")
         g.add_argument("--prune", metavar="METHOD[:VALUE]",
                        help="prune the matrix first (akf-spec §1): magnitude:SPARSITY, block:SPARSITY "
                             "(4×4 blocks) or nm:N:M, e.g. magnitude:0.9 or nm:2:4 (default sparsity 0.9)")
@@ -462,7 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_select)
 
     sp = sub.add_parser("simulate", help="run the plan on the simulated NPU")
-    common(sp, seeds=(gen, table, "the input x"))
+    common(sp, seeds=(gen, table, "the input x", "the annealing placement"))
     sp.add_argument("--iterations", type=int, default=1)
     sp.add_argument("--non-persistent", action="store_true")
     sp.add_argument("--unfused", action="store_true")
@@ -470,7 +471,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_simulate)
 
     sp = sub.add_parser("compare", help="Dense / BlockSparse / StaticSparse / AKF")
-    common(sp, selector="weights", seeds=(gen, table, "the input x"))
+    common(sp, selector="weights", seeds=(gen, table, "the input x", "the annealing placement"))
     sp.add_argument("--static-kernel", default="CSC")
     sp.add_argument("--rho-x", type=float, default=1.0)
     sp.set_defaults(func=cmd_compare)
@@ -486,7 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_calibrate)
 
     sp = sub.add_parser("sweep", help="design-space sweep (CSV/Parquet output)")
-    common(sp, selector=False, seeds=(gen, table, "the input x"),
+    common(sp, selector=False, seeds=(gen, table, "the input x", "the annealing placement"),
            out_help="write the sweep table to this .csv or .parquet file (one row per configuration)")
     sp.add_argument("--vary", action="append", metavar="NAME=V1,V2,…",
                     help="a swept parameter, repeatable (e.g. --vary alpha=0.1,1,10)")

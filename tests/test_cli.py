@@ -37,9 +37,9 @@ def _seed_help(command):
 @pytest.mark.parametrize("command, draws", [
     ("analyze", ["--generate matrix"]),
     ("select", ["--generate matrix", "calibration tiles"]),
-    ("simulate", ["--generate matrix", "calibration tiles", "input x"]),
-    ("compare", ["--generate matrix", "calibration tiles", "input x"]),
-    ("sweep", ["--generate matrix", "calibration tiles", "input x"]),
+    ("simulate", ["--generate matrix", "calibration tiles", "input x", "annealing placement"]),
+    ("compare", ["--generate matrix", "calibration tiles", "input x", "annealing placement"]),
+    ("sweep", ["--generate matrix", "calibration tiles", "input x", "annealing placement"]),
     ("bench", ["--generate matrix", "calibration tiles", "input x"]),
 ])
 def test_seed_help_says_what_the_seed_draws(command, draws):
@@ -48,6 +48,8 @@ def test_seed_help_says_what_the_seed_draws(command, draws):
         assert what in text
     if command == "analyze":
         assert "calibration" not in text and "input x" not in text
+    if command in ("select", "bench"):          # neither places tiles on the NPU
+        assert "annealing" not in text
 
 
 def test_select_seed_changes_the_calibration_not_the_matrix(capsys):
