@@ -809,13 +809,25 @@ def _npz_dense(zf, headers, label, limits, tensor):
         key = tensor
     elif len(headers) == 1:
         key = next(iter(headers))
-    elif len(two_d) == 1:
-        key = two_d[0]
     else:
-        raise InputError(
-            f"{_cap(label)} holds several arrays and is not a scipy sparse .npz; pick one with tensor=... "
-            f"(2-D arrays: {', '.join(two_d) or 'none'})."
-        )
+        # as for safetensors (_pick_tensor): a zero-sized array can never load, so it is never a choice
+        # (matrix_choices leaves it out too, so the app offered no picker for w beside bias (0, 40))
+        loadable = [k for k in two_d if _loadable(headers[k][0])]
+        if len(loadable) == 1:
+            key = loadable[0]
+        elif len(two_d) == 1:
+            key = two_d[0]          # zero-sized: refused below with its shape
+        elif two_d and not loadable:
+            shapes = ", ".join(f"{k} {list(headers[k][0])}" for k in two_d)
+            raise InputError(f"{_cap(label)} holds only zero-sized 2-D arrays ({shapes}); a matrix needs at "
+                             "least one row and one column, so there is no matrix to load.")
+        else:
+            empty = len(two_d) - len(loadable)
+            left = f"; {empty} zero-sized 2-D array(s) left out" if empty else ""
+            raise InputError(
+                f"{_cap(label)} holds several arrays and is not a scipy sparse .npz; pick one with tensor=... "
+                f"(2-D arrays: {', '.join(loadable) or 'none'}{left})."
+            )
     shape, dtype, _, _ = headers[key]
     _check_numeric_dtype(dtype, f"Array {key!r} in {label}")
     _check_dims(shape, limits, label)

@@ -225,6 +225,26 @@ def test_zero_sized_tensor_is_never_a_choice():
     assert len(list_tensors(data)) == 2  # listing still shows every tensor
 
 
+def _npz(**arrays) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def test_zero_sized_npz_array_is_never_a_choice():
+    """Review: w (40 × 40) beside bias (0 × 40) was refused with "pick one with tensor=", while the
+    app's picker (matrix_choices, which leaves zero-sized arrays out) offered nothing to pick."""
+    from akfviz.workloads.loaders import matrix_choices
+
+    W = np.eye(40) + np.diag(np.ones(39), 1)
+    data = _npz(w=W, bias=np.zeros((0, 40)))
+    np.testing.assert_array_equal(load(data, name="weights.npz").toarray(), W)
+    assert len(matrix_choices(data, name="weights.npz")) == 0          # nothing to pick: it loads
+    msg = _refused(_npz(w=W, v=W, e=np.zeros((0, 5))), "pick one with tensor=", "w, v", "1 zero-sized")
+    assert "e," not in msg and ", e" not in msg
+    _refused(_npz(e=np.zeros((0, 5)), f=np.zeros((3, 0))), "only zero-sized 2-D arrays", "e [0, 5]", "f [3, 0]")
+
+
 def test_safetensors_header_starting_with_whitespace_is_sniffed():
     header = b'   {"w":{"dtype":"F64","shape":[2,2],"data_offsets":[0,32]}}'
     data = struct.pack("<Q", len(header)) + header + np.arange(4.0).tobytes()
