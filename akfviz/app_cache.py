@@ -178,21 +178,24 @@ def select_cached(key: str, _pa, alpha: float, beta: float, budget, granularity:
 
 
 @st.cache_data(max_entries=8, show_spinner="Sweeping the multiplier for the Pareto front…")
-def pareto_cached(key: str, _pa, hw_key: str, _hw, resource: str, granularity: str, n_points: int = 25):
+def pareto_cached(key: str, _pa, hw_key: str, _hw, resource: str, granularity: str, n_points: int = 25,
+                  rho_x: float = 1.0):
+    """The Pareto front priced as the current plan is (its ρ_x: the star must sit on the same scale)."""
     from .selection.pareto import pareto_front
-    return pareto_front(_pa, hw=_hw, resource=resource, granularity=granularity, n_points=n_points)
+    return pareto_front(_pa, hw=_hw, resource=resource, granularity=granularity, n_points=n_points,
+                        rho_x=rho_x)
 
 
 @st.cache_data(max_entries=4, show_spinner="Calibrating the performance table…")
-def perftable_cached(hw_key: str, _hw, tile: int):
+def perftable_cached(hw_key: str, _hw, tile: int, rho_x: float = 1.0):
     from .selection.perftable import performance_table
-    return performance_table(_hw, tile)
+    return performance_table(_hw, tile, rho_x=rho_x)
 
 
 @st.cache_data(max_entries=4, show_spinner="Pricing the tiles exactly to check the table…")
-def prediction_error_cached(key: str, _pa, hw_key: str, _hw):
+def prediction_error_cached(key: str, _pa, hw_key: str, _hw, rho_x: float = 1.0):
     from .selection.perftable import prediction_error
-    return prediction_error(_pa, _hw, max_tiles=500)
+    return prediction_error(_pa, _hw, max_tiles=500, rho_x=rho_x)
 
 
 def simulate_cached(key: str, _plan, hw_key: str, _hw, x_key: str, _x, fused: bool = True,

@@ -164,7 +164,8 @@ with left:
         st.info(vk.no_fusion_reason(rep.mode, rep.notes))
 with right:
     try:
-        pf = S.pareto_cached(S.analysis_key(wl.digest, pa.tile), pa, hwk, hw, rep.measure, rep.granularity)
+        pf = S.pareto_cached(S.analysis_key(wl.digest, pa.tile), pa, hwk, hw, rep.measure, rep.granularity,
+                             rho_x=float(rep.rho_x))
     except (ValueError,) as exc:
         S.show_error(exc)
     else:
@@ -178,7 +179,8 @@ with right:
                          what="one row per plan on the front")
 
 st.header("Performance table")
-table_pt = S.perftable_cached(hwk, hw, pa.tile)
+rho_x = float(rep.rho_x)     # the table the selector priced this plan with (the NPU page's x density)
+table_pt = S.perftable_cached(hwk, hw, pa.tile, rho_x)
 fit_err = table_pt.fit_error
 kc1, kc2 = flex_row("kernels_perftable", (240, 400), grow=(1, 3))
 with kc1:
@@ -189,19 +191,21 @@ with kc1:
     fe = fit_err[(fit_err["kernel"] == kname) & (fit_err["measure"] == meas)]
     st.dataframe(fe[["class", "variable", "degree", "rel_rms", "max_rel"]], hide_index=True, width="stretch")
 with kc2:
-    fig = S.figure_cached(f"fits|{hwk}|{pa.tile}|{kname}|{meas}", lambda: vk.perftable_fits(
+    fig = S.figure_cached(f"fits|{hwk}|{pa.tile}|{rho_x}|{kname}|{meas}", lambda: vk.perftable_fits(
         vk.perftable_curves(table_pt, kname, meas), y_title=MEASURE_UNITS.get(meas, meas), cols=2))
     # two plots a row: three left 110 px each at a 900-px window, and their log ticks overlapped
     S.chart(fig, key="perftable")
     st.caption(f"How to read this: dots = {meas} of synthetic calibration tiles priced by the NPU cost model, "
                "line = the fitted polynomial per structure class (in the density or its log10: the table's "
-               "variable column), evaluated by Horner's rule, plus the DRAM cost of payload beyond a PE's SRAM.")
+               "variable column), evaluated by Horner's rule, plus the DRAM cost of payload beyond a PE's SRAM"
+               + (f"; priced at x density ρ_x = {rho_x:g}, the NPU page's, as the selector prices this plan."
+                  if rho_x != 1.0 else "."))
     S.export_buttons("Fits", table_pt.fits_frame, f"perftable-fits-T{pa.tile}", "exp_fits",
                      what="one row per (kernel, class, measure): coefficients and fit error")
     S.export_buttons("Calibration points", lambda: table_pt.calibration, f"perftable-calibration-T{pa.tile}",
                      "exp_calibration", what="one row per synthetic tile priced by the cost model")
 if st.toggle("Check the table against exact pricing on this matrix", key="pt_check"):
-    pe = S.prediction_error_cached(S.analysis_key(wl.digest, pa.tile), pa, hwk, hw)
+    pe = S.prediction_error_cached(S.analysis_key(wl.digest, pa.tile), pa, hwk, hw, rho_x)
     st.dataframe(pe[pe["measure"] == meas], hide_index=True, width="stretch")
     st.caption("rel_rms / max_rel: relative error of the table per tile; total_rel: error of the sum "
                "(what the selector's totals see).")

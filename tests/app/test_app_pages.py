@@ -893,3 +893,30 @@ def test_kernels_says_cluster_vs_tile_in_words(app):
     text = next(c.value for c in app.caption if c.value.startswith("Cluster vs tile mode"))
     assert "tiles_differing" not in text and "cluster_cost" not in text
     assert "of 36 tiles get a different kernel" in text and "Tile mode took" in text and "e-" not in text
+
+
+def test_kernels_pareto_front_and_table_are_priced_at_the_plans_x_density(app):
+    """Review: the plan was selected at the NPU page's ρ_x, but the Pareto front it is starred on, the
+    performance table and its check were priced at ρ_x = 1, so the star could sit off (or above) its front."""
+    from akfviz.selection.pareto import pareto_front
+
+    app.query_params.update({"xdens": "0.3", "sample": "minilm_ffn0_mag90"})
+    app.run()
+    app.switch_page("pages/2_Kernels.py").run()
+    _ok(app)
+    import plotly.io as pio
+
+    figs = [pio.from_json(c.proto.spec) for c in app.get("plotly_chart")]   # decodes plotly's typed arrays
+    fig = next(f for f in figs if any(t.name == "current plan" for t in f.data))
+    front = next(t for t in fig.data if t.name == "front")
+    A = S.sample_cached("minilm_ffn0_mag90")
+    pa = akfviz.analyze(A, tile=int(S.FIELDS["tile"].default))
+    ref = pareto_front(pa, hw=akfviz.HardwareConfig(), rho_x=0.3).front
+    xs = front.x
+    if isinstance(xs, dict):                  # plotly's typed array: base64 bytes and a numpy dtype
+        import base64
+        xs = np.frombuffer(base64.b64decode(xs["bdata"]), dtype=xs["dtype"])
+    np.testing.assert_allclose(sorted(xs), sorted(ref["resource_share"]), rtol=1e-12)
+    ones = pareto_front(pa, hw=akfviz.HardwareConfig(), rho_x=1.0).front
+    assert sorted(ref["resource_share"]) != sorted(ones["resource_share"])   # so the check above can fail
+    assert any("ρ_x = 0.3" in c.value for c in app.caption)
