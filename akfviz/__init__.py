@@ -6,6 +6,7 @@ The public API (akf-spec §9)::
     A    = akfviz.load(path_or_bytes, fmt=None, tensor=None)
     df   = akfviz.list_tensors(path_or_bytes)          # the tensors of a .safetensors file
     df   = akfviz.matrix_choices(path_or_bytes)        # what tensor= can name (archives, .npz, .safetensors)
+    A    = akfviz.prune(A, method="magnitude", sparsity=0.9)   # spec §1: magnitude, N:M or block pruning
     pa   = akfviz.analyze(A, tile=32, lsh=None)
     plan = akfviz.select(pa, alpha=1.0, beta=1.0, error_budget=None,
                          granularity="cluster", kernels=None, hw=None)

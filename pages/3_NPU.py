@@ -140,9 +140,15 @@ with right:
     kept = (f"the placement kept is the best one visited, {100 * mp.improvement:.1f} % better than the greedy "
             "start" if mp.objective < mp.greedy_objective else
             "annealing found nothing better than the greedy start, so the greedy placement is kept")
-    st.caption(f"How to read this: the placement objective (makespan + γ·hops + δ·overflow, lower is better) of "
-               f"the annealer's current placement ({mp.iterations:,} proposals); it climbs above its start while "
-               f"the temperature is high and accepts worse moves. {kept[0].upper() + kept[1:]}.")
+    if mp.iterations == 0:
+        st.caption("How to read this: the placement objective (makespan + γ·hops + δ·overflow, lower is better). "
+                   f"Annealing made no proposals: with {hw.rows * hw.cols:,} PE{'s' if hw.rows * hw.cols > 1 else ''} "
+                   f"and {pa.tileset.n_tiles:,} tile{'s' if pa.tileset.n_tiles != 1 else ''} there is no "
+                   "other placement to try, so the greedy placement is kept.")
+    else:
+        st.caption(f"How to read this: the placement objective (makespan + γ·hops + δ·overflow, lower is better) "
+                   f"of the annealer's current placement ({mp.iterations:,} proposals); it climbs above its start "
+                   f"while the temperature is high and accepts worse moves. {kept[0].upper() + kept[1:]}.")
 
 if res_unfused is not None:
     S.chart(S.figure_cached(f"fused|{sim_key}", lambda: vn.fused_vs_unfused(

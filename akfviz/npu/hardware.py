@@ -47,6 +47,17 @@ def _is_file(name: str) -> bool:
         return False
 
 
+def _is_dir(name) -> bool:
+    """Whether a path (a one-line string or a PathLike) names an existing folder."""
+    import os
+    from pathlib import Path
+
+    try:
+        return len(os.fspath(name)) < 4096 and Path(name).is_dir()
+    except (OSError, ValueError, TypeError):
+        return False
+
+
 @checked_init
 @dataclass(frozen=True)
 class HardwareConfig:
@@ -213,6 +224,9 @@ class HardwareConfig:
         from pathlib import Path
 
         one_line = isinstance(text, str) and "\n" not in text and "=" not in text and text.strip() != ""
+        if (one_line or isinstance(text, os.PathLike)) and _is_dir(text.strip() if isinstance(text, str) else text):
+            raise InputError(f"'{text if isinstance(text, str) else os.fspath(text)}' is a folder, not a file; "
+                             "give the path of a hardware TOML file (or TOML text).")
         if isinstance(text, os.PathLike) or (one_line and (text.strip().lower().endswith(".toml")
                                                            or _is_file(text.strip()))):
             path = Path(text.strip() if isinstance(text, str) else text)

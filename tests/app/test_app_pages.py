@@ -409,9 +409,13 @@ def test_npu_page_on_a_grid_of_one_row_or_column(app, rows, cols):
     assert not app.exception, [e.value[:300] for e in app.exception]
     assert not app.error, [e.value for e in app.error]
     metrics = {m.label: m.value for m in app.metric}
-    # (a 1×1 grid's 64 kB of SRAM binds the selector's capacity penalty: every tile is SKIP)
     assert f"PEs busy (of {rows * cols:,})" in metrics
     assert int(metrics["makespan (cycles)"].replace(",", "")) > 0
+    # one PE: nothing to anneal, and the caption says so (it read "(0 proposals) … it climbs above its start")
+    anneal = [c.value for c in app.caption if "placement objective" in c.value]
+    assert len(anneal) == 1
+    assert ("Annealing made no proposals" in anneal[0]) == (rows * cols == 1)
+    assert ("climbs above its start" in anneal[0]) == (rows * cols > 1)
 
 
 @pytest.mark.parametrize("value", ["abc", "1e400", "nan", ""])

@@ -167,3 +167,12 @@ def test_from_toml_reads_a_file_whatever_its_ending(tmp_path, monkeypatch):
         HardwareConfig.from_toml("nofile.cfg")
     with pytest.raises(InputError, match="No hardware TOML file"):
         HardwareConfig.from_toml("missing.toml")
+
+
+def test_from_toml_says_a_folder_is_not_a_file(tmp_path):
+    """Review: a folder's path was parsed as TOML text ("no file of that name exists")."""
+    for arg in (str(tmp_path), tmp_path):
+        with pytest.raises(InputError, match="is a folder, not a file"):
+            HardwareConfig.from_toml(arg)
+    (tmp_path / "hw.toml").write_text(HardwareConfig(rows=4, cols=4).to_toml())
+    assert HardwareConfig.from_toml(tmp_path / "hw.toml").rows == 4
