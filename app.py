@@ -99,8 +99,11 @@ with tab_up:
                           + [x.lstrip(".") for x in COMPRESSED_SUFFIXES],
                           key="matrix_upload")
     if up is not None:
-        data = up.getvalue()
-        digest = S.bytes_digest(data)  # once per run, for the three cached readers below
+        data = up.getvalue()                      # a new copy on every run
+        kept = st.session_state.get("_akf_upload")
+        if kept is not None and kept[0] == up.name and kept[1] == data:
+            data = kept[1]                        # the object already hashed (a compare, not another sha256)
+        digest = S.upload_digest(data)            # once per upload, for the cached readers below and every page
         ok = True
         try:  # several matrices in one file (archive members, safetensors tensors, savez arrays): pick one
             choices = S.matrix_choices_cached(digest, data, up.name)
