@@ -1,9 +1,11 @@
 """Fused CPU executor vs scipy CSR ``A @ x`` (issue 3, performance).
 
 For every matrix: analyze (tiles), choose per tile the exact kernel whose CPU executor
-layout streams the fewest bytes (:func:`cpu_bytes`; a simple rule local to this benchmark —
-the selector is elsewhere), build the FusionPlan, check ``plan.matvec(x) == A @ x``
-(rel. 1e-12), and time both (alternating calls, same x, same run). Also reports the bytes the executor streams per nonzero against
+layout streams the fewest bytes (:func:`cpu_bytes`; a simple rule local to this benchmark),
+build the FusionPlan, check ``plan.matvec(x) == A @ x`` (rel. 1e-12), and time both
+(alternating calls, same x, same run). The column ``select ε=0`` times the plan the library
+itself gives, ``akfviz.select(pa, error_budget=0)``, the same way: the selector picks exact
+kernels by their NPU cost, not by the CPU layout's bytes, so it can trail the first column. Also reports the bytes the executor streams per nonzero against
 the CSR bound (12 B/nnz + 20 B/row: float64 values, int32 indices, x and y).
 
 Run:  .venv/bin/python bench/bench_matvec.py [--quick] [--threads-always]
@@ -29,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from akfviz.analysis.pattern import analyze  # noqa: E402
+from akfviz.selection.selector import select  # noqa: E402
 from akfviz.execute import FusionPlan, fused, threads  # noqa: E402
 from akfviz.kernels import LOSSLESS, get_kernel  # noqa: E402
 from akfviz.kernels.block import tile_blocks  # noqa: E402
@@ -136,6 +139,8 @@ def suite(quick: bool):
     yield "2-D stencil 5-pt", "stencil5", generate("stencil5", n=200_000 // s, seed=0)
     yield "block-diagonal 32", "block", generate("block_diagonal", n=32_768 // s, block=32, density=1.0, seed=0)
     yield "N:M 2:4", "nm", generate("nm", n=1448 // (2 if quick else 1), pattern="2:4", seed=0)
+    yield "N:M 1:4", "nm", generate("nm", n=2048 // (2 if quick else 1), pattern="1:4", seed=0)
+    yield "N:M 4:8", "nm", generate("nm", n=1448 // (2 if quick else 1), pattern="4:8", seed=0)
     for f in ("minilm_ffn0_mag50", "minilm_ffn0_nm24", "minilm_ffn0_mag90"):
         p = ROOT / "sample_data" / f"{f}.npz"
         if p.exists():
@@ -161,7 +166,8 @@ def main(argv=None):
     except OSError:
         pass
     hdr = (f"{'matrix':28s} {'shape':>15s} {'nnz':>9s} {'scipy ms':>9s} {'fused ms':>9s} mode "
-           f"{'speedup':>8s} {'scipy cpu':>9s} {'1thr cpu':>8s} {'speedup':>8s} {'B/nnz':>6s} {'CSR B/nnz':>9s} {'build ms':>8s}  kernels / executor formats")
+           f"{'speedup':>8s} {'scipy cpu':>9s} {'1thr cpu':>8s} {'speedup':>8s} {'B/nnz':>6s} {'CSR B/nnz':>9s} {'build ms':>8s} "
+           f"{'select ε=0':>10s}  kernels / executor formats; select's kernels")
     print(hdr)
     rows = []
     for label, kind, A in suite(args.quick):
@@ -198,9 +204,15 @@ def main(argv=None):
         csr_bound = (12 * A.nnz + 20 * n_rows) / max(A.nnz, 1)
         fmts = {k: v for k, v in plan._packed.format_tiles().items() if v}
         kc = plan.kernel_counts.to_dict()
+        # the library's own exact plan, timed the same way (wall clock, default threads)
+        sel = select(pa, error_budget=0)
+        y_sel = sel.matvec(x)
+        assert np.max(np.abs(y_sel - ref)) / max(np.max(np.abs(ref)), 1e-300) <= 1e-12, (label, "select")
+        _, _, r_sel = paired_times(lambda: A @ x, lambda: sel.matvec(x), repeats)
         print(f"{label:28s} {str(A.shape):>15s} {A.nnz:9d} {t_sp*1e3:9.3f} {t_fu*1e3:9.3f} {par} "
-              f"{r_wall:7.2f}x {c_sp*1e3:9.3f} {c_fu*1e3:8.3f} {r_cpu:7.2f}x {bpn:6.2f} {csr_bound:9.2f} {build*1e3:8.1f}  {kc} / {fmts}")
-        rows.append((label, kind, r_wall, r_cpu))
+              f"{r_wall:7.2f}x {c_sp*1e3:9.3f} {c_fu*1e3:8.3f} {r_cpu:7.2f}x {bpn:6.2f} {csr_bound:9.2f} {build*1e3:8.1f} "
+              f"{r_sel:9.2f}x  {kc} / {fmts}; {sel.kernel_counts.to_dict()}")
+        rows.append((label, kind, r_wall, r_cpu, r_sel))
     try:
         print(f"load average at end: {os.getloadavg()[0]:.2f}")
     except OSError:

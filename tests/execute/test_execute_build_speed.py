@@ -64,7 +64,8 @@ def ref_plan(ts, names):
             continue
         nk = (ts.ptr[idx + 1] - ts.ptr[idx]) if ap is None else np.diff(ap.ptr)
         exact_dense = fmt == "dense" and k.lossless  # its entries are the tile's own
-        res = fused.to_residual(fmt, nk, ts.h[idx], ts.w[idx]) if (k.entry_format or exact_dense) \
+        res = fused.to_residual(fmt, nk, ts.h[idx], ts.w[idx], getattr(k, "n", None)) \
+            if (k.entry_format or exact_dense) \
             else np.zeros(idx.shape[0], bool)
         sub = idx[res]
         if sub.size:
@@ -235,14 +236,14 @@ def test_route_rule_equals_to_residual():
     ts = analyze(A, tile=32).tileset
     n = ts.n_tiles
     idx = np.arange(n, dtype=np.int64)
-    for name in ("CSC", "BITMAP", "DIA", "BLOCK", "NM2:4", "PRUNE50", "QUANT8"):
+    for name in ("CSC", "BITMAP", "DIA", "BLOCK", "NM2:4", "NM1:4", "NM4:8", "PRUNE50", "QUANT8"):
         k = get_kernel(name)
         kptr = np.r_[0, np.cumsum(rng.integers(0, 40, n))].astype(np.int64)
         src = np.zeros(n, np.int8)
         lo, hi, keep = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
         nk = fused._route_tiles(idx, kptr, ts.ptr, ts.h, ts.w, np.int64(fused.residual_rule(k)),
                                 np.int64(fused.SRC_OTHER), np.int64(5), src, lo, hi, keep)
-        want = fused.to_residual(k.exec_format, np.diff(kptr), ts.h, ts.w)
+        want = fused.to_residual(k.exec_format, np.diff(kptr), ts.h, ts.w, getattr(k, "n", None))
         assert np.array_equal(src != 0, want)
         assert np.array_equal(keep[:nk], np.flatnonzero(~want))
         assert np.array_equal(lo[want], 5 + kptr[:-1][want]) and np.array_equal(hi[want], 5 + kptr[1:][want])
