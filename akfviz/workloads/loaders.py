@@ -812,22 +812,13 @@ def _npz_dense(zf, headers, label, limits, tensor):
     else:
         # as for safetensors (_pick_tensor): a zero-sized array can never load, so it is never a choice
         # (matrix_choices leaves it out too, so the app offered no picker for w beside bias (0, 40))
-        loadable = [k for k in two_d if _loadable(headers[k][0])]
-        if len(loadable) == 1:
-            key = loadable[0]
-        elif len(two_d) == 1:
-            key = two_d[0]          # zero-sized: refused below with its shape
-        elif two_d and not loadable:
-            shapes = ", ".join(f"{k} {list(headers[k][0])}" for k in two_d)
-            raise InputError(f"{_cap(label)} holds only zero-sized 2-D arrays ({shapes}); a matrix needs at "
-                             "least one row and one column, so there is no matrix to load.")
-        else:
-            empty = len(two_d) - len(loadable)
-            left = f"; {empty} zero-sized 2-D array(s) left out" if empty else ""
-            raise InputError(
-                f"{_cap(label)} holds several arrays and is not a scipy sparse .npz; pick one with tensor=... "
-                f"(2-D arrays: {', '.join(loadable) or 'none'}{left})."
-            )
+        if not two_d:
+            shapes = ", ".join(f"{k} {list(shape)}" for k, (shape, _, _, _) in list(headers.items())[:8])
+            raise InputError(f"{_cap(label)} holds no 2-D array, so there is no matrix to load (its arrays: "
+                             f"{shapes}{' and more' if len(headers) > 8 else ''}).")
+        key = _choose_2d([(k, headers[k][0]) for k in two_d], label, "array", lambda names: (
+            f"{_cap(label)} holds several arrays and is not a scipy sparse .npz; pick one with tensor=... "
+            f"(2-D arrays: {names}"))
     shape, dtype, _, _ = headers[key]
     _check_numeric_dtype(dtype, f"Array {key!r} in {label}")
     _check_dims(shape, limits, label)
@@ -1148,37 +1139,43 @@ def _loadable(shape) -> bool:
     return len(shape) == 2 and min(shape) > 0
 
 
+def _choose_2d(two_d, label, noun, several) -> str:
+    """The name to load among a file's 2-D members ``[(name, shape), …]`` (at least one) when the
+    caller named none: the only one with at least one row and one column (a zero-sized one can never
+    load, so it is never a choice), or the only 2-D one (zero-sized: the caller refuses it with its
+    shape). Otherwise raises: only zero-sized members, or ``several(names) + "…)."`` listing the
+    loadable ones and how many zero-sized were left out."""
+    loadable = [k for k, shape in two_d if _loadable(shape)]
+    if len(loadable) == 1:
+        return loadable[0]
+    if len(two_d) == 1:
+        return two_d[0][0]
+    if not loadable:
+        shapes = ", ".join(f"{k} {list(shape)}" for k, shape in two_d)
+        raise InputError(f"{_cap(label)} holds only zero-sized 2-D {noun}s ({shapes}); a matrix needs at least "
+                         "one row and one column, so there is no matrix to load.")
+    empty = len(two_d) - len(loadable)
+    left = f"; {empty} zero-sized 2-D {noun}(s) left out" if empty else ""
+    raise InputError(several(", ".join(loadable)) + f"{left}).")
+
+
 def _pick_tensor(entries, tensor, label) -> _STEntry:
     """The tensor to load: ``tensor``, else the file's only 2-D tensor with at least one row
     and one column (a zero-sized one can never load, so it is never a choice)."""
     two_d = [e.name for e in entries if len(e.shape) == 2]
     names = ", ".join(two_d) if two_d else "none"
     if tensor is None:
-        loadable = [e.name for e in entries if _loadable(e.shape)]
-        if len(loadable) == 1:
-            tensor = loadable[0]
-        elif len(two_d) == 1:
-            tensor = two_d[0]  # zero-sized: refused below with its shape
-        elif not two_d:
+        if not two_d:
             shapes = ", ".join(f"{e.name} {list(e.shape)}" for e in entries[:8])
             more = f" and {len(entries) - 8} more" if len(entries) > 8 else ""
             raise InputError(
                 f"{_cap(label)} holds no 2-D tensor, so there is no matrix to load "
                 f"(its tensors: {shapes or 'none'}{more})."
             )
-        elif not loadable:
-            shapes = ", ".join(f"{e.name} {list(e.shape)}" for e in entries if len(e.shape) == 2)
-            raise InputError(
-                f"{_cap(label)} holds only zero-sized 2-D tensors ({shapes}); a matrix needs at least "
-                f"one row and one column, so there is no matrix to load."
-            )
-        else:
-            empty = len(two_d) - len(loadable)
-            left = f"; {empty} zero-sized 2-D tensor(s) left out" if empty else ""
-            raise InputError(
-                f"{_cap(label)} holds {len(loadable)} 2-D tensors; choose one with tensor=... "
-                f"(2-D tensors: {', '.join(loadable)}{left})."
-            )
+        n_ok = sum(1 for e in entries if _loadable(e.shape))
+        tensor = _choose_2d([(e.name, e.shape) for e in entries if len(e.shape) == 2], label, "tensor",
+                            lambda names: f"{_cap(label)} holds {n_ok} 2-D tensors; choose one with tensor=... "
+                                          f"(2-D tensors: {names}")
     by_name = {e.name: e for e in entries}
     if tensor not in by_name:
         raise InputError(f"{_cap(label)} has no tensor named {tensor!r}; its 2-D tensors are: {names}.")

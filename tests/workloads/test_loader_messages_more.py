@@ -243,6 +243,7 @@ def test_zero_sized_npz_array_is_never_a_choice():
     msg = _refused(_npz(w=W, v=W, e=np.zeros((0, 5))), "pick one with tensor=", "w, v", "1 zero-sized")
     assert "e," not in msg and ", e" not in msg
     _refused(_npz(e=np.zeros((0, 5)), f=np.zeros((3, 0))), "only zero-sized 2-D arrays", "e [0, 5]", "f [3, 0]")
+    _refused(_npz(a=np.ones(3), c=np.ones((2, 2, 2))), "holds no 2-D array", "a [3]", "c [2, 2, 2]")
 
 
 def test_safetensors_header_starting_with_whitespace_is_sniffed():
