@@ -149,6 +149,8 @@ st.caption(f"How to read this: E = squared Frobenius error on the tile(s), R = p
 with st.expander(f"All {per_unit.shape[0]} decision units ({units_label}s)"):
     st.dataframe(per_unit, hide_index=True, width="stretch")
 
+# the x density the selector priced this plan at (the NPU page's): the front and table below use it too
+rho_x = float(rep.rho_x)
 left, right = figure_pair("kernels_fusion_pareto")
 with left:
     traj = rep.fusion_trajectory
@@ -165,7 +167,7 @@ with left:
 with right:
     try:
         pf = S.pareto_cached(S.analysis_key(wl.digest, pa.tile), pa, hwk, hw, rep.measure, rep.granularity,
-                             rho_x=float(rep.rho_x))
+                             rho_x=rho_x)
     except (ValueError,) as exc:
         S.show_error(exc)
     else:
@@ -179,7 +181,6 @@ with right:
                          what="one row per plan on the front")
 
 st.header("Performance table")
-rho_x = float(rep.rho_x)     # the table the selector priced this plan with (the NPU page's x density)
 table_pt = S.perftable_cached(hwk, hw, pa.tile, rho_x)
 fit_err = table_pt.fit_error
 kc1, kc2 = flex_row("kernels_perftable", (240, 400), grow=(1, 3))

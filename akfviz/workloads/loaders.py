@@ -818,7 +818,7 @@ def _npz_dense(zf, headers, label, limits, tensor):
                              f"{shapes}{' and more' if len(headers) > 8 else ''}).")
         key = _choose_2d([(k, headers[k][0]) for k in two_d], label, "array", lambda names: (
             f"{_cap(label)} holds several arrays and is not a scipy sparse .npz; pick one with tensor=... "
-            f"(2-D arrays: {names}"))
+            f"(2-D arrays: {', '.join(names)}"))
     shape, dtype, _, _ = headers[key]
     _check_numeric_dtype(dtype, f"Array {key!r} in {label}")
     _check_dims(shape, limits, label)
@@ -1143,8 +1143,8 @@ def _choose_2d(two_d, label, noun, several) -> str:
     """The name to load among a file's 2-D members ``[(name, shape), …]`` (at least one) when the
     caller named none: the only one with at least one row and one column (a zero-sized one can never
     load, so it is never a choice), or the only 2-D one (zero-sized: the caller refuses it with its
-    shape). Otherwise raises: only zero-sized members, or ``several(names) + "…)."`` listing the
-    loadable ones and how many zero-sized were left out."""
+    shape). Otherwise raises: only zero-sized members, or ``several(loadable) + "…)."``, the caller's
+    message naming the loadable ones, then how many zero-sized were left out."""
     loadable = [k for k, shape in two_d if _loadable(shape)]
     if len(loadable) == 1:
         return loadable[0]
@@ -1156,7 +1156,7 @@ def _choose_2d(two_d, label, noun, several) -> str:
                          "one row and one column, so there is no matrix to load.")
     empty = len(two_d) - len(loadable)
     left = f"; {empty} zero-sized 2-D {noun}(s) left out" if empty else ""
-    raise InputError(several(", ".join(loadable)) + f"{left}).")
+    raise InputError(several(loadable) + f"{left}).")
 
 
 def _pick_tensor(entries, tensor, label) -> _STEntry:
@@ -1172,10 +1172,9 @@ def _pick_tensor(entries, tensor, label) -> _STEntry:
                 f"{_cap(label)} holds no 2-D tensor, so there is no matrix to load "
                 f"(its tensors: {shapes or 'none'}{more})."
             )
-        n_ok = sum(1 for e in entries if _loadable(e.shape))
         tensor = _choose_2d([(e.name, e.shape) for e in entries if len(e.shape) == 2], label, "tensor",
-                            lambda names: f"{_cap(label)} holds {n_ok} 2-D tensors; choose one with tensor=... "
-                                          f"(2-D tensors: {names}")
+                            lambda ok: f"{_cap(label)} holds {len(ok)} 2-D tensors; choose one with tensor=... "
+                                       f"(2-D tensors: {', '.join(ok)}")
     by_name = {e.name: e for e in entries}
     if tensor not in by_name:
         raise InputError(f"{_cap(label)} has no tensor named {tensor!r}; its 2-D tensors are: {names}.")
