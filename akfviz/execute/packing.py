@@ -144,27 +144,69 @@ def pack_bitmap(ts, e: Entries):
                 val=e.v.astype(np.float64))
 
 
+@njit_inline
+def _dia_shape(r, c, k0, k1, T, lo, hi):
+    """Occupied diagonals ``d`` and summed run length ``sl`` (first to last stored entry of
+    each diagonal) of one tile's entries ``k0:k1`` (ordered by (r, c)); ``lo`` / ``hi`` are
+    ``2T`` scratch slots, ``lo`` all −1 on entry and on return."""
+    d = 0
+    sl = 0
+    for k in range(k0, k1):
+        o = c[k] - r[k] + T
+        if lo[o] < 0:
+            lo[o] = r[k]  # entries are ordered by (r, c): first seen = first row
+            d += 1
+        hi[o] = r[k] + 1
+    for k in range(k0, k1):  # visit only the tile's diagonals
+        o = c[k] - r[k] + T
+        if lo[o] >= 0:
+            sl += hi[o] - lo[o]
+            lo[o] = -1
+    return d, sl
+
+
 @njit_cached
 def _dia_count_range(ptr, r, c, T, u0, u1, nd, slots):
     """Occupied diagonals and summed run lengths of tiles ``u0:u1`` (serial)."""
     lo = np.full(2 * T, -1, dtype=np.int64)
     hi = np.zeros(2 * T, dtype=np.int64)
     for u in range(u0, u1):
-        d = 0
-        sl = 0
-        for k in range(ptr[u], ptr[u + 1]):
-            o = c[k] - r[k] + T
-            if lo[o] < 0:
-                lo[o] = r[k]  # entries are ordered by (r, c): first seen = first row
-                d += 1
-            hi[o] = r[k] + 1
-        for k in range(ptr[u], ptr[u + 1]):  # visit only the tile's diagonals
-            o = c[k] - r[k] + T
-            if lo[o] >= 0:
-                sl += hi[o] - lo[o]
-                lo[o] = -1
-        nd[u] = d
-        slots[u] = sl
+        nd[u], slots[u] = _dia_shape(r, c, ptr[u], ptr[u + 1], T, lo, hi)
+
+
+@njit_cached
+def dia_shape_of_tiles(tptr, tr, tc, idx, T):
+    """``(nd, slots)`` of the TileSet's tiles ``idx``: occupied diagonals and the summed run
+    length a DIA packing of their entries stores (:func:`pack_dia`), read in place."""
+    n = idx.shape[0]
+    nd = np.zeros(n, dtype=np.int64)
+    slots = np.zeros(n, dtype=np.int64)
+    lo = np.full(2 * T, -1, dtype=np.int64)
+    hi = np.zeros(2 * T, dtype=np.int64)
+    for u in range(n):
+        t = idx[u]
+        nd[u], slots[u] = _dia_shape(tr, tc, tptr[t], tptr[t + 1], T, lo, hi)
+    return nd, slots
+
+
+@njit_cached
+def long_diagonal_runs(tptr, tr, tc, th, tw, idx, T, max_diags_per_side, min_fill):
+    """Per tile of ``idx`` (bool): at least ``min(h, w) / 2`` entries, at most
+    ``max_diags_per_side · min(h, w)`` occupied diagonals and ``nnz ≥ min_fill · slots``
+    (:func:`dia_shape_of_tiles`); tiles with too few entries are not scanned."""
+    n = idx.shape[0]
+    out = np.zeros(n, dtype=np.bool_)
+    lo = np.full(2 * T, -1, dtype=np.int64)
+    hi = np.zeros(2 * T, dtype=np.int64)
+    for u in range(n):
+        t = idx[u]
+        k0 = tptr[t]
+        k1 = tptr[t + 1]
+        side = min(th[t], tw[t])
+        if 2 * (k1 - k0) >= side:
+            d, sl = _dia_shape(tr, tc, k0, k1, T, lo, hi)
+            out[u] = d <= max_diags_per_side * side and k1 - k0 >= min_fill * sl
+    return out
 
 
 #: Bit layout of a DIA run word (uint32): first local row in bits 0–7, offset ``o + 256``

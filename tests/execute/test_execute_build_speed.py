@@ -5,7 +5,9 @@ The reference builds everything from the kernels' own ``approx`` (TileApprox) wi
 * ``tile_errors``: ``kernel.approx(ts, idx).err`` per group (exact entry kernels: 0);
 * the residual: every residual tile's ``Â`` entries (global row, column, value), sorted by
   (row, tile column block, position inside the tile) — compressed rows;
-* which tiles go to the residual: :func:`akfviz.execute.fused.to_residual` (vectorised rule);
+* which tiles go to the residual: :func:`akfviz.execute.fused.to_residual` (vectorised rule),
+  except the QUANT8 tiles on a few long diagonal runs (:func:`diagonal_rule_reference`), which
+  run in the DIA layout;
 * the packed formats: the per-format packers on the kept tiles' entries.
 
 Compared bit for bit: tile errors, residual arrays, every pack, ``matvec``/``matmat``,
@@ -53,6 +55,23 @@ def ref_entries(ts, idx, ap):
     return ts.bi[seg] * T + r, ts.bj[seg] * T + c, np.asarray(v, dtype=np.float64), seg
 
 
+def diagonal_rule_reference(ts, t):
+    """Slow statement of fused.diagonal_tiles for one tile, from its dense form."""
+    d = ts.dense(t) != 0
+    h, w = d.shape
+    side = min(h, w)
+    nnz = int(d.sum())
+    if 2 * nnz < side:
+        return False
+    n_diag = slots = 0
+    for o in range(-(h - 1), w):
+        rows = [i for i in range(h) if 0 <= i + o < w and d[i, i + o]]
+        if rows:
+            n_diag += 1
+            slots += rows[-1] - rows[0] + 1
+    return n_diag <= 0.25 * side and 3 * nnz >= 2 * slots
+
+
 def ref_plan(ts, names):
     """Reference: errors, residual (ptr per row, col, val) and the packs of kept tiles."""
     groups, err = ref_groups(ts, names)
@@ -67,6 +86,12 @@ def ref_plan(ts, names):
         res = fused.to_residual(fmt, nk, ts.h[idx], ts.w[idx], getattr(k, "n", None)) \
             if (k.entry_format or exact_dense) \
             else np.zeros(idx.shape[0], bool)
+        if k.name in fused.INLINE_RESIDUAL:  # tiles on long diagonal runs: DIA layout
+            diag = np.array([diagonal_rule_reference(ts, t) for t in idx], dtype=bool)
+            if diag.any():
+                kept["dia"].append((k, idx[diag]))
+            res = res & ~diag
+            idx, res = idx[~diag], res[~diag]
         sub = idx[res]
         if sub.size:
             if ap is None:
@@ -344,3 +369,55 @@ def test_parallel_threshold_depends_on_calling_thread(monkeypatch):
     assert calls == [True, False]
     assert np.array_equal(y_main, out["y"])  # the arithmetic does not depend on the chunking
     np.testing.assert_allclose(y_main, A @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_quant8_tiles_on_long_diagonal_runs_run_in_the_dia_layout():
+    """The selector's exact plan of a 5-point stencil is mostly QUANT8 (its equal values quantise
+    exactly). Those tiles whose entries lie on a few long diagonal runs now run in the DIA layout
+    with their dequantised values; Â, E_t and matvec are those of QUANT8, whatever the layout."""
+    import akfviz
+    from akfviz.execute import fused
+    from akfviz.execute.packing import dia_shape_of_tiles
+
+    rng = np.random.default_rng(11)
+    A = akfviz.generate("stencil5", n=48 * 48, seed=0)
+    A.data = A.data * (1.0 + 0.37 * rng.random(A.nnz))              # lossy under int8 codes
+    A.data[::29] *= 1e-4                                              # some codes 0: dropped
+    A = sp.csr_array(A + sp.random_array(A.shape, density=2e-3, rng=rng, format="csr"))
+    pa = akfviz.analyze(A, tile=16)
+    ts = pa.tileset
+    n = ts.n_tiles
+    want = np.array([diagonal_rule_reference(ts, t) for t in range(n)])
+    got = fused.diagonal_tiles(ts, np.arange(n))
+    assert np.array_equal(got, want) and 0 < want.sum() < n
+    nd, slots = dia_shape_of_tiles(ts.ptr, ts.r, ts.c, np.arange(n, dtype=np.int64), np.int64(16))
+    diag_counts = [len({int(c) - int(r) for r, c in zip(*ts.entries(t)[:2])}) for t in range(n)]
+    assert np.array_equal(nd, diag_counts)
+
+    plan = FusionPlan(pa, ["QUANT8"] * n)
+    fmt = plan._packed.format_tiles()
+    assert fmt["dia"] == int(want.sum()) and fmt["csc_i8"] == 0
+    assert np.array_equal(plan.tile_errors, quant_approx(ts, np.arange(n)).err)   # bit for bit
+    assert plan.relative_error > 0
+    A_hat = plan.approx_matrix().toarray()
+    k8 = get_kernel("QUANT8")
+    for t in range(n):  # single-tile encode/decode (the slow reference)
+        r0, c0 = ts.bi[t] * 16, ts.bj[t] * 16
+        tile_hat = k8.decode(k8.encode(ts.dense(t)))
+        assert np.array_equal(A_hat[r0:r0 + ts.h[t], c0:c0 + ts.w[t]], tile_hat)
+    x = rng.standard_normal(A.shape[1])
+    X = rng.standard_normal((A.shape[1], 3))
+    np.testing.assert_allclose(plan.matvec(x), A_hat @ x, rtol=1e-12, atol=1e-12 * np.abs(A_hat @ x).max())
+    np.testing.assert_allclose(plan.matmat(X), A_hat @ X, rtol=1e-12, atol=1e-12 * np.abs(A_hat @ X).max())
+    err = np.linalg.norm(A.toarray() - A_hat) / np.linalg.norm(A.toarray())
+    assert plan.relative_error == pytest.approx(err, rel=1e-9)
+
+    # the selector's exact plan of the plain stencil: QUANT8 tiles in the DIA layout, result A @ x
+    S = akfviz.generate("stencil5", n=64 * 64, seed=0)
+    ps = akfviz.analyze(S, tile=16)
+    exact = akfviz.select(ps, error_budget=0)
+    counts = exact.kernel_counts
+    assert counts.get("QUANT8", 0) > 0 and exact.relative_error == 0.0
+    assert exact._packed.format_tiles()["dia"] > counts.get("DIA", 0)
+    xs = rng.standard_normal(S.shape[1])
+    np.testing.assert_allclose(exact.matvec(xs), S @ xs, rtol=1e-12, atol=1e-12 * np.abs(S @ xs).max())

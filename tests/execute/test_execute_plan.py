@@ -521,3 +521,4 @@ def test_float16_x_is_computed_as_its_exact_float64_value_and_columns_get_a_hint
     assert res16.cycles == akfviz.simulate(plan, akfviz.HardwareConfig(), x=x16.astype(np.float64)).cycles
     with pytest.raises(InputError, match=r"use plan\.matmat\(x\)"):
         plan.matvec(np.ones((96, 1)))
+
