@@ -149,6 +149,18 @@ def test_clicking_a_tile_on_the_density_map_selects_it(server, page):
     assert f"tsel={inp.input_value()}" in page.url
     assert page.locator('[data-testid="stException"]').count() == 0
     shoot(page, "tile-click")
+    # the click's selection stays in the chart's state: typing another tile afterwards must not
+    # snap back to the clicked one
+    clicked = inp.input_value()
+    other = "1" if clicked != "1" else "2"
+    inp.fill(other)
+    inp.press("Enter")
+    time.sleep(1.0)
+    wait_idle(page)
+    time.sleep(1.0)
+    wait_idle(page)
+    assert inp.input_value() == other, (clicked, other, inp.input_value())
+    assert page.get_by_role("heading", name=f"Tile #{other}").count() == 1
 
 
 def test_plan_export_downloads_the_table(server, page, tmp_path):
