@@ -19,6 +19,7 @@ streamlit (:mod:`akfviz.app_url` does not).
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
 import json
 import math
@@ -47,13 +48,14 @@ BUNDLE_VERSION = 1
 MAX_BUNDLE_BYTES = 2_000_000
 
 
-def make_bundle(values: dict, workload: dict, results: dict) -> str:
+def make_bundle(values: dict, workload: dict, results: dict, energy_table: dict | None = None) -> str:
     """Serialise a run bundle (JSON text).
 
     Contents: ``format``/``version``, ``akfviz_version``, ``created`` (UTC ISO time),
-    ``state`` (the URL settings, generator parameters included), ``seeds`` (generator,
-    LSH), ``workload`` (source, name, shape, nnz, sha256 fingerprint) and ``results``
-    (summary numbers computed in this session for these settings).
+    ``state`` (the URL settings, generator parameters included), ``energy_table`` (the NPU
+    page's edited energy table as :meth:`EnergyTable.to_plain`, or null for the preset's),
+    ``seeds`` (generator, LSH), ``workload`` (source, name, shape, nnz, sha256 fingerprint)
+    and ``results`` (summary numbers computed in this session for these settings).
     """
     state = {k: values.get(k, f.default) for k, f in FIELDS.items()}
     state["gen_params"] = dict(values.get("gen_params") or {})
@@ -61,7 +63,8 @@ def make_bundle(values: dict, workload: dict, results: dict) -> str:
     doc = {
         "format": BUNDLE_FORMAT, "version": BUNDLE_VERSION, "akfviz_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "state": state, "seeds": seeds, "workload": workload, "results": _jsonable(results),
+        "state": state, "energy_table": _jsonable(energy_table), "seeds": seeds, "workload": workload,
+        "results": _jsonable(results),
     }
     return json.dumps(doc, indent=2, sort_keys=False, allow_nan=False)
 
@@ -126,6 +129,13 @@ def parse_bundle(data: bytes | str) -> dict:
         if doc.get(part) is not None and not isinstance(doc[part], dict):
             raise InputError(f"The run bundle's {part!r} must be an object (a {{…}} of named values), "
                              f"not {type(doc[part]).__name__}.")
+    if doc.get("energy_table") is not None:
+        try:
+            doc["energy_table"] = stage("npu.energy", "EnergyTable").from_plain(doc["energy_table"])
+        except InputError as exc:
+            raise InputError(f"The run bundle's energy table is not accepted: {exc}") from None
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"The run bundle's energy table is not accepted: {shorten(str(exc), 120)}") from None
     fingerprint = (doc.get("workload") or {}).get("sha256")
     if fingerprint is not None and not (isinstance(fingerprint, str) and re.fullmatch(r"[0-9a-f]{1,128}", fingerprint)):
         raise InputError("The run bundle's workload fingerprint 'sha256' must be a hexadecimal text.")
@@ -366,9 +376,24 @@ def figure_cached(key: str, _build):
     return _build().to_dict()
 
 
+def _energy_plain() -> dict | None:
+    """The NPU page's edited energy table as a plain dict (None: the preset's table)."""
+    table = st.session_state.get("_akf_energy_override")
+    return None if table is None else table.to_plain()
+
+
+def settings_stamp() -> str:
+    """A digest of everything a result depends on: the settings, the edited energy table and
+    the workload's content. Results recorded under another stamp are left out of the bundle."""
+    wl = st.session_state.get(_WL)
+    doc = {"values": values(), "energy": _energy_plain(), "workload": getattr(wl, "digest", None)}
+    return hashlib.sha256(json.dumps(_jsonable(doc), sort_keys=True).encode()).hexdigest()
+
+
 def record_result(section: str, summary: dict) -> None:
-    """Remember a results summary (for the run bundle) computed for the current settings."""
-    st.session_state.setdefault(RESULTS, {})[section] = _jsonable(summary)
+    """Remember a results summary (for the run bundle) computed for the current settings
+    (stamped with :func:`settings_stamp`)."""
+    st.session_state.setdefault(RESULTS, {})[section] = (settings_stamp(), _jsonable(summary))
 
 
 def show_error(exc: Exception) -> None:
@@ -737,6 +762,13 @@ def set_hardware(hw, **fields) -> None:
             put(key, values[attr])
 
 
+def preset_energy():
+    """The energy table of the chosen hardware preset, before the NPU page's edits."""
+    hwmod = stage("npu.hardware")
+    names = hwmod.HardwareConfig.preset_names()
+    return hwmod.HardwareConfig.from_preset(get("preset") if get("preset") in names else names[0]).energy
+
+
 def hardware_changes() -> list[str]:
     """The NPU page's changes to the preset, as short phrases ("16×16 PEs", "8,192 B SRAM per PE",
     "edited energy table"); empty when the preset is used as it is."""
@@ -803,11 +835,18 @@ def bundle_writer(wl: Workload | None) -> Callable[[], str]:
     where ``st.session_state`` reads as empty (the bundle came out with every default and no
     results). So the settings are copied now, and the results dict itself is kept: the page
     body records this run's results into it after the sidebar is drawn.
+
+    Only the results recorded under the current settings, energy table and matrix
+    (:func:`settings_stamp`) are written: a page visited before the matrix or a setting
+    changed recorded numbers that no longer belong to these settings.
     """
     vals = values()
     summary = workload_summary(wl) if wl is not None else {}
     results = st.session_state.setdefault(RESULTS, {})
-    return lambda: make_bundle(vals, summary, results)
+    stamp = settings_stamp()
+    energy = _energy_plain()
+    return lambda: make_bundle(vals, summary, {k: v for k, (s, v) in list(results.items()) if s == stamp},
+                               energy)
 
 
 def apply_bundle(doc: dict) -> None:
@@ -817,6 +856,11 @@ def apply_bundle(doc: dict) -> None:
         if key == "sample" and not value:
             value = default_sample()
         put(key, value)
+    st.session_state.pop("energy_editor", None)   # the editor shows the bundle's table, not old edits
+    if doc.get("energy_table") is None:
+        st.session_state.pop("_akf_energy_override", None)
+    else:
+        st.session_state["_akf_energy_override"] = doc["energy_table"]
     st.session_state["_akf_bundle_workload"] = doc.get("workload") or {}
 
 

@@ -170,6 +170,9 @@ OUT_SUFFIXES = (".json",) + TABLE_SUFFIXES
 def _check_out(args) -> None:
     """Refuse an ``--out`` path that cannot be written, before any work is done."""
     out = getattr(args, "out", None)
+    if out is not None and not out.strip():
+        raise InputError("--out is empty (an unset shell variable?); give a file name, or leave --out out "
+                         "to print the result.")
     if not out:
         return
     path = Path(out)
@@ -229,7 +232,6 @@ def _emit(obj, args, table=None, table_what: str = ""):
             raise InputError(f"This command's result is a JSON document, not a table: use --out with a "
                              f".json file name instead of {Path(args.out).name!r}.")
         obj = table()
-        print(f"wrote {table_what} ({len(obj):,} rows) to {args.out}", file=sys.stderr)
     if not keep_times:
         obj = without_wall_clock(obj)
     if isinstance(obj, pd.DataFrame):
@@ -242,8 +244,9 @@ def _emit(obj, args, table=None, table_what: str = ""):
             obj.to_parquet(args.out)
         else:
             Path(args.out).write_text(obj.to_json(orient="index", indent=2))
-        if args.out and not table_what:  # (a converted result said what it wrote already)
-            print(f"wrote {len(obj):,} rows to {args.out}", file=sys.stderr)
+        if args.out:  # said once the file is written (a failed write is reported instead)
+            what = f"{table_what} ({len(obj):,} rows)" if table_what else f"{len(obj):,} rows"
+            print(f"wrote {what} to {args.out}", file=sys.stderr)
         return
     text = json.dumps(obj, indent=2, default=_json_default)
     if args.out:

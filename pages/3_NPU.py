@@ -48,9 +48,12 @@ with st.expander("Hardware configuration", expanded=False):
 
 with st.expander("Energy table (editable, with provenance)", expanded=False):
     from akfviz.npu.energy import EnergyTable
-    base = EnergyTable.preset(hw.energy.name) if hw.energy.name in EnergyTable.presets() else hw.energy
-    frame = base.to_frame().reset_index()
-    edited = st.data_editor(frame, key="energy_editor", hide_index=True, width="stretch",
+    # edits are measured against the preset's own table; hw.energy already is the edited table (so
+    # comparing with it undid every edit on the next run)
+    frame = S.preset_energy().to_frame().reset_index()
+    current = st.session_state.get("_akf_energy_override")
+    shown = frame if current is None else current.to_frame().reset_index()   # e.g. a run bundle's table
+    edited = st.data_editor(shown, key="energy_editor", hide_index=True, width="stretch",
                             disabled=["action", "unit", "description"])
     try:
         table = EnergyTable.from_frame(edited, name="custom")
@@ -58,7 +61,6 @@ with st.expander("Energy table (editable, with provenance)", expanded=False):
         S.show_error(exc)
     else:
         changed = not edited.equals(frame)
-        current = st.session_state.get("_akf_energy_override")
         if changed and (current is None or current.to_plain() != table.to_plain()):
             st.session_state["_akf_energy_override"] = table
             st.rerun()

@@ -1,5 +1,6 @@
 """The command line: every subcommand runs and prints parseable output; errors exit 2."""
 import json
+import os
 import subprocess
 import sys
 
@@ -495,3 +496,17 @@ def test_prune_a_loaded_matrix_from_the_command_line(capsys, tmp_path):
     for bad in ("foo:1", "magnitude:lots", "nm:3:2"):
         code, _, err = run(capsys, "analyze", str(path), "--prune", bad)
         assert code == 2 and ("prune" in err.lower() or "N:M" in err), (bad, err)
+
+
+def test_empty_out_is_refused_not_ignored(capsys):
+    """Held-out export probe: --out "" printed the result and exited 0, as if --out were not given."""
+    code, out, err = run(capsys, "select", *GEN, "--out", "")
+    assert code == 2 and "--out is empty" in err and out == ""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc (a folder no file can be made in)")
+def test_a_failed_write_is_not_announced_as_written(capsys):
+    """Held-out export probe: "wrote the plan … to FILE" came before the write, and also when it failed."""
+    for cmd, name in (("select", "akfviz-probe.csv"), ("analyze", "akfviz-probe.json")):
+        code, _, err = run(capsys, cmd, *GEN, "--out", f"/proc/{name}")
+        assert code == 2 and "could not write" in err and "wrote" not in err, err

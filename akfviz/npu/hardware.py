@@ -144,8 +144,10 @@ class HardwareConfig:
                 )
             v = int(v)
             if not lo <= v <= hi:
+                shown = str(v) if abs(v) < 10 ** 15 else \
+                    ("a negative " if v < 0 else "a ") + f"{len(str(abs(v)))}-digit number"
                 raise InputError(
-                    f"HardwareConfig.{name} ({what}) must be between {lo} and {hi}, got {v}."
+                    f"HardwareConfig.{name} ({what}) must be between {lo} and {hi}, got {shown}."
                 )
             object.__setattr__(self, name, v)
         for name, (lo, hi, what) in _FLOAT_LIMITS.items():
@@ -211,7 +213,15 @@ class HardwareConfig:
         if path is not None:
             from pathlib import Path
 
-            Path(path).write_text(text, encoding="utf-8")
+            try:
+                Path(path).write_text(text, encoding="utf-8")
+            except IsADirectoryError:
+                raise InputError(f"'{path}' is a folder; give a file name inside it for the hardware TOML.") from None
+            except FileNotFoundError:
+                raise InputError(f"Cannot write the hardware TOML to '{path}': the folder "
+                                 f"'{Path(path).parent}' does not exist.") from None
+            except OSError as exc:
+                raise InputError(f"Cannot write the hardware TOML to '{path}': {exc.strerror or exc}.") from None
         return text
 
     @classmethod
@@ -223,12 +233,14 @@ class HardwareConfig:
         import tomllib
         from pathlib import Path
 
-        one_line = isinstance(text, str) and "\n" not in text and "=" not in text and text.strip() != ""
+        # one line of text names a file when a file of that name exists (whatever it holds: "a=b.toml"
+        # too), or when it ends in .toml and has no "=" (a missing file, not the TOML text "rows = 4")
+        one_line = isinstance(text, str) and "\n" not in text and text.strip() != ""
         if (one_line or isinstance(text, os.PathLike)) and _is_dir(text.strip() if isinstance(text, str) else text):
             raise InputError(f"'{text if isinstance(text, str) else os.fspath(text)}' is a folder, not a file; "
                              "give the path of a hardware TOML file (or TOML text).")
-        if isinstance(text, os.PathLike) or (one_line and (text.strip().lower().endswith(".toml")
-                                                           or _is_file(text.strip()))):
+        if isinstance(text, os.PathLike) or (one_line and (_is_file(text.strip()) or (
+                "=" not in text and text.strip().lower().endswith(".toml")))):
             path = Path(text.strip() if isinstance(text, str) else text)
             if not path.is_file():
                 raise InputError(f"No hardware TOML file at '{path}'.")
@@ -240,6 +252,7 @@ class HardwareConfig:
                 raise InputError("The hardware TOML file is not UTF-8 text.") from None
         if not isinstance(text, str):
             raise InputError(f"from_toml expects TOML text, got {type(text).__name__}.")
+        text = text.removeprefix("\ufeff")   # a byte-order mark, as some Windows editors write
         try:
             d = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:

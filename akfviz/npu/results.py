@@ -210,7 +210,9 @@ class SimResult:
 
     # ------------------------------------------------------------------ export
     def to_dict(self, arrays: bool = False) -> dict:
-        """JSON-able summary; ``arrays=True`` adds the per-PE counters and utilisation as lists."""
+        """JSON-able summary, with the hardware it ran on (``hardware``: :meth:`HardwareConfig.to_plain`,
+        whose :meth:`~HardwareConfig.config_hash` is ``config_hash``); ``arrays=True`` adds the per-PE
+        counters and utilisation as lists."""
         u = self.utilization
         d = {
             "cycles": int(self.cycles), "seconds": float(self.seconds),
@@ -221,6 +223,8 @@ class SimResult:
             "utilization_mean": float(u.mean()), "utilization_max": float(u.max()),
             "pes_busy": int((self.counters["busy"] > 0).sum()),
             "config_hash": self.config_hash, "hardware_preset": self.hw.preset,
+            # every setting, energy table included: HardwareConfig.from_plain(d["hardware"]) rebuilds it
+            "hardware": self.hw.to_plain(),
             "mapping": {k: (float(v) if isinstance(v, (float, np.floating)) else
                             int(v) if isinstance(v, (int, np.integer)) else v)
                         for k, v in self.mapping.items()},

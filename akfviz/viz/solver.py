@@ -70,7 +70,8 @@ def persistence_bars(rows: dict, height: int = 320) -> go.Figure:
     fig = make_subplots(rows=1, cols=2, subplot_titles=("DRAM bytes<br>per iteration", "cycles<br>per iteration"),
                         horizontal_spacing=0.16)
     names = list(rows)
-    colors = ["#17a589", "#c0392b"]
+    # the app's accent for the persistent run, neutral grey for the baseline (red read as "an error")
+    colors = ["#0e7c66", "#83888d"]
     for j, (metric, unit) in enumerate((("dram_bytes_per_iter", "DRAM bytes"), ("cycles_per_iter", "cycles")),
                                        start=1):
         vals = [float(rows[n][metric]) for n in names]

@@ -177,3 +177,36 @@ def test_plan_export_downloads_the_table(server, page, tmp_path):
     assert list(df.columns) == ["tile", "bi", "bj", "nnz", "density", "cluster", "kernel", "sq_error"]
     assert len(df) > 0 and (df["sq_error"] >= 0).all() and df["kernel"].notna().all()
     assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_energy_table_edit_sticks_and_reset_undoes_it(server, page):
+    # an edited energy value changes the simulated energy and stays (the editor once compared its
+    # table with the already-edited hardware table and undid every edit on the next run)
+    open_page(page, server, "NPU")
+    energy = page.locator('[data-testid="stMetric"]').filter(has_text="energy").first
+    before = energy.inner_text()
+    page.get_by_text("Energy table (editable, with provenance)").click()
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    grid.scroll_into_view_if_needed()
+    time.sleep(1.0)
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + 30, box["y"] + 35 + 17)   # first row, "action" column (read-only)
+    page.keyboard.press("ArrowRight")                      # → its "value" cell
+    page.keyboard.type("123.5", delay=50)
+    page.keyboard.press("Enter")
+    page.mouse.click(box["x"] - 100, box["y"] - 60)        # leave the grid
+    time.sleep(1.0)
+    wait_idle(page)
+    time.sleep(2.0)   # a rerun that undid the edit would come here
+    wait_idle(page)
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    assert "edited energy table" in sidebar.inner_text()
+    after = energy.inner_text()
+    assert after != before, (before, after)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    page.get_by_text("Hardware configuration").click()
+    page.get_by_role("button", name="Reset to the preset").click()
+    time.sleep(1.0)
+    wait_idle(page)
+    assert "edited energy table" not in sidebar.inner_text()
+    assert energy.inner_text() == before

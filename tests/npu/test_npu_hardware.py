@@ -176,3 +176,50 @@ def test_from_toml_says_a_folder_is_not_a_file(tmp_path):
             HardwareConfig.from_toml(arg)
     (tmp_path / "hw.toml").write_text(HardwareConfig(rows=4, cols=4).to_toml())
     assert HardwareConfig.from_toml(tmp_path / "hw.toml").rows == 4
+
+
+def test_from_toml_reads_files_with_an_equals_sign_or_a_byte_order_mark(tmp_path):
+    """Held-out export probe: a file named "a=b.toml" was parsed as TOML text, and a UTF-8 file
+    starting with a byte-order mark (as Notepad writes) failed at line 1, column 1."""
+    hw = HardwareConfig(rows=8, cols=4)
+    eq = tmp_path / "a=b.toml"
+    eq.write_text(hw.to_toml())
+    assert HardwareConfig.from_toml(str(eq)) == hw
+    bom = tmp_path / "bom.toml"
+    bom.write_bytes(b"\xef\xbb\xbf" + hw.to_toml().encode())
+    assert HardwareConfig.from_toml(bom) == hw
+    assert HardwareConfig.from_toml(bom.read_bytes()) == hw
+    assert HardwareConfig.from_toml("rows = 8\ncols = 4").rows == 8   # text with "=" is still text
+    with pytest.raises(InputError, match="could not be parsed"):
+        HardwareConfig.from_toml("rows = = 8")
+
+
+def test_to_toml_says_why_it_cannot_write(tmp_path):
+    """Held-out export probe: a missing folder or a folder as the target raised plain OS errors."""
+    with pytest.raises(InputError, match="does not exist"):
+        HardwareConfig().to_toml(tmp_path / "nodir" / "x.toml")
+    with pytest.raises(InputError, match="is a folder"):
+        HardwareConfig().to_toml(tmp_path)
+
+
+def test_a_huge_whole_number_is_named_by_its_size_not_printed():
+    with pytest.raises(InputError, match=r"between 1 and \d+, got a 301-digit number\.$"):
+        HardwareConfig.from_toml("rows = 1e300")
+    with pytest.raises(InputError, match=r"got a negative 20-digit number\.$"):
+        HardwareConfig(cols=-10 ** 19)
+    with pytest.raises(InputError, match=r"got 5000\.$"):
+        HardwareConfig(rows=5000)
+
+
+def test_simulation_summary_names_the_hardware_it_ran_on():
+    """Held-out export probe: a custom run's JSON held only the preset name "custom" and a hash."""
+    import json
+
+    A = akfviz.generate("banded", n=200, seed=1)
+    plan = akfviz.select(akfviz.analyze(A, tile=16))
+    hw = HardwareConfig(rows=16, cols=8, sram_bytes_per_pe=4096).replace(
+        energy=EnergyTable.preset("horowitz-45nm").replace(dram=99.0))
+    d = json.loads(json.dumps(akfviz.simulate(plan, hw).to_dict(), allow_nan=False))
+    back = HardwareConfig.from_plain(d["hardware"])
+    assert back == hw and back.config_hash() == d["config_hash"]
+    assert d["hardware"]["energy"]["dram"]["value"] == 99.0
