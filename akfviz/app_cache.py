@@ -77,8 +77,9 @@ def frame_digest(df) -> str:
 
     try:
         h = hashlib.sha256(pd.util.hash_pandas_object(df, index=True).to_numpy().tobytes())
-    except TypeError:  # a column of unhashable cells (lists): its text instead
-        h = hashlib.sha256(df.to_json(orient="split", default_handler=str).encode())
+    except TypeError:  # a column of unhashable cells (lists): its text instead (repr keeps every digit;
+        # to_json keeps 10 decimals, so two tables differing further down shared a key)
+        h = hashlib.sha256(repr(df.to_dict(orient="split")).encode())
     h.update(repr(list(df.columns)).encode())
     return h.hexdigest()
 

@@ -243,7 +243,7 @@ def _emit(obj, args, table=None, table_what: str = ""):
         elif args.out.lower().endswith((".parquet", ".pq")):
             obj.to_parquet(args.out)
         else:
-            Path(args.out).write_text(obj.to_json(orient="index", indent=2))
+            Path(args.out).write_text(frame_json(obj))
         if args.out:  # said once the file is written (a failed write is reported instead)
             what = f"{table_what} ({len(obj):,} rows)" if table_what else f"{len(obj):,} rows"
             print(f"wrote {what} to {args.out}", file=sys.stderr)
@@ -254,6 +254,32 @@ def _emit(obj, args, table=None, table_what: str = ""):
         print(f"wrote the result (JSON) to {args.out}", file=sys.stderr)
     else:
         print(text)
+
+
+def _plain(v):
+    """JSON-able: numpy scalars and arrays as Python numbers and lists, dicts and lists
+    element by element, NaN / ±inf as None (null)."""
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return [_plain(x) for x in v]
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not np.isfinite(v):
+        return None
+    return v
+
+
+def frame_json(df) -> str:
+    """A table as JSON text: ``{row: {column: value}}`` (rows by their index label, as text), every
+    float written exactly (Python's shortest round-trip form; pandas' ``to_json`` keeps 10 decimals,
+    which wrote 4.2e-14 as 0.0), NaN as null, and the table's ``attrs`` (e.g. compare's static kernel,
+    selection and hardware hash) under ``"attrs"`` when it has any."""
+    cols = {str(c): df[c].tolist() for c in df.columns}   # each column keeps its own type (ints stay ints)
+    rows = {str(k): {c: _plain(v[i]) for c, v in cols.items()} for i, k in enumerate(df.index)}
+    if df.attrs:
+        rows["attrs"] = _plain(df.attrs)
+    return json.dumps(rows, indent=2, default=_json_default, allow_nan=False)
 
 
 def _json_default(o):

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import akfviz
@@ -510,3 +511,30 @@ def test_a_failed_write_is_not_announced_as_written(capsys):
     for cmd, name in (("select", "akfviz-probe.csv"), ("analyze", "akfviz-probe.json")):
         code, _, err = run(capsys, cmd, *GEN, "--out", f"/proc/{name}")
         assert code == 2 and "could not write" in err and "wrote" not in err, err
+
+
+def test_table_json_keeps_every_digit_and_the_tables_attrs(capsys, tmp_path):
+    """Held-out determinism probe: compare / calibrate --out X.json went through pandas' to_json, which
+    keeps 10 decimals (an output error of 4.2e-14 % became 0.0, fit coefficients -0.0) and drops attrs."""
+    import akfviz
+
+    out = tmp_path / "c.json"
+    code, _, _ = run(capsys, "compare", "--generate", "llm", "--n", "256", "--m", "192", "--seed", "3",
+                     "--out", str(out))
+    assert code == 0
+    doc = json.loads(out.read_text())
+    df = akfviz.compare(akfviz.generate("llm", n=256, m=192, seed=3), seed=3)
+    for name in df.index:
+        for col in df.columns:
+            want = df.loc[name, col]
+            got = doc[name][col]
+            assert (got is None and pd.isna(want)) or got == want, (name, col, got, want)
+    assert doc["attrs"]["static_kernel"] == df.attrs["static_kernel"]
+    assert doc["attrs"]["hw_hash"] == df.attrs["hw_hash"]
+    j, c = tmp_path / "cal.json", tmp_path / "cal.csv"
+    for target in (j, c):
+        assert run(capsys, "calibrate", "--tile", "8", "--out", str(target))[0] == 0
+    table = pd.read_csv(c)
+    back = pd.DataFrame.from_dict(json.loads(j.read_text()), orient="index").reset_index(drop=True)
+    num = table.select_dtypes("number").columns
+    assert np.array_equal(back[num].to_numpy(float), table[num].to_numpy(float))

@@ -133,3 +133,92 @@ def test_analyze_of_a_very_wide_matrix_says_what_the_columns_cost(monkeypatch):
     A = sp.csr_array((np.ones(4), ([0, 1, 2, 2], [0, 5, 5 * 10**10 + 7, 10**11 - 1])), shape=(3, 10**11))
     with pytest.raises(akfviz.InputError, match=r"3,125,000,000 column blocks.*drop the empty columns"):
         akfviz.analyze(A)
+
+
+def test_simulate_refuses_a_random_batch_beyond_memory_before_drawing_it(monkeypatch):
+    """Held-out memory probe: a 100 × 2,000,000 matrix simulated with batch=1024 and ρ_x = 0.5 drew
+    ≈ 32 GB of random x with no estimate (86 s, then a MemoryError under a ulimit)."""
+    import time
+
+    import akfviz
+    from akfviz.npu import simulate as sim
+
+    A = akfviz.generate("uniform", n=100, m=2_000_000, density=1e-5, seed=0)
+    plan = akfviz.select(akfviz.analyze(A))
+    monkeypatch.setattr(memory, "CHECK_FROM_BYTES", 0)
+    monkeypatch.setattr(memory, "available_memory", lambda: 4 << 30)
+    drawn = []
+    monkeypatch.setattr(sim, "random_input", lambda *a, **k: drawn.append(a) or None)
+    t = time.perf_counter()
+    with pytest.raises(ResourceLimitError, match=r"random input x \(2,000,000 rows × 1024 columns\).*smaller batch"):
+        akfviz.simulate(plan, batch=1024, rho_x=0.5, record=False)
+    assert not drawn and time.perf_counter() - t < 30
+
+
+def test_random_input_columns_are_the_single_column_draws_in_order():
+    # the batch is filled column by column (no list of columns to stack): same numbers as before
+    from akfviz.npu.simulate import random_input
+
+    rng = np.random.default_rng(5)
+    n, keep_n = 1000, 300
+    want = np.zeros((n, 3))
+    for b in range(3):
+        values = rng.standard_normal(n)
+        keep = rng.permutation(n)[:keep_n]
+        want[keep, b] = values[keep]
+    assert np.array_equal(random_input(n, 0.3, 5, 3), want)
+    assert np.array_equal(random_input(n, 0.3, 5), want[:, 0])
+
+
+def test_recording_estimate_reads_only_the_routed_columns():
+    """Held-out memory probe: on a 10 × 2.2e9 matrix the estimate summed every column of the
+    pattern (a 16.4 GiB int64 array) to count the few that tiles store."""
+    from akfviz.npu.simulate import recorded_intervals_estimate
+
+    import akfviz
+
+    A = akfviz.generate("banded", n=300, seed=1)
+    work = akfviz.select(akfviz.analyze(A, tile=32)).npu_work()
+    active = np.random.default_rng(0).random((300, 4)) < 0.5
+    gcol = np.repeat(work.bj.astype(np.int64) * 32, np.diff(work.col_ptr)) + work.col_local
+    want = int(active.sum(axis=1)[gcol].sum()) + 2 * work.n_tiles
+    assert recorded_intervals_estimate(work, active, 32) == want
+
+
+def test_analyze_refuses_minhash_values_beyond_memory(monkeypatch):
+    """Held-out memory probe: 1024 hashes over 753k distinct outlines asked for 5.7 GB of MinHash
+    values that analyze's up-front estimate left out."""
+    A = akfviz.generate("uniform", n=2000, density=0.01, seed=0)
+    lsh = {"num_hashes": 1024, "bands": 1024}
+    ok = akfviz.analyze(A, tile=8, lsh=lsh)      # fits: the check passes with the real memory
+    u = len(np.unique(ok.signatures))
+    monkeypatch.setattr(memory, "CHECK_FROM_BYTES", 0)
+    monkeypatch.setattr(memory, "available_memory", lambda: int(8 * u * 1024 / memory.MEMORY_SHARE) - 1)
+    with pytest.raises(ResourceLimitError, match=rf"MinHash values of {u:,} distinct tile outlines × 1024 hashes"):
+        akfviz.analyze(A, tile=8, lsh=lsh)
+    assert akfviz.analyze(A, tile=8).n_tiles == ok.n_tiles      # 32 hashes need 32× less
+
+
+def test_block_pruning_does_not_pad_a_short_side_to_a_whole_block():
+    """Held-out memory probe: llm_block with n=1, m=500,000, block=4096 padded the matrix to
+    4096 × 503,808 (16 GB of address space) and built the block mask at that size."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        A = akfviz.generate("llm_block", n=1, m=50_000, block=4096, sparsity=0.5, seed=0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert A.shape == (1, 50_000) and A.nnz > 0
+    assert peak < 50e6, peak      # was ≈ 1.9 GB (the padded copy and its mask)
+
+
+def test_frame_digest_tells_apart_tables_that_differ_beyond_ten_decimals():
+    import pandas as pd
+
+    from akfviz.app_cache import frame_digest
+
+    a = pd.DataFrame({"runs": [[1, 2]], "x": [1.00000000001]})     # a list column: the text fallback
+    b = pd.DataFrame({"runs": [[1, 2]], "x": [1.00000000002]})
+    assert frame_digest(a) != frame_digest(b) and frame_digest(a) == frame_digest(a.copy())

@@ -34,6 +34,7 @@ import numpy as np
 
 from .._jit import njit_cached, njit_parallel, serial_twin
 from ..errors import InputError, checked_init
+from ..memory import check_memory
 from .minhash import minhash_signatures
 from .arena import Arena
 from .tiling import _popcount64
@@ -675,6 +676,11 @@ def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig
     puid, ufirst = _first_appearance(psig)
     usig = psig[ufirst]
     t1 = time.perf_counter()
+    # (U, K) uint64 MinHash values: not in analyze's up-front estimate, which cannot know U (the
+    # distinct outlines) before the tiling pass; 753k outlines × 1024 hashes asked for 5.7 GB
+    check_memory(8 * usig.size * cfg.num_hashes + 16 * usig.size,
+                 f"The MinHash values of {usig.size:,} distinct tile outlines × {cfg.num_hashes} hashes",
+                 "Use fewer hashes (lsh num_hashes), a coarser grid (lsh grid) or a larger tile side T.")
     mh = minhash_signatures(usig, cfg.num_hashes, cfg.seed, universe=cfg.grid * cfg.grid)
     t2 = time.perf_counter()
     root = _band_components(mh, cfg.bands) if n else np.empty(0, np.int64)

@@ -21,6 +21,7 @@ from .lsh import LSHConfig, cluster_tiles
 from .tilepass import canonical_csr, tiles_and_features
 from .tiling import TileSet, check_tile
 from ..errors import InputError, checked_call
+from ..frozen import read_only
 
 #: Column order of ``PatternAnalysis.tiles`` (the contract in docs/architecture.md).
 TILE_COLUMNS = ("bi", "bj", "h", "w", "nnz", "density", "rows_nonempty", "cols_nonempty",
@@ -297,6 +298,13 @@ def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
     timings = {"validate": t0 - t_start, "tiling_features": t1 - t0}
     timings.update(cl["timings"])
     timings.update(clustering=t3 - t2, tables=t4 - t3, total=t4 - t_start)
+    # everything a plan reads later (pa.A for output_error and packing, the tiles, the clusters) is
+    # read-only: analyses are shared through caches, and an edit would change later selections and
+    # plans already built (held-out probe); ``arr.copy()`` gives a writable copy. pa.A is a copy of
+    # the input (canonical_csr), so the caller's own arrays stay writable.
+    for arr in (M.data, M.indices, M.indptr, sig, cl["order"], cptr, ints, floats, dbin, cluster):
+        arr.setflags(write=False)
+    read_only(ts)
     return PatternAnalysis(A=M, tile=T, tileset=ts, _clusters=clusters,
                            n_clusters=int(nc), signatures=sig, lsh=cfg, fro_norm=fro_norm,
                            density_hist=density_hist, timings=timings,

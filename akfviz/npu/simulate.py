@@ -153,14 +153,12 @@ def random_input(n_cols: int, rho_x: float = 1.0, seed: int = 0, batch: int = 1)
     n = int(n_cols)
     rng = np.random.default_rng(check_seed(seed))
     keep_n = kept_inputs(n, rho)
-    cols = []
-    for _ in range(int(batch)):
+    out = np.zeros((n, int(batch)))   # filled column by column: no list of columns to stack
+    for b in range(int(batch)):
         values = rng.standard_normal(n)
         keep = rng.permutation(n)[:keep_n]
-        col = np.zeros(n)
-        col[keep] = values[keep]
-        cols.append(col)
-    return cols[0] if batch == 1 else np.stack(cols, axis=1)
+        out[keep, b] = values[keep]
+    return out[:, 0].copy() if batch == 1 else out
 
 
 def _resolve_x(x, n_cols, rho_x, seed, batch):
@@ -169,6 +167,11 @@ def _resolve_x(x, n_cols, rho_x, seed, batch):
         k = 1 if batch is None else batch
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= MAX_BATCH:
             raise InputError(f"batch must be a whole number between 1 and {MAX_BATCH}, got {batch!r}.")
+        # the pattern (1 byte per entry) and, below ρ_x = 1, the random x it comes from (8 bytes per
+        # entry, plus a column's draws): a 2M-column matrix with batch 1024 asked for ≈ 32 GB unchecked
+        need = n_cols * int(k) * (1 if rho >= 1.0 else 9) + (0 if rho >= 1.0 else 24 * n_cols)
+        check_memory(need, f"The random input x ({n_cols:,} rows × {int(k)} columns)",
+                     "Use a smaller batch, or pass x yourself.")
         if rho >= 1.0:
             active = np.ones((n_cols, int(k)), dtype=bool)
         else:
@@ -323,9 +326,9 @@ def recorded_intervals_estimate(work: TileWork, active: np.ndarray, tile: int) -
     tile. Counted from the routed columns without running the engine."""
     if work.n_tiles == 0:
         return 0
-    per_column = np.asarray(active, dtype=bool).sum(axis=1)
     gcol = np.repeat(_i64(work.bj) * int(tile), np.diff(_i64(work.col_ptr))) + _i64(work.col_local)
-    return int(per_column[gcol].sum()) + 2 * work.n_tiles
+    # only the routed columns' rows of the pattern (a per-column count of a 2.2e9-column matrix was 17.6 GB)
+    return int(np.count_nonzero(np.asarray(active, dtype=bool)[gcol])) + 2 * work.n_tiles
 
 
 # --------------------------------------------------------------------------- engine driver

@@ -189,11 +189,14 @@ def _prune_block(kind, W, *, sparsity, block, **_):
     nb, mb = -(-n // b), -(-m // b)
     keep = _n_keep(sparsity, nb * mb)
     if kind == "dense":
-        padded = np.zeros((nb * b, mb * b), dtype=np.float64)
+        # a side shorter than a block is one block of that side: no padding to b (a 1 × 500,000 matrix
+        # in 4096-blocks asked for a 4096 × 503,808 padded copy; the zero rows change no norm)
+        bh, bw = min(b, n), min(b, m)
+        padded = np.zeros((nb * bh, mb * bw), dtype=np.float64)
         padded[:n, :m] = W
-        norms = np.einsum("ijkl,ijkl->ik", padded.reshape(nb, b, mb, b), padded.reshape(nb, b, mb, b))
+        norms = np.einsum("ijkl,ijkl->ik", padded.reshape(nb, bh, mb, bw), padded.reshape(nb, bh, mb, bw))
         mask = _top_k_mask(norms.ravel(), keep).reshape(nb, mb)
-        full = np.repeat(np.repeat(mask, b, axis=0), b, axis=1)[:n, :m]
+        full = np.repeat(np.repeat(mask, bh, axis=0)[:n], bw, axis=1)[:, :m]   # rows cut before columns grow
         return np.where(full, W, 0.0)
     coo = W.tocoo()
     rows = coo.row.astype(np.int64)

@@ -362,3 +362,23 @@ def test_top_count_is_the_one_definition_of_the_top_mass_count():
         for q in (0.01, 0.1, 0.25, 1 / 3, 0.5, 1.0):
             assert top_count(k, q) == max(1, int(math.floor(q * k + 1e-9))), (k, q)
     assert top_count(30, 0.1) == 3  # 0.1·30 = 2.9999999999999996 in floating point
+
+
+def test_the_analysis_is_read_only_and_the_callers_matrix_is_not():
+    """Held-out determinism probe: editing pa.A.data in place changed a plan built before the edit
+    (its output_error) and mixed edited and original data in later plans; analyses are shared
+    through the app's caches. Everything the analysis holds is read-only, the input stays writable."""
+    import akfviz
+
+    A = akfviz.generate("llm", n=128, m=96, seed=2)
+    pa = akfviz.analyze(A, tile=32)
+    for arr in (pa.A.data, pa.A.indices, pa.A.indptr, pa.tileset.v, pa.tileset.r, pa.tileset.ptr,
+                pa.signatures, pa.cluster_order, pa.cluster_ptr, *pa._features):
+        with pytest.raises(ValueError, match="read-only"):
+            arr[...] = arr
+    before = float(pa.A.data[0])
+    A.data[0] = before + 7.0         # the caller's matrix is still theirs (pa.A is a copy)
+    assert pa.A.data[0] == before
+    plan = akfviz.select(pa)         # selection and execution need no writable analysis arrays
+    x = np.ones(A.shape[1])
+    assert np.isfinite(plan.output_error(x)) and plan.matvec(x).shape == (A.shape[0],)
