@@ -421,3 +421,34 @@ def test_quant8_tiles_on_long_diagonal_runs_run_in_the_dia_layout():
     assert exact._packed.format_tiles()["dia"] > counts.get("DIA", 0)
     xs = rng.standard_normal(S.shape[1])
     np.testing.assert_allclose(exact.matvec(xs), S @ xs, rtol=1e-12, atol=1e-12 * np.abs(S @ xs).max())
+
+
+def test_concurrent_calls_from_several_threads_agree_bit_for_bit(monkeypatch):
+    # Streamlit runs each session's script in its own thread: plans shared through the caches are
+    # called at the same time; on the OpenMP layer every call gives the one-thread result
+    import threading
+
+    import akfviz
+    from akfviz.execute import threads as th
+
+    monkeypatch.setattr(th, "cores_have_room", lambda: True)
+    monkeypatch.setattr(th, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(th, "PARALLEL_MIN_BYTES_MAIN", 0)
+    A = akfviz.generate("uniform", n=3000, density=0.01, seed=4)
+    plan = akfviz.select(akfviz.analyze(A, tile=32))
+    x = np.random.default_rng(0).standard_normal(A.shape[1])
+    X = np.random.default_rng(1).standard_normal((A.shape[1], 3))
+    want, want_m = plan.matvec(x), plan.matmat(X)
+    bad = []
+
+    def work():
+        for _ in range(20):
+            if not (np.array_equal(plan.matvec(x), want) and np.array_equal(plan.matmat(X), want_m)):
+                bad.append(1)
+
+    ts = [threading.Thread(target=work) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not bad
