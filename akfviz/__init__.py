@@ -7,6 +7,7 @@ The public API (akf-spec §9)::
     df   = akfviz.list_tensors(path_or_bytes)          # the tensors of a .safetensors file
     df   = akfviz.matrix_choices(path_or_bytes)        # what tensor= can name (archives, .npz, .safetensors)
     A    = akfviz.prune(A, method="magnitude", sparsity=0.9)   # spec §1: magnitude, N:M or block pruning
+    A    = akfviz.load(path, limits=akfviz.LoadLimits(max_nnz=500_000_000))  # raise a size limit
     pa   = akfviz.analyze(A, tile=32, lsh=None)
     plan = akfviz.select(pa, alpha=1.0, beta=1.0, error_budget=None,
                          granularity="cluster", kernels=None, hw=None)
@@ -27,6 +28,7 @@ _LAZY = {
     "list_tensors": ("workloads.loaders", "list_tensors"),
     "matrix_choices": ("workloads.loaders", "matrix_choices"),
     "prune": ("workloads.prune", "prune"),
+    "LoadLimits": ("workloads.limits", "LoadLimits"),
     "analyze": ("analysis.pattern", "analyze"),
     "select": ("selection.selector", "select"),
     "HardwareConfig": ("npu.hardware", "HardwareConfig"),

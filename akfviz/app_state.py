@@ -411,7 +411,7 @@ def app_advice(message: str) -> str:
     notes = []
     if "LoadLimits(" in message:
         notes.append("In the app these size limits are fixed; the Python API (akfviz.load or akfviz.generate "
-                     "with limits=LoadLimits(...)) can raise them.")
+                     "with limits=akfviz.LoadLimits(...)) can raise them.")
     if "fmt=" in message:
         notes.append("In the app the format comes from the file's extension: rename the file so that its "
                      "extension matches its content.")

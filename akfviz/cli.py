@@ -3,18 +3,22 @@
 Commands mirror the library: ``analyze``, ``select``, ``simulate``, ``compare``,
 ``calibrate``, ``sweep``, ``bench``. Every command takes a workload from ``--input FILE``,
 ``--sample NAME`` or ``--generate KIND`` (with ``--n``, ``--m``, ``--seed`` and repeated
-``--param key=value``), and prints JSON or a table; ``--out FILE`` writes it instead: ``.json``
+``--param key=value``; repeated ``--limit NAME=VALUE`` sets a size limit of loading or
+generating, a field of :class:`akfviz.LoadLimits`), and prints JSON or a table; ``--out FILE`` writes it instead: ``.json``
 for the full result, ``.csv`` / ``.parquet`` for a table (analyze: the tiles; select: the plan tile
 by tile; simulate: the per-PE counters; compare, calibrate, sweep: their tables). Wall-clock times
 (the stages of analysis and selection, the annealing, each sweep point) are left out unless
 ``--timings`` is given, so the same command writes the same bytes.
-Rejected inputs print the :class:`~akfviz.errors.InputError` message and exit with status 2.
+Rejected inputs print the :class:`~akfviz.errors.InputError` message and exit with status 2; a
+message whose advice is ``limits=akfviz.LoadLimits(...)`` gets a line naming ``--limit``
+(:func:`cli_advice`).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -42,6 +46,96 @@ def _params(pairs):
             raise InputError(f"--param {pair!r} has no name before '='; write key=value, e.g. density=0.01.")
         out[k.strip()] = _parse_value(v.strip())
     return out
+
+
+#: The fields of :class:`akfviz.LoadLimits`, which ``--limit NAME=VALUE`` sets (listed here so that
+#: ``--help`` does not import the loaders; a test keeps the two in step).
+LIMIT_NAMES = ("max_rows", "max_cols", "max_nnz", "max_dense_elements", "max_decompressed_bytes",
+               "max_compression_ratio", "ratio_floor_bytes")
+
+
+def _limit_number(text: str):
+    """A ``--limit`` value: a whole number (``500000000``, ``500_000_000``, ``5e8``) as an int,
+    any other number (``2.5``) as a float; None if it is not a finite number."""
+    text = text.strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    if not np.isfinite(value):
+        return None
+    return int(value) if value.is_integer() else value
+
+
+def _limits(pairs):
+    """The :class:`akfviz.LoadLimits` of repeated ``--limit NAME=VALUE`` (None when none is
+    given: the library's defaults).
+
+    Parameters
+    ----------
+    pairs : list of str or None
+        The ``--limit`` values as given.
+
+    Returns
+    -------
+    akfviz.LoadLimits or None
+
+    Raises
+    ------
+    InputError
+        Not ``NAME=VALUE``, an unknown name, a value that is not a number, or one that
+        ``LoadLimits`` refuses.
+    """
+    if not pairs:
+        return None
+    fields = ", ".join(LIMIT_NAMES)
+    kw = {}
+    for pair in pairs:
+        name, eq, text = pair.partition("=")
+        name = name.strip()
+        if not eq or not name:
+            raise InputError(f"--limit needs NAME=VALUE, got {pair!r}, e.g. --limit max_nnz=500000000; "
+                             f"NAME is one of: {fields}.")
+        if name not in LIMIT_NAMES:
+            raise InputError(f"--limit {pair!r}: there is no size limit named {name!r}; NAME is one of: "
+                             f"{fields}.")
+        value = _limit_number(text)
+        if value is None:
+            example = "1000" if name == "max_compression_ratio" else "500000000"
+            raise InputError(f"--limit {pair!r}: the value must be a number, e.g. --limit {name}={example} "
+                             f"(the limits are: {fields}).")
+        kw[name] = value  # given twice: the last one counts, as for other repeated options
+    from .workloads.limits import LoadLimits
+
+    try:
+        return LoadLimits(**kw)
+    except InputError as exc:
+        raise InputError(f"--limit: {exc}") from None
+
+
+def cli_advice(message: str) -> str:
+    """A library message with a line for the command line where its advice is
+    ``limits=akfviz.LoadLimits(...)`` (mirrors :func:`akfviz.app_state.app_advice`): the
+    option ``--limit NAME=VALUE`` raises that limit.
+
+    >>> cli_advice("Too big; pass limits=akfviz.LoadLimits(max_nnz=...).").splitlines()[-1]
+    'On the command line, raise it with --limit max_nnz=VALUE.'
+    """
+    at = message.find("LoadLimits(")
+    if at < 0:
+        return message
+    named = [n for n in re.findall(r"(\w+)=", message[at:]) if n in LIMIT_NAMES]
+    named = list(dict.fromkeys(named))
+    if named:
+        opts = " ".join(f"--limit {n}=VALUE" for n in named)
+        line = f"On the command line, raise {'it' if len(named) == 1 else 'them'} with {opts}."
+    else:
+        line = f"On the command line, raise a limit with --limit NAME=VALUE (NAME: {', '.join(LIMIT_NAMES)})."
+    return message + "\n" + line
 
 
 def _matrix(args):
@@ -93,10 +187,15 @@ def _source_matrix(args):
                              f"{'shape' if len(given) > 1 else 'shapes'} a generated matrix: use "
                              f"{'them' if len(given) > 1 else 'it'} with --generate KIND "
                              "(a file or sample has its own size).")
+    limits = _limits(getattr(args, "limit", None))
+    if limits is not None and not (args.input or args.generate):
+        raise InputError("--limit sets a size limit for loading a file (FILE or --input) or for --generate; "
+                         "the shipped samples load within the default limits. Leave --limit out, or give "
+                         "the file or generator it is for.")
     if args.input:
         from .workloads.loaders import load
 
-        return load(args.input, tensor=args.tensor), f"file {args.input}"
+        return load(args.input, tensor=args.tensor, limits=limits), f"file {args.input}"
     if args.generate:
         from .workloads.generators import generate
 
@@ -107,7 +206,9 @@ def _source_matrix(args):
         if args.m is not None:
             kw["m"] = args.m
         n = _default_n() if args.n is None else args.n
-        return generate(args.generate, n=n, seed=args.seed, **kw), f"generated {args.generate}"
+        if "limits" in kw:
+            raise InputError("Give size limits with --limit NAME=VALUE, not with --param limits=….")
+        return generate(args.generate, n=n, seed=args.seed, limits=limits, **kw), f"generated {args.generate}"
     from .workloads.samples import DEFAULT_SAMPLE, load_sample
 
     name = args.sample or DEFAULT_SAMPLE
@@ -430,6 +531,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m akfviz",
         description="Adaptive Kernel Fusion of sparse matrices on a simulated neuromorphic NPU.",
+        epilog="Every command but calibrate takes a matrix: FILE (or --input), --sample NAME or --generate "
+               "KIND; --limit NAME=VALUE (repeatable) raises or lowers a size limit of loading or "
+               "generating it, e.g. --limit max_nnz=500000000. 'python -m akfviz COMMAND --help' lists "
+               "a command's options.",
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="command")
 
@@ -454,6 +559,10 @@ def build_parser() -> argparse.ArgumentParser:
         g.add_argument("--m", type=int, default=None, help="columns for --generate (default n)")
         g.add_argument("--param", action="append", metavar="KEY=VALUE",
                        help="generator parameter, repeatable (e.g. --param density=0.01)")
+        g.add_argument("--limit", action="append", metavar="NAME=VALUE",
+                       help="a size limit for loading FILE or for --generate, repeatable (e.g. --limit "
+                            "max_nnz=500000000); NAME is a field of akfviz.LoadLimits: "
+                            + ", ".join(LIMIT_NAMES))
         sp.add_argument("--seed", type=_seed, default=0,
                         help=f"seed, 0 … {SEED_MAX} (default 0): it draws {_in_words(seeds)}")
         sp.add_argument("--tile", type=int, default=32, help="tile side T (default 32)")
@@ -543,7 +652,7 @@ def main(argv=None) -> int:
         _check_out(args)
         args.func(args)
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {cli_advice(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. "| head": the reader left; say nothing more, write nothing more
         devnull = os.open(os.devnull, os.O_WRONLY)

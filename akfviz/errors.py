@@ -78,3 +78,52 @@ def checked_call(func):
             raise out_of_memory(f"{func.__name__}()", exc) from exc
 
     return wrapper
+
+
+def name_list(items, *, limit: int = 10, width: int = 60) -> str:
+    """Names for a message, capped: the first ``limit`` of ``items``, each cut to ``width``
+    characters, then ``… and N more``; ``"none"`` when there are none.
+
+    A file may hold a million named tensors or arrays (with names of any length); a message
+    that lists them all ran to megabytes. Every message that lists the names found in a file
+    goes through this function.
+
+    Parameters
+    ----------
+    items : sequence
+        Names (anything ``str()`` turns into one), or ``(name, shape)`` pairs, shown as
+        ``name [rows, cols]``.
+    limit : int
+        Most items shown.
+    width : int
+        Most characters of a name shown; a longer one keeps its start and end around ``…``.
+
+    Returns
+    -------
+    str
+        The items joined by ``", "``.
+
+    Examples
+    --------
+    >>> name_list(["a", "b", "c"], limit=2)
+    'a, b … and 1 more'
+    >>> name_list([("w", (2, 3))])
+    'w [2, 3]'
+    """
+    def short(name) -> str:
+        text = str(name)
+        if len(text) <= width:
+            return text
+        tail = width // 3
+        return text[:width - tail - 1] + "…" + text[-tail:]
+
+    def shown(item) -> str:
+        if isinstance(item, tuple) and len(item) == 2:
+            return f"{short(item[0])} {list(item[1])}"
+        return short(item)
+
+    total = len(items)
+    if not total:
+        return "none"
+    text = ", ".join(shown(item) for item in items[:limit])
+    return text + (f" … and {total - limit:,} more" if total > limit else "")

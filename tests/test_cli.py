@@ -538,3 +538,68 @@ def test_table_json_keeps_every_digit_and_the_tables_attrs(capsys, tmp_path):
     back = pd.DataFrame.from_dict(json.loads(j.read_text()), orient="index").reset_index(drop=True)
     num = table.select_dtypes("number").columns
     assert np.array_equal(back[num].to_numpy(float), table[num].to_numpy(float))
+
+
+# --------------------------------------------------------------------------- --limit (held-out probe)
+_FLUFFY = (b"%%MatrixMarket matrix coordinate real general\n%" + b" " * 5_000_000 + b"\n"
+           b"2 2 1\n1 2 3.5\n")
+
+
+def test_limit_option_reaches_load_and_generate(capsys, tmp_path):
+    # every limit message said "pass limits=LoadLimits(…)", which the command line could not do
+    import gzip
+
+    p = tmp_path / "m.mtx"
+    p.write_text("%%MatrixMarket matrix coordinate real general\n3 3 1\n1 1 2\n")
+    code, _, err = run(capsys, "analyze", str(p), "--limit", "max_rows=2")
+    assert code == 2 and "over the limit of 2 rows" in err and "akfviz.LoadLimits(" in err
+    assert err.rstrip().endswith("On the command line, raise them with --limit max_rows=VALUE "
+                                 "--limit max_cols=VALUE.")
+    code, out, _ = run(capsys, "analyze", str(p), "--limit", "max_rows=3")
+    assert code == 0 and json.loads(out)["shape"] == [3, 3]
+    bomb = tmp_path / "x.mtx.gz"
+    bomb.write_bytes(gzip.compress(_FLUFFY))
+    code, _, err = run(capsys, "analyze", "--input", str(bomb), "--limit", "ratio_floor_bytes=100_000")
+    assert code == 2 and "decompression bomb" in err and "--limit max_compression_ratio=VALUE." in err
+    code, out, _ = run(capsys, "analyze", "--input", str(bomb), "--limit", "ratio_floor_bytes=100_000",
+                       "--limit", "max_compression_ratio=1e6")
+    assert code == 0 and json.loads(out)["nnz"] == 1
+    for cmd in ("analyze", "select", "simulate", "compare", "sweep", "bench"):
+        extra = ["--vary", "alpha=1"] if cmd == "sweep" else []
+        code, out, err = run(capsys, cmd, *GEN, "--limit", "max_nnz=10", *extra)
+        assert code == 2 and out == "" and "generated 'banded' matrix declares" in err, (cmd, err)
+        assert "--limit max_nnz=VALUE" in err
+
+
+@pytest.mark.parametrize("limit, words", [
+    ("max_nz=5", "no size limit named 'max_nz'; NAME is one of: max_rows, max_cols, max_nnz,"),
+    ("max_nnz", "--limit needs NAME=VALUE"),
+    ("=5", "--limit needs NAME=VALUE"),
+    ("max_nnz=lots", "the value must be a number, e.g. --limit max_nnz=500000000 (the limits are: max_rows"),
+    ("max_nnz=nan", "the value must be a number"),
+    ("max_nnz=2.5", "--limit: LoadLimits.max_nnz must be a positive whole number, got 2.5."),
+    ("max_rows=0", "LoadLimits.max_rows must be a positive whole number"),
+])
+def test_bad_limit_exits_2_naming_the_limits(capsys, limit, words):
+    code, out, err = run(capsys, "analyze", *GEN, "--limit", limit)
+    assert code == 2 and out == "" and err.startswith("error: ") and words in err, err
+
+
+def test_limit_without_a_file_or_generator_is_refused(capsys):
+    code, out, err = run(capsys, "analyze", "--limit", "max_nnz=5")
+    assert code == 2 and "--limit sets a size limit for loading a file" in err
+    code, out, err = run(capsys, "analyze", *GEN, "--param", "limits=3")
+    assert code == 2 and "Give size limits with --limit NAME=VALUE" in err
+
+
+def test_limit_names_are_the_fields_of_load_limits_and_are_in_the_help():
+    import dataclasses
+
+    from akfviz.cli import LIMIT_NAMES, build_parser
+
+    assert LIMIT_NAMES == tuple(f.name for f in dataclasses.fields(akfviz.LoadLimits))
+    subs = next(a for a in build_parser()._actions if a.dest == "command").choices
+    for cmd in ("analyze", "select", "simulate", "compare", "sweep", "bench"):
+        help_text = next(a for a in subs[cmd]._actions if a.dest == "limit").help
+        assert "akfviz.LoadLimits" in help_text and all(n in help_text for n in LIMIT_NAMES)
+    assert not any(a.dest == "limit" for a in subs["calibrate"]._actions)  # it loads no matrix

@@ -37,3 +37,12 @@ def test_the_check_keeps_names_signatures_and_results(case):
     assert akfviz.select.__name__ == "select" and "alpha" in inspect.signature(akfviz.select).parameters
     again = akfviz.select(pa, error_budget=0)
     assert list(again.tile_kernels) == list(plan.tile_kernels)
+
+
+def test_load_limits_is_exported_at_top_level():
+    # every limit message says "limits=akfviz.LoadLimits(...)"; it was only in akfviz.workloads
+    import akfviz.workloads
+
+    assert "LoadLimits" in akfviz.__all__ and akfviz.LoadLimits is akfviz.workloads.LoadLimits
+    with pytest.raises(akfviz.InputError, match=r"limits=akfviz\.LoadLimits\(max_nnz=\.\.\.\)"):
+        akfviz.generate("banded", n=64, limits=akfviz.LoadLimits(max_nnz=5))

@@ -32,7 +32,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import InputError, ResourceLimitError
+from ..errors import InputError, ResourceLimitError, name_list
 from .limits import LoadLimits, resolve_limits
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -90,7 +90,7 @@ def strip_suffix(filename: str | None, suffixes) -> str | None:
 def _too_big(label: str, max_bytes: int) -> ResourceLimitError:
     return ResourceLimitError(
         f"{_cap(label)} decompresses to more than {max_bytes:,} bytes, over the "
-        f"limit; pass limits=LoadLimits(max_decompressed_bytes=...) to allow it.")
+        f"limit; pass limits=akfviz.LoadLimits(max_decompressed_bytes=...) to allow it.")
 
 
 class _Output:
@@ -290,7 +290,7 @@ def _choose_member(members, archive_name: str | None, tensor, label: str):
         hits = [m for m in members if m.name == want or pathlib.PurePosixPath(m.name).name == want]
         if len(hits) == 1:
             return hits[0], True
-        shown = ", ".join(names[:12]) + (" …" if len(names) > 12 else "")
+        shown = name_list(names)
         if not hits:
             # not a member: a tensor (or array) inside the archive's one container file
             try:
@@ -301,7 +301,7 @@ def _choose_member(members, archive_name: str | None, tensor, label: str):
                 return default, False
             raise InputError(f"{_cap(label)} has no member named {want!r}; its files are: {shown}.")
         raise InputError(f"{_cap(label)} has several members named {want!r}; give the full path "
-                         f"(one of: {', '.join(m.name for m in hits)}).")
+                         f"(one of: {name_list([m.name for m in hits])}).")
     matrices = [m for m in members if m.name.lower().endswith(MATRIX_SUFFIXES)]
     if len(matrices) == 1:
         return matrices[0], False
@@ -314,8 +314,8 @@ def _choose_member(members, archive_name: str | None, tensor, label: str):
                 return m, False
     if not matrices:
         raise InputError(f"{_cap(label)} holds no matrix file (.mtx, .npz, .npy, .safetensors); "
-                         f"its files are: {', '.join(names[:12]) or 'none'}.")
-    raise InputError(f"{_cap(label)} holds several matrix files ({', '.join(m.name for m in matrices[:12])}); "
+                         f"its files are: {name_list(names)}.")
+    raise InputError(f"{_cap(label)} holds several matrix files ({name_list([m.name for m in matrices])}); "
                      f"choose one with tensor='<member name>'.")
 
 
@@ -349,7 +349,7 @@ def untar(data: bytes, archive_name: str | None, tensor, max_bytes: int, label: 
         if member.size > max_bytes:
             raise ResourceLimitError(
                 f"{_cap(label)}: member {member.name!r} declares {member.size:,} bytes, over the "
-                f"limit of {max_bytes:,}; pass limits=LoadLimits(max_decompressed_bytes=...).")
+                f"limit of {max_bytes:,}; pass limits=akfviz.LoadLimits(max_decompressed_bytes=...).")
         f = tf.extractfile(member)
         content = f.read() if f is not None else b""
     if len(content) != member.size:

@@ -10,7 +10,8 @@ The defaults fit a 24 GB laptop: 200 million nonzeros of a CSR matrix take about
 200e6 × (8 value + 8 index) bytes ≈ 3.2 GB, plus a temporary copy while canonicalising;
 400 million dense float64 elements take 3.2 GB.
 
-Custom limits are passed with the ``limits=`` keyword::
+Custom limits are passed with the ``limits=`` keyword (``LoadLimits`` is also
+``akfviz.LoadLimits``; on the command line, ``--limit NAME=VALUE``)::
 
     from akfviz.workloads import LoadLimits, load, generate
     small = LoadLimits(max_nnz=1_000_000)
@@ -49,7 +50,8 @@ class LoadLimits:
     max_compression_ratio : int or float
         Largest accepted expansion of compressed data: decompressed bytes over compressed
         bytes, for a ``.gz`` / ``.bz2`` / ``.xz`` file (the tar inside one included) and for
-        the arrays of a ``.npz`` (their declared sizes over the file's size); default 200.
+        the arrays of a ``.npz`` (their declared sizes over the file's size, leaving out a sparse
+        matrix's ``indptr``, which the declared shape bounds); default 200.
         Matrix Market text compresses 3–6× with gzip, 6–7× with bzip2 and 17–26× with xz, so
         far more is the mark of a decompression bomb (a few kilobytes that unpack to
         gigabytes), refused as soon as the output passes the bound — before it is held in
@@ -93,7 +95,7 @@ class LoadLimits:
             raise ResourceLimitError(
                 f"The {what} declares shape {rows} × {cols}, over the limit of "
                 f"{self.max_rows} rows × {self.max_cols} columns. Use a smaller matrix or pass "
-                f"custom limits (limits=LoadLimits(max_rows=..., max_cols=...))."
+                f"custom limits (limits=akfviz.LoadLimits(max_rows=..., max_cols=...))."
             )
 
     def check_nnz(self, nnz: int, *, what: str = "matrix", mirrored: str | None = None) -> None:
@@ -116,7 +118,7 @@ class LoadLimits:
                         if mirrored else f"declares {nnz} stored entries,")
             raise ResourceLimitError(
                 f"The {what} {declared} over the limit of {self.max_nnz}. "
-                f"Use a smaller matrix or pass custom limits (limits=LoadLimits(max_nnz=...))."
+                f"Use a smaller matrix or pass custom limits (limits=akfviz.LoadLimits(max_nnz=...))."
             )
 
     def check_dense(self, elements: int, *, what: str = "matrix") -> None:
@@ -125,7 +127,7 @@ class LoadLimits:
             raise ResourceLimitError(
                 f"The {what} needs {elements} dense elements, over the limit of "
                 f"{self.max_dense_elements}. Use a smaller matrix or pass custom limits "
-                f"(limits=LoadLimits(max_dense_elements=...))."
+                f"(limits=akfviz.LoadLimits(max_dense_elements=...))."
             )
 
 
@@ -155,7 +157,7 @@ class LoadLimits:
             f"{what[:1].upper() + what[1:]} expands more than {ratio}× when decompressed "
             f"({'at least ' if more else ''}{unpacked:,} bytes from {packed:,} bytes), the mark of a "
             f"decompression bomb; real matrix files compress 3–30× (xz up to ~25×). If you trust "
-            f"the file, pass limits=LoadLimits(max_compression_ratio=...).")
+            f"the file, pass limits=akfviz.LoadLimits(max_compression_ratio=...).")
 
 
 DEFAULT_LIMITS = LoadLimits()
@@ -167,6 +169,6 @@ def resolve_limits(limits) -> LoadLimits:
         return DEFAULT_LIMITS
     if not isinstance(limits, LoadLimits):
         raise InputError(
-            f"limits must be a LoadLimits instance (akfviz.workloads.LoadLimits), got {type(limits).__name__}."
+            f"limits must be a LoadLimits instance (akfviz.LoadLimits), got {type(limits).__name__}."
         )
     return limits

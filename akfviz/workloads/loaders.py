@@ -34,7 +34,7 @@ import pandas as pd
 import scipy.io
 import scipy.sparse as sp
 
-from ..errors import InputError, ResourceLimitError, checked_call
+from ..errors import InputError, ResourceLimitError, checked_call, name_list
 from . import archives, mm_syntax
 from .limits import LoadLimits, resolve_limits
 from .validate import as_csr
@@ -723,12 +723,31 @@ _SPARSE_KEYS = {
 }
 
 
+#: How the members of a ``.npz`` may be stored: numpy writes them stored (``np.savez``) or
+#: deflated (``np.savez_compressed``, ``scipy.sparse.save_npz``).
+_NPZ_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
+_ZIP_METHOD_NAMES = {zipfile.ZIP_BZIP2: "bzip2", zipfile.ZIP_LZMA: "LZMA"}
+
+
 def _npz_member_headers(zf: zipfile.ZipFile, label: str) -> dict:
-    """``{key: (shape, dtype, header_end, file_size)}`` for every ``.npy`` member."""
+    """``{key: (shape, dtype, header_end, file_size)}`` for every ``.npy`` member.
+
+    A member compressed other than stored or deflate is refused before any is opened: Python's
+    zipfile unpacks a bzip2 or LZMA member a whole compressed chunk at a time (a few kilobytes
+    may unpack to gigabytes) and only then cuts the output at the declared size, whereas it
+    unpacks a deflate member at most as many bytes at a time as are asked for.
+    """
     out = {}
     for info in zf.infolist():
         if not info.filename.endswith(".npy"):
             continue
+        if info.compress_type not in _NPZ_METHODS:
+            method = _ZIP_METHOD_NAMES.get(info.compress_type, f"method {info.compress_type}")
+            raise InputError(
+                f"Array {info.filename[:-4][:60]!r} in {label} is compressed with {method}; a .npz "
+                f"file's arrays are stored or deflate-compressed (what numpy.savez, "
+                f"numpy.savez_compressed and scipy.sparse.save_npz write). Save it again with one of "
+                f"those.")
         key = info.filename[:-4]
         with zf.open(info) as fp:
             shape, fortran, dtype = _read_npy_header(fp, f"Array {key!r} in {label}")
@@ -777,13 +796,12 @@ def _read_npz(src: Source, limits: LoadLimits, tensor):
     label = src.label
     try:
         with src.open() as f, zipfile.ZipFile(f) as zf:
-            # the arrays' declared sizes bound what reading them produces (zipfile stops there)
-            declared = sum(i.file_size for i in zf.infolist() if i.filename.endswith(".npy"))
-            limits.check_expansion(declared, src.size, what=label)
             headers = _npz_member_headers(zf, label)
             if not headers:
                 raise InputError(f"{_cap(label)} is a zip archive with no .npy arrays inside; it is not a .npz file.")
-            if "format" in headers and "shape" in headers:
+            sparse = "format" in headers and "shape" in headers
+            limits.check_expansion(_npz_expansion_bytes(headers, sparse), src.size, what=label)
+            if sparse:
                 _no_tensor(tensor, label, "a scipy sparse .npz holds one matrix")
                 return _npz_sparse(zf, headers, label, limits)
             sparse_keys = {"format", "shape", "indices", "indptr", "row", "col", "offsets"} & set(headers)
@@ -799,12 +817,33 @@ def _read_npz(src: Source, limits: LoadLimits, tensor):
         raise InputError(f"{_cap(label)} is a corrupt or truncated .npz (zip) file: {exc}") from None
 
 
+def _npz_expansion_bytes(headers: dict, sparse: bool) -> int:
+    """The bytes of a ``.npz``'s arrays that the compression-ratio guard weighs against the
+    file's size: the declared sizes of all ``.npy`` members, except a sparse matrix's
+    ``indptr``.
+
+    Reading a member never yields more than its declared size (Python's zipfile stops there
+    and checks the CRC; members are stored or deflated, see :func:`_npz_member_headers`), and
+    the declared size must hold what the member's ``.npy`` header declares, which is checked
+    against the limits before it is read: the values of a dense array against
+    ``max_dense_elements``, a sparse matrix's ``data`` and index arrays against ``max_nnz``.
+    Within those limits a file that compresses far better than real matrix data (a dense
+    array of zeros, 3 MB for 3.2 GB) is still refused by the ratio. The ``indptr`` of a
+    CSR / CSC / BSR matrix is different: it holds one integer per row (column) of the declared
+    shape, which is checked against ``max_rows`` / ``max_cols``, and is checked to have no
+    more (:func:`_npz_sparse`) before it is read. A Matrix Market file allocates the same
+    array from its size line alone, and the ``indptr`` of mostly empty rows compresses about
+    1000×: counting it refused a 378 KB file of a 20M × 20M matrix with 10,000 nonzeros.
+    """
+    return sum(fsize for key, (_, _, _, fsize) in headers.items() if not (sparse and key == "indptr"))
+
+
 def _npz_dense(zf, headers, label, limits, tensor):
     two_d = [k for k, (shape, _, _, _) in headers.items() if len(shape) == 2]
     if tensor is not None:
         if tensor not in headers:
             raise InputError(
-                f"{_cap(label)} has no array named {tensor!r}; its 2-D arrays are: {', '.join(two_d) or 'none'}."
+                f"{_cap(label)} has no array named {tensor!r}; its 2-D arrays are: {name_list(two_d)}."
             )
         key = tensor
     elif len(headers) == 1:
@@ -813,12 +852,12 @@ def _npz_dense(zf, headers, label, limits, tensor):
         # as for safetensors (_pick_tensor): a zero-sized array can never load, so it is never a choice
         # (matrix_choices leaves it out too, so the app offered no picker for w beside bias (0, 40))
         if not two_d:
-            shapes = ", ".join(f"{k} {list(shape)}" for k, (shape, _, _, _) in list(headers.items())[:8])
+            arrays = [(k, shape) for k, (shape, _, _, _) in headers.items()]
             raise InputError(f"{_cap(label)} holds no 2-D array, so there is no matrix to load (its arrays: "
-                             f"{shapes}{' and more' if len(headers) > 8 else ''}).")
-        key = _choose_2d([(k, headers[k][0]) for k in two_d], label, "array", lambda names: (
+                             f"{name_list(arrays)}).")
+        key = _choose_2d([(k, headers[k][0]) for k in two_d], label, "array", lambda count, names: (
             f"{_cap(label)} holds several arrays and is not a scipy sparse .npz; pick one with tensor=... "
-            f"(2-D arrays: {', '.join(names)}"))
+            f"(2-D arrays: {names}"))
     shape, dtype, _, _ = headers[key]
     _check_numeric_dtype(dtype, f"Array {key!r} in {label}")
     _check_dims(shape, limits, label)
@@ -852,6 +891,15 @@ def _npz_sparse(zf, headers, label, limits: LoadLimits):
     limits.check_nnz(stored, what=f"matrix in {label}")
     for k in _SPARSE_KEYS[fmt][1:]:
         limits.check_nnz(int(np.prod(headers[k][0], dtype=object)), what=f"index array {k!r} in {label}")
+    if "indptr" in _SPARSE_KEYS[fmt]:
+        # left out of the compression-ratio guard (_npz_expansion_bytes): bounded by the shape instead
+        ptr_shape, ptr_dtype, _, _ = headers["indptr"]
+        most = (rows if fmt != "csc" else cols) + 1
+        if len(ptr_shape) != 1 or ptr_dtype.kind not in "iu" or ptr_dtype.itemsize > 8 or ptr_shape[0] > most:
+            raise InputError(
+                f"{_cap(label)}: the sparse 'indptr' array must be a 1-D integer array of at most "
+                f"{most:,} entries (one more than the {'columns' if fmt == 'csc' else 'rows'}), but it "
+                f"declares {ptr_dtype} {tuple(ptr_shape)}; the file is corrupt.")
     arrays = {k: _npz_load_member(zf, k, headers, label, limits) for k in _SPARSE_KEYS[fmt]}
     data = arrays["data"]
     if fmt in ("csr", "csc"):
@@ -1143,38 +1191,36 @@ def _choose_2d(two_d, label, noun, several) -> str:
     """The name to load among a file's 2-D members ``[(name, shape), …]`` (at least one) when the
     caller named none: the only one with at least one row and one column (a zero-sized one can never
     load, so it is never a choice), or the only 2-D one (zero-sized: the caller refuses it with its
-    shape). Otherwise raises: only zero-sized members, or ``several(loadable) + "…)."``, the caller's
-    message naming the loadable ones, then how many zero-sized were left out."""
+    shape). Otherwise raises: only zero-sized members, or ``several(count, names) + "…)."``, the
+    caller's message given the number of loadable ones and their names (capped by
+    :func:`~akfviz.errors.name_list`), then how many zero-sized were left out."""
     loadable = [k for k, shape in two_d if _loadable(shape)]
     if len(loadable) == 1:
         return loadable[0]
     if len(two_d) == 1:
         return two_d[0][0]
     if not loadable:
-        shapes = ", ".join(f"{k} {list(shape)}" for k, shape in two_d)
-        raise InputError(f"{_cap(label)} holds only zero-sized 2-D {noun}s ({shapes}); a matrix needs at least "
-                         "one row and one column, so there is no matrix to load.")
+        raise InputError(f"{_cap(label)} holds only zero-sized 2-D {noun}s ({name_list(two_d)}); a matrix needs "
+                         "at least one row and one column, so there is no matrix to load.")
     empty = len(two_d) - len(loadable)
-    left = f"; {empty} zero-sized 2-D {noun}(s) left out" if empty else ""
-    raise InputError(several(loadable) + f"{left}).")
+    left = f"; {empty:,} zero-sized 2-D {noun}(s) left out" if empty else ""
+    raise InputError(several(len(loadable), name_list(loadable)) + f"{left}).")
 
 
 def _pick_tensor(entries, tensor, label) -> _STEntry:
     """The tensor to load: ``tensor``, else the file's only 2-D tensor with at least one row
     and one column (a zero-sized one can never load, so it is never a choice)."""
     two_d = [e.name for e in entries if len(e.shape) == 2]
-    names = ", ".join(two_d) if two_d else "none"
     if tensor is None:
         if not two_d:
-            shapes = ", ".join(f"{e.name} {list(e.shape)}" for e in entries[:8])
-            more = f" and {len(entries) - 8} more" if len(entries) > 8 else ""
             raise InputError(
                 f"{_cap(label)} holds no 2-D tensor, so there is no matrix to load "
-                f"(its tensors: {shapes or 'none'}{more})."
+                f"(its tensors: {name_list([(e.name, e.shape) for e in entries])})."
             )
         tensor = _choose_2d([(e.name, e.shape) for e in entries if len(e.shape) == 2], label, "tensor",
-                            lambda ok: f"{_cap(label)} holds {len(ok)} 2-D tensors; choose one with tensor=... "
-                                       f"(2-D tensors: {', '.join(ok)}")
+                            lambda count, names: f"{_cap(label)} holds {count:,} 2-D tensors; choose one with "
+                                                 f"tensor=... (2-D tensors: {names}")
+    names = name_list(two_d)
     by_name = {e.name: e for e in entries}
     if tensor not in by_name:
         raise InputError(f"{_cap(label)} has no tensor named {tensor!r}; its 2-D tensors are: {names}.")
@@ -1411,7 +1457,7 @@ def _unwrap_archive(src: Source, limits: LoadLimits, tensor):
     if src.size > cap:
         raise ResourceLimitError(
             f"{_cap(src.label)} has {src.size:,} bytes, over the limit of {cap:,} for compressed "
-            f"or archived files; pass limits=LoadLimits(max_decompressed_bytes=...).")
+            f"or archived files; pass limits=akfviz.LoadLimits(max_decompressed_bytes=...).")
     data = src.data if src.data is not None else src.path.read_bytes()
     content, inner, tensor, label = archives.unwrap(data, src.filename, tensor, cap, src.label,
                                                     limits=limits)

@@ -74,7 +74,7 @@ def dense_to_csr(arr: np.ndarray, *, name: str = "matrix", limits=None) -> sp.cs
         raise ResourceLimitError(
             f"The {name} is a dense array with {nnz:,} nonzero values, over the limit of {limits.max_nnz:,} "
             "stored entries. Use a smaller or sparser matrix (prune it first), or pass custom limits "
-            "(limits=LoadLimits(max_nnz=...)).")
+            "(limits=akfviz.LoadLimits(max_nnz=...)).")
     index_dtype = np.int32 if max(n, nnz) < 2**31 else np.int64
     check_memory((m + 1) * np.dtype(index_dtype).itemsize + nnz * (8 + np.dtype(index_dtype).itemsize),
                  f"A compressed-row copy of the {m:,} × {n:,} {name} with {nnz:,} nonzeros",
