@@ -14,6 +14,75 @@ import numpy as np
 from .errors import InputError
 
 
+def shown(value, limit: int = 80, *, digits: int = 15) -> str:
+    """How an error message shows ``value``: its ``repr``, shortened when huge.
+
+    A whole number of more than ``digits`` digits is named by its size ("a 401-digit number",
+    "a negative 20-digit number"), anything else whose ``repr`` is longer than ``limit``
+    characters is cut ("Fraction(1000… (812 characters)"), so a message never echoes a huge
+    value back.
+
+    Parameters
+    ----------
+    value : object
+        The rejected value.
+    limit : int
+        Longest ``repr`` shown whole.
+    digits : int
+        Most digits of a whole number shown whole.
+
+    Returns
+    -------
+    str
+        The text to put after "got".
+    """
+    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
+        v = int(value)
+        if abs(v) >= 10 ** digits:
+            return ("a negative " if v < 0 else "a ") + f"{_digits(abs(v))}-digit number"
+    try:
+        text = repr(value)
+    except ValueError:  # e.g. a Fraction beyond Python's 4300-digit int-to-text limit
+        return f"a {type(value).__name__} too large to print"
+    return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text):,} characters)"
+
+
+def _digits(v: int) -> int:
+    """Number of decimal digits of ``v >= 0``, without converting it to text (which Python
+    refuses beyond 4300 digits)."""
+    d = max(1, int((v.bit_length() - 1) * 0.30102999566398120) + 1)
+    while v >= 10 ** d:
+        d += 1
+    while d > 1 and v < 10 ** (d - 1):
+        d -= 1
+    return d
+
+
+def to_float(value) -> float:
+    """``float(value)`` for a real number, ±inf when it lies beyond float64's range.
+
+    ``float(10**400)`` raises :class:`OverflowError` (so does ``float(Fraction(10**400, 3))``);
+    here such a number becomes ``inf`` (``-inf`` when negative), which the caller's finiteness or
+    range check then refuses with its own :class:`~akfviz.InputError`. Other errors of ``float``
+    (a string that is no number, ``None``) are left to the caller.
+
+    Parameters
+    ----------
+    value : numbers.Real
+        A Python or numpy real number (or anything ``float`` accepts).
+
+    Returns
+    -------
+    float
+    """
+    try:
+        return float(value)
+    except OverflowError:
+        return -math.inf if value < 0 else math.inf
+    except ZeroDivisionError:
+        return math.nan
+
+
 def check_flag(value, name: str) -> bool:
     """``value`` as a bool; only ``True`` / ``False`` (Python or numpy) are accepted."""
     if not isinstance(value, (bool, np.bool_)):
@@ -29,7 +98,7 @@ def check_seed(value, name: str = "seed") -> int:
     """``value`` as a seed: a Python or numpy integer in ``0 … SEED_MAX`` (not a bool)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
             or not 0 <= value <= SEED_MAX:
-        raise InputError(f"{name} must be a whole number between 0 and {SEED_MAX}, got {value!r}.")
+        raise InputError(f"{name} must be a whole number between 0 and {SEED_MAX}, got {shown(value)}.")
     return int(value)
 
 
@@ -43,7 +112,7 @@ def check_whole(value, name: str, lo: int = 0, hi: int | None = None, *, floats:
         or (floats and isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer()))
     if not whole or int(v) < lo or (hi is not None and int(v) > hi):
         wanted = f"≥ {lo}" if hi is None else f"between {lo} and {hi}"
-        raise InputError(f"{name} must be a whole number {wanted}, got {value!r}.")
+        raise InputError(f"{name} must be a whole number {wanted}, got {shown(value)}.")
     return int(v)
 
 
@@ -51,14 +120,15 @@ def check_real(value, name: str, lo: float = 0.0, hi: float | None = None) -> fl
     """``value`` as a finite float in ``[lo, hi]`` (``hi=None``: no upper bound).
 
     Accepts Python and numpy real numbers (and 0-d arrays of them). A bool, a string, a
-    complex number or None is refused, as are NaN and ±inf.
+    complex number or None is refused, as are NaN, ±inf and numbers beyond float64's range
+    (``10**400``, shown by their size in the message).
     """
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value.item()
     wanted = f"a finite number ≥ {lo:g}" if hi is None else f"a number between {lo:g} and {hi:g}"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise InputError(f"{name} must be {wanted}, got {value!r}.")
-    v = float(value)
+        raise InputError(f"{name} must be {wanted}, got {shown(value)}.")
+    v = to_float(value)
     if not math.isfinite(v) or v < lo or (hi is not None and v > hi):
-        raise InputError(f"{name} must be {wanted}, got {value!r}.")
+        raise InputError(f"{name} must be {wanted}, got {shown(value)}.")
     return v

@@ -29,10 +29,13 @@ from .errors import InputError
 
 
 def _parse_value(text: str):
-    """Parse a ``--param`` value: JSON literal (number, true/false/null, list) or plain string."""
+    """Parse a ``--param`` value: JSON literal (number, true/false/null, list) or plain string.
+
+    A whole number of more than 4300 digits, which Python will not read, stays a string (the
+    generator then refuses it as not a number)."""
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except ValueError:  # json.JSONDecodeError, or the int-to-text digit limit
         return text
 
 

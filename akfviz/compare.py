@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from .arguments import check_seed
+from .arguments import check_real, check_seed
 from .errors import InputError, checked_call
 
 PLANS = ("Dense", "BlockSparse", "StaticSparse", "AKF")
@@ -162,6 +162,9 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
     rho_x = check_rho_x(rho_x)
     static = get_kernel(static_kernel).name
     seed = check_seed(seed)
+    if plan is None:  # the selector's weights: refused before the three baselines are simulated
+        check_real(alpha, "alpha")
+        check_real(beta, "beta")
     if plan is not None:
         if not isinstance(plan, FusionPlan):
             raise InputError(f"plan must be an akfviz FusionPlan (from akfviz.select), got {type(plan).__name__}.")

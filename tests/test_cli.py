@@ -603,3 +603,26 @@ def test_limit_names_are_the_fields_of_load_limits_and_are_in_the_help():
         help_text = next(a for a in subs[cmd]._actions if a.dest == "limit").help
         assert "akfviz.LoadLimits" in help_text and all(n in help_text for n in LIMIT_NAMES)
     assert not any(a.dest == "limit" for a in subs["calibrate"]._actions)  # it loads no matrix
+
+
+@pytest.mark.parametrize("digits, shown", [(330, "density=a 331-digit number"),
+                                           (5000, "(5,003 characters)")])
+def test_a_huge_param_number_is_an_error_line_not_a_traceback(capsys, digits, shown):
+    """Held-out probe: --param density=1 followed by 330 zeros printed an OverflowError traceback
+    (5000 zeros: Python's int-to-text digit limit, a ValueError from the JSON reader)."""
+    code, out, err = run(capsys, "analyze", "--generate", "uniform", "--n", "100",
+                         "--param", "density=1" + "0" * digits)
+    assert code == 2 and out == "" and err.startswith("error: ") and "Traceback" not in err
+    assert shown in err and "density" in err and len(err) < 300
+
+
+def test_sweep_refuses_clustered_blocks_too_large_to_draw_at_once(capsys, monkeypatch):
+    """Held-out probe: a million 1000 × 1000 blocks at density 0 would have run for hours."""
+    import importlib
+
+    # refused before any fill draw: a draw would fail at once instead of running for hours
+    monkeypatch.setattr(importlib.import_module("akfviz.workloads.generators"), "_CLUSTER_DRAWS_PER_STEP", None)
+    code, out, err = run(capsys, "sweep", "--generate", "clustered", "--n", "1000",
+                         "--param", "blocks=1000000", "--param", "min_block=1000",
+                         "--param", "max_block=1000", "--param", "density=0", "--vary", "alpha=1")
+    assert code == 2 and out == "" and "1,000,000,000,000 positions" in err and "max_dense_elements" in err

@@ -100,6 +100,24 @@ def test_activation_sparsity_reduces_events(llm, df):
     assert sparse_x.loc["AKF", "events"] < df.loc["AKF", "events"]
 
 
+def test_huge_numbers_are_refused_before_any_plan_is_simulated(llm, monkeypatch):
+    """Held-out probe: compare(A, alpha=10**400) simulated three plans, then raised OverflowError
+    in the selector; rho_x=10**400 raised it at once."""
+    import sys
+
+    def boom(*args, **kwargs):
+        raise AssertionError("a plan was simulated before the arguments were checked")
+
+    monkeypatch.setattr(sys.modules["akfviz.compare"], "plan_row", boom)
+    A, pa = llm
+    for kw, words in ((dict(alpha=10**400), "alpha must be a finite number ≥ 0, got a 401-digit number."),
+                      (dict(beta=-10**400), "beta must be a finite number ≥ 0, got a negative 401-digit number."),
+                      (dict(rho_x=10**400), "rho_x (activation density) must be in (0, 1], got a 401-digit number.")):
+        with pytest.raises(InputError) as err:
+            compare(A, analysis=pa, **kw)
+        assert str(err.value) == words
+
+
 def test_paper_claims_and_comparison(df):
     assert list(PAPER_CLAIMS.index) == list(PLANS)
     assert list(PAPER_CLAIMS["speedup"]) == [1.0, 1.8, 2.5, 3.5]

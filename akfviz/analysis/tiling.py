@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._jit import njit_cached, njit_parallel
+from ..arguments import shown
 from ..errors import InputError
 from ..workloads.validate import as_csr
 
@@ -108,13 +109,13 @@ def check_tile(tile) -> int:
         else:
             raise InputError(
                 f"The tile side must be a whole number between {TILE_MIN} and {TILE_MAX}, "
-                f"got {tile!r}."
+                f"got {shown(tile)}."
             )
     tile = int(tile)
     if not TILE_MIN <= tile <= TILE_MAX:
         raise InputError(
             f"The tile side must be between {TILE_MIN} and {TILE_MAX} (the app offers 8–128), "
-            f"got {tile}."
+            f"got {shown(tile)}."
         )
     return tile
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..arguments import shown, to_float
 from ..errors import InputError
 from .work import TileWork
 
@@ -59,11 +60,11 @@ def check_activation_density(rho_x) -> float:
     The NPU model accepts 0 (no events at all); the selector's table needs ``rho_x > 0``
     (``selection.perftable.check_rho_x``)."""
     try:
-        rho = float(rho_x)
+        rho = to_float(rho_x)
     except (TypeError, ValueError):
-        raise InputError(f"rho_x must be a number in [0, 1], got {rho_x!r}.") from None
+        raise InputError(f"rho_x must be a number in [0, 1], got {shown(rho_x)}.") from None
     if not 0.0 <= rho <= 1.0:
-        raise InputError(f"rho_x (activation density) must be in [0, 1], got {rho_x!r}.")
+        raise InputError(f"rho_x (activation density) must be in [0, 1], got {shown(rho_x)}.")
     return rho
 
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import math
+import numbers
 from dataclasses import dataclass, field, fields, replace as _dc_replace
 
+from ..arguments import shown, to_float
 from ..errors import InputError, checked_init
 from .energy import EnergyTable
 
@@ -140,25 +142,27 @@ class HardwareConfig:
                 v = int(v)
             if isinstance(v, bool) or not hasattr(v, "__index__"):
                 raise InputError(
-                    f"HardwareConfig.{name} ({what}) must be a whole number, got {v!r}."
+                    f"HardwareConfig.{name} ({what}) must be a whole number, got {shown(v)}."
                 )
             v = int(v)
             if not lo <= v <= hi:
-                shown = str(v) if abs(v) < 10 ** 15 else \
-                    ("a negative " if v < 0 else "a ") + f"{len(str(abs(v)))}-digit number"
                 raise InputError(
-                    f"HardwareConfig.{name} ({what}) must be between {lo} and {hi}, got {shown}."
+                    f"HardwareConfig.{name} ({what}) must be between {lo} and {hi}, got {shown(v)}."
                 )
             object.__setattr__(self, name, v)
         for name, (lo, hi, what) in _FLOAT_LIMITS.items():
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)):
-                raise InputError(f"HardwareConfig.{name} ({what}) must be a finite number, got {v!r}.")
-            if not lo <= float(v) <= hi:
+            # numpy bools are no numbers.Real; a NaN or an infinite float is refused here, a huge
+            # whole number (10**400, beyond float64's range) by the range check below
+            if (isinstance(v, bool) or not isinstance(v, numbers.Real) or math.isnan(to_float(v))
+                    or abs(v) == math.inf):
+                raise InputError(f"HardwareConfig.{name} ({what}) must be a finite number, got {shown(v)}.")
+            f = to_float(v)  # a number beyond float64's range (10**400) is ±inf: out of range below
+            if not lo <= f <= hi:
                 raise InputError(
-                    f"HardwareConfig.{name} ({what}) must be between {lo:g} and {hi:g}, got {v!r}."
+                    f"HardwareConfig.{name} ({what}) must be between {lo:g} and {hi:g}, got {shown(v)}."
                 )
-            object.__setattr__(self, name, float(v))
+            object.__setattr__(self, name, f)
         if not isinstance(self.energy, EnergyTable):
             raise InputError(
                 f"HardwareConfig.energy must be an EnergyTable, got {type(self.energy).__name__}."

@@ -60,6 +60,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from ..arguments import shown, to_float
 from ..errors import InputError
 from ..frozen import read_only
 from ..npu.hardware import as_hardware
@@ -500,9 +501,9 @@ def calibrate(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int = 0, ker
 def check_rho_x(rho_x) -> float:
     """Validate an activation density in (0, 1]."""
     try:
-        r = float(rho_x)
+        r = to_float(rho_x)
     except (TypeError, ValueError):
-        raise InputError(f"rho_x (activation density) must be a number in (0, 1], got {rho_x!r}.") from None
+        raise InputError(f"rho_x (activation density) must be a number in (0, 1], got {shown(rho_x)}.") from None
     if r == 0.0:
         # simulate accepts 0 (no events: a run of setup and reductions only); pricing kernels and
         # comparing plans at no events would rank every kernel by its setup alone
@@ -510,7 +511,7 @@ def check_rho_x(rho_x) -> float:
                          "x_j fires, so no kernel does any work to compare. akfviz.simulate accepts 0 "
                          "(a run of setups and reductions only).")
     if not (0.0 < r <= 1.0):
-        raise InputError(f"rho_x (activation density) must be in (0, 1], got {rho_x!r}.")
+        raise InputError(f"rho_x (activation density) must be in (0, 1], got {shown(rho_x)}.")
     return r
 
 

@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ..arguments import SEED_MAX
-from ..errors import InputError, checked_call
+from ..arguments import SEED_MAX, shown, to_float
+from ..errors import InputError, ResourceLimitError, checked_call
 from ..memory import check_memory
 from .limits import LoadLimits, resolve_limits
 from .prune import PRUNERS, parse_pattern, prune, sorted_unique
@@ -67,7 +67,7 @@ class ParamSpec:
         if value is None and self.optional:
             return None
         bad = InputError(
-            f"Generator {kind_name!r}: parameter {self.name}={value!r} is not accepted; "
+            f"Generator {kind_name!r}: parameter {self.name}={shown(value, digits=30)} is not accepted; "
             f"it must be {self.describe_range()}."
         )
         if self.kind == "choice":
@@ -85,12 +85,13 @@ class ParamSpec:
         if self.kind == "int":
             if isinstance(value, numbers.Integral):
                 value = int(value)
-            elif float(value).is_integer():
+            elif to_float(value).is_integer():
                 value = int(value)
             else:
                 raise bad
         else:
-            value = float(value)
+            # a number beyond float64's range (10**400, a huge Fraction) is inf here: refused
+            value = to_float(value)
             if not math.isfinite(value):
                 raise bad
         if self.low is not None and (value <= self.low if self.low_open else value < self.low):
@@ -286,6 +287,11 @@ def _block_diagonal(rng, n, m, limits, *, block, density):
 
 # In-block fill draws made per step of the clustered generator (8 bytes each: 32 MB).
 _CLUSTER_DRAWS_PER_STEP = 1 << 22
+#: Largest accepted ``min_block`` / ``max_block`` of the clustered generator: the largest side
+#: ``rng.integers`` draws as an int64. Blocks are clipped to the matrix, so a side beyond the
+#: matrix's acts as the matrix's side (the draws, and so the seeded output, are those of the
+#: side given).
+CLUSTER_BLOCK_MAX = 2**63 - 1
 
 
 def _clustered(rng, n, m, limits, *, blocks, min_block, max_block, density, noise):
@@ -303,6 +309,13 @@ def _clustered(rng, n, m, limits, *, blocks, min_block, max_block, density, nois
     ``rng.random`` call per step, not per block), so the time is linear in the number of
     drawn entries however many blocks there are; the draws are the same, in the same order,
     as block after block.
+
+    Every position of every block gets one draw whatever the density (a few nanoseconds each),
+    so the total block area ``Σ h_b·w_b`` (after clipping; overlaps counted again) is bounded by
+    ``limits.max_dense_elements`` (default 400 million, a few seconds of draws): above it,
+    :class:`~akfviz.errors.ResourceLimitError` is raised before any fill draw, even at a low
+    density such as 0 (10 000 blocks of 1000 × 1000 would take a minute, a million of them
+    hours).
     """
     k_blocks = max(1, n // 64) if blocks is None else blocks
     lo, hi = min(min_block, max_block), max(min_block, max_block)
@@ -311,6 +324,16 @@ def _clustered(rng, n, m, limits, *, blocks, min_block, max_block, density, nois
     _check_nnz(limits, "clustered", kept, stored=n * m)
     heights = np.minimum(rng.integers(lo, hi + 1, size=k_blocks), n)
     widths = np.minimum(rng.integers(lo, hi + 1, size=k_blocks), m)
+    # one fill draw per block position, whatever the density (float: the sum cannot overflow)
+    area = float(np.dot(heights.astype(np.float64), widths.astype(np.float64)))
+    if area > limits.max_dense_elements:
+        raise ResourceLimitError(
+            f"Generator 'clustered': the {k_blocks:,} blocks cover {area:,.0f} positions in total "
+            f"(height × width of each block, clipped to the {n:,} × {m:,} matrix, overlaps counted "
+            f"again), and each position is drawn whatever the density; that is over the limit of "
+            f"{limits.max_dense_elements:,} positions (LoadLimits.max_dense_elements). Use fewer "
+            f"blocks (blocks=...) or smaller ones (max_block=...), or pass custom limits "
+            f"(limits=LoadLimits(max_dense_elements=...)).")
     r0 = rng.integers(0, n - heights + 1)
     c0 = rng.integers(0, m - widths + 1)
     sizes = (heights * widths).astype(np.int64)
@@ -705,8 +728,10 @@ GENERATORS: dict[str, Generator] = {
             (_m_spec(),
              ParamSpec("blocks", None, "int", "number of blocks (default max(1, n // 64))",
                        low=1, high=1_000_000, optional=True),
-             ParamSpec("min_block", 8, "int", "smallest block side", low=1),
-             ParamSpec("max_block", 64, "int", "largest block side", low=1),
+             ParamSpec("min_block", 8, "int", "smallest block side (clipped to the matrix)",
+                       low=1, high=CLUSTER_BLOCK_MAX),
+             ParamSpec("max_block", 64, "int", "largest block side (clipped to the matrix)",
+                       low=1, high=CLUSTER_BLOCK_MAX),
              ParamSpec("density", 0.6, "float", "fill probability inside a block",
                        low=0.0, high=1.0),
              ParamSpec("noise", 0.0005, "float", "density of the uniform background",
@@ -754,6 +779,8 @@ GENERATORS: dict[str, Generator] = {
 }
 
 _SIZE_INT = ParamSpec("n", DEFAULT_N, "int", "rows", low=1)
+#: Positions ``row·m + col`` are int64: ``n·m`` must not exceed this.
+_INT64_MAX = 2**63 - 1
 _SEED = ParamSpec("seed", 0, "int", "seed of numpy.random.default_rng", low=0, high=SEED_MAX)
 
 
@@ -858,6 +885,12 @@ def generate(kind: str, n: int = DEFAULT_N, density: float | None = None, seed: 
     m = values.pop("m", None)
     m = n if m is None else m
     lim.check_shape(n, m, what=f"generated {kind!r} matrix")
+    if n * m > _INT64_MAX:
+        raise InputError(
+            f"Generator {kind!r}: the {shown(n)} × {shown(m)} matrix has n·m = "
+            f"{shown(n * m, digits=30)} positions, "
+            f"more than the generators can number (positions are int64, at most 2**63 - 1 = "
+            f"{_INT64_MAX:,}). Use a smaller n or m.")
     if g.check is not None:
         g.check(kind, n, m, values, frozenset(k for k, v in params.items() if v is not None))
     rng = np.random.default_rng(seed)

@@ -21,8 +21,10 @@ Custom limits are passed with the ``limits=`` keyword (``LoadLimits`` is also
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
+from ..arguments import shown, to_float
 from ..errors import InputError, ResourceLimitError, checked_init
 
 
@@ -42,7 +44,8 @@ class LoadLimits:
     max_dense_elements : int
         Largest accepted number of elements of a dense array that must be materialised
         (a ``.npy`` file, a safetensors tensor, a dense Matrix Market "array" body, the
-        dense weight matrix behind an ``llm`` generator); default 400 million.
+        dense weight matrix behind an ``llm`` generator); default 400 million. Also bounds the
+        block positions the ``clustered`` generator draws (the blocks' total area).
     max_decompressed_bytes : int
         Largest file accepted after decompressing a ``.gz`` or taking a member out of a
         ``.tar`` / ``.tar.gz`` (and largest compressed file read into memory); default
@@ -61,6 +64,11 @@ class LoadLimits:
         small file that compresses extremely well (a dense array of one constant: ≈ 1000×)
         still loads. The output may reach ``max(ratio_floor_bytes, max_compression_ratio ×
         compressed size)``; 0 applies the ratio from the first byte.
+
+    Every field also takes a numpy number (``np.int64(10)``, ``np.float32(5)``), stored as a
+    Python ``int`` (``float`` for a ratio that is not whole); a bool, NaN, an infinity, a number
+    beyond float64's range or anything that is not a number is refused with
+    :class:`~akfviz.errors.InputError`.
     """
 
     max_rows: int = 50_000_000
@@ -72,28 +80,35 @@ class LoadLimits:
     ratio_floor_bytes: int = 64 * 2**20
 
     def __post_init__(self):
+        # numbers.Integral / numbers.Real take numpy integers and floats too; numpy bools are
+        # neither, Python bools are refused by name
         for field in ("max_rows", "max_cols", "max_nnz", "max_dense_elements",
                       "max_decompressed_bytes"):
             value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
                 raise InputError(
-                    f"LoadLimits.{field} must be a positive whole number, got {value!r}."
+                    f"LoadLimits.{field} must be a positive whole number, got {shown(value)}."
                 )
+            object.__setattr__(self, field, int(value))
         ratio = self.max_compression_ratio
-        if (isinstance(ratio, bool) or not isinstance(ratio, (int, float))
-                or not math.isfinite(ratio) or ratio <= 0):
+        if (isinstance(ratio, bool) or not isinstance(ratio, numbers.Real)
+                or not math.isfinite(to_float(ratio)) or ratio <= 0):
             raise InputError(f"LoadLimits.max_compression_ratio must be a positive number (such as "
-                             f"200), got {ratio!r}.")
+                             f"200), got {shown(ratio)}.")
+        if not isinstance(ratio, (int, float)):  # a numpy number or a Fraction: a plain number
+            object.__setattr__(self, "max_compression_ratio",
+                               int(ratio) if isinstance(ratio, numbers.Integral) else float(ratio))
         floor = self.ratio_floor_bytes
-        if isinstance(floor, bool) or not isinstance(floor, int) or floor < 0:
+        if isinstance(floor, bool) or not isinstance(floor, numbers.Integral) or floor < 0:
             raise InputError(f"LoadLimits.ratio_floor_bytes must be a whole number of bytes, 0 or "
-                             f"more, got {floor!r}.")
+                             f"more, got {shown(floor)}.")
+        object.__setattr__(self, "ratio_floor_bytes", int(floor))
 
     def check_shape(self, rows: int, cols: int, *, what: str = "matrix") -> None:
         """Raise :class:`ResourceLimitError` if a declared shape exceeds the row/column limits."""
         if rows > self.max_rows or cols > self.max_cols:
             raise ResourceLimitError(
-                f"The {what} declares shape {rows} × {cols}, over the limit of "
+                f"The {what} declares shape {shown(int(rows))} × {shown(int(cols))}, over the limit of "
                 f"{self.max_rows} rows × {self.max_cols} columns. Use a smaller matrix or pass "
                 f"custom limits (limits=akfviz.LoadLimits(max_rows=..., max_cols=...))."
             )
@@ -114,8 +129,9 @@ class LoadLimits:
         """
         bound = 2 * nnz if mirrored else nnz
         if bound > self.max_nnz:
-            declared = (f"declares {nnz} entries, up to {bound} once the {mirrored} half is mirrored,"
-                        if mirrored else f"declares {nnz} stored entries,")
+            declared = (f"declares {shown(int(nnz))} entries, up to {shown(int(bound))} once the "
+                        f"{mirrored} half is mirrored," if mirrored
+                        else f"declares {shown(int(nnz))} stored entries,")
             raise ResourceLimitError(
                 f"The {what} {declared} over the limit of {self.max_nnz}. "
                 f"Use a smaller matrix or pass custom limits (limits=akfviz.LoadLimits(max_nnz=...))."
@@ -125,7 +141,7 @@ class LoadLimits:
         """Raise :class:`ResourceLimitError` if a dense array of ``elements`` values is too large."""
         if elements > self.max_dense_elements:
             raise ResourceLimitError(
-                f"The {what} needs {elements} dense elements, over the limit of "
+                f"The {what} needs {shown(int(elements))} dense elements, over the limit of "
                 f"{self.max_dense_elements}. Use a smaller matrix or pass custom limits "
                 f"(limits=akfviz.LoadLimits(max_dense_elements=...))."
             )

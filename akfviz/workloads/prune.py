@@ -21,6 +21,7 @@ wins, so the result never depends on sorting-algorithm details.
 """
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass
 from typing import Callable
@@ -28,6 +29,7 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 
+from ..arguments import shown, to_float
 from ..errors import InputError
 from .validate import as_csr
 
@@ -65,11 +67,12 @@ def parse_pattern(pattern) -> tuple[int, int]:
 def check_sparsity(sparsity) -> float:
     """Validate a sparsity (fraction of entries removed), accepted range ``0 <= s < 1``."""
     if isinstance(sparsity, bool) or not isinstance(sparsity, numbers.Real):
-        raise InputError(f"sparsity must be a number between 0 and 1 (e.g. 0.9), got {sparsity!r}.")
-    s = float(sparsity)
+        raise InputError(f"sparsity must be a number between 0 and 1 (e.g. 0.9), got {shown(sparsity)}.")
+    s = to_float(sparsity)
     if not (0.0 <= s < 1.0):
         raise InputError(
-            f"sparsity must be at least 0 and below 1 (the fraction of weights removed, e.g. 0.9), got {s}."
+            f"sparsity must be at least 0 and below 1 (the fraction of weights removed, e.g. 0.9), "
+            f"got {s if math.isfinite(s) else shown(sparsity)}."
         )
     return s
 

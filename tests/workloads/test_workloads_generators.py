@@ -1,5 +1,6 @@
 """Tests of akfviz.workloads.generators: registry, shapes, determinism, structure, errors."""
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -261,6 +262,33 @@ def test_size_limits_checked_before_allocating():
     assert generate("uniform", n=100, density=0.005, limits=small).nnz == 50
     with pytest.raises(InputError):
         generate("uniform", n=10, limits={"max_nnz": 5})
+
+
+@pytest.mark.parametrize("kind, kw, shown", [
+    ("uniform", {"density": 10**400}, "density=a 401-digit number"),
+    ("uniform", {"density": -10**400}, "density=a negative 401-digit number"),
+    ("powerlaw", {"avg_nnz": 10**400}, "avg_nnz=a 401-digit number"),
+    ("banded", {"bandwidth": Fraction(10**400, 1)}, "bandwidth=Fraction("),
+    ("uniform", {"density": Fraction(10**400, 3)}, "characters) is not accepted"),
+    ("clustered", {"min_block": 2**63},
+     "min_block=9223372036854775808 is not accepted; it must be a whole number >= 1 and "
+     "<= 9223372036854775807."),
+    ("clustered", {"max_block": 10**400}, "max_block=a 401-digit number is not accepted"),
+])
+def test_numbers_beyond_float_range_are_refused_by_name(kind, kw, shown):
+    """Held-out probe: float(10**400) raised OverflowError (a Fraction: "integer division result too
+    large for a float"), and rng.integers "high is out of bounds for int64" for block sides of 2**63
+    or more; now an InputError names the parameter and shows a huge number by its size."""
+    with pytest.raises(InputError, match="is not accepted") as err:
+        generate(kind, n=100, **kw)
+    assert shown in str(err.value) and len(str(err.value)) < 300
+
+
+def test_a_matrix_whose_positions_do_not_fit_int64_is_refused():
+    """Held-out probe: n·m beyond 2**63 - 1 raised a raw ValueError from the key draw."""
+    big = LoadLimits(max_rows=10**11, max_cols=10**11)
+    with pytest.raises(InputError, match=r"n·m = 100000000000000000000 positions.*int64.*smaller n or m"):
+        generate("uniform", n=10**10, density=1e-20, limits=big)
 
 
 def test_numpy_integer_sizes_accepted():

@@ -123,6 +123,15 @@ def test_bad_arguments(kw):
         prune(np.ones((4, 4)), **kw)
 
 
+@pytest.mark.parametrize("sparsity, shown", [(10**400, "a 401-digit number"),
+                                             (-10**400, "a negative 401-digit number")],
+                         ids=["huge", "huge-negative"])
+def test_a_sparsity_beyond_float_range_is_refused_by_its_size(sparsity, shown):
+    """Held-out probe: prune(A, sparsity=10**400) raised OverflowError."""
+    with pytest.raises(InputError, match=rf"sparsity must be at least 0 and below 1 .*, got {shown}\.$"):
+        prune(np.ones((4, 4)), sparsity=sparsity)
+
+
 @pytest.mark.parametrize("W", [np.ones(4), np.ones((2, 2, 2)), np.array([[1.0, np.nan]]),
                                np.array([["a", "b"]]), np.zeros((0, 3))])
 def test_bad_matrices(W):
