@@ -15,6 +15,7 @@ Pages only read them. Small tables and figures use ``st.cache_data``; the numba 
 from __future__ import annotations
 
 import hashlib
+import json
 import importlib
 import time
 import weakref
@@ -70,6 +71,14 @@ def _matrix_digest(A) -> str:
     return h.hexdigest()
 
 
+def _cell_text(obj):
+    """JSON of a table cell json cannot write itself: arrays and numpy numbers as lists and Python
+    numbers (every digit), anything else as its text."""
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    return str(obj)
+
+
 def frame_digest(df) -> str:
     """sha256 of a DataFrame's values, index and column names (a sweep's table is small: this is
     far cheaper than the figures it keys)."""
@@ -77,9 +86,9 @@ def frame_digest(df) -> str:
 
     try:
         h = hashlib.sha256(pd.util.hash_pandas_object(df, index=True).to_numpy().tobytes())
-    except TypeError:  # a column of unhashable cells (lists): its text instead (repr keeps every digit;
-        # to_json keeps 10 decimals, so two tables differing further down shared a key)
-        h = hashlib.sha256(repr(df.to_dict(orient="split")).encode())
+    except TypeError:  # a column of unhashable cells (lists, arrays): its JSON text instead, every float
+        # in full (to_json keeps 10 decimals and repr of an array 8 digits: different tables shared a key)
+        h = hashlib.sha256(json.dumps(df.to_dict(orient="split"), sort_keys=True, default=_cell_text).encode())
     h.update(repr(list(df.columns)).encode())
     return h.hexdigest()
 

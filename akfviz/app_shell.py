@@ -169,6 +169,10 @@ def _workload_controls() -> None:
             S.widget(st.selectbox, "Hardware preset", "preset", options=presets,
                      help="Energy table and NPU parameters (edit them on the NPU page).")
             changes = S.hardware_changes()
+            dropped = st.session_state.pop(S.ENERGY_DROPPED, None)
+            if dropped is not None:
+                st.info(f"The edited energy table was made from preset {dropped!r}, so it no longer applies: "
+                        f"{S.get('preset')!r} uses its own table (edit it on the NPU page).")
             if changes:
                 st.caption("Changed on the NPU page: " + ", ".join(changes) + " (so every page uses custom "
                            "hardware; \"Reset to the preset\" there undoes it).")

@@ -33,6 +33,7 @@ import streamlit as st
 
 from . import __version__
 from .errors import InputError
+from .plain import to_plain
 from .app_url import (FIELDS, Field, GEN_PREFIX, JS_MAX_INT, MAX_APP_SIDE, MAX_GENERATED_DENSE,
     MAX_GENERATED_NNZ, MAX_GRID_SIDE, coerce_gen_value, form_number, parse_query, shorten, to_query)  # noqa: F401 (re-exported)
 from .app_cache import (MAX_RECORDED_INTERVALS, analyze_cached, bytes_digest, compare_cached, frame_digest,
@@ -69,21 +70,7 @@ def make_bundle(values: dict, workload: dict, results: dict, energy_table: dict 
     return json.dumps(doc, indent=2, sort_keys=False, allow_nan=False)
 
 
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating, float)):
-        v = float(obj)
-        return v if math.isfinite(v) else None
-    if isinstance(obj, (np.bool_,)):
-        return bool(obj)
-    if obj is None or isinstance(obj, (str, int, bool)):
-        return obj
-    return str(obj)
+_jsonable = to_plain
 
 
 def parse_bundle(data: bytes | str) -> dict:
@@ -376,17 +363,64 @@ def figure_cached(key: str, _build):
     return _build().to_dict()
 
 
+ENERGY_OVERRIDE = "_akf_energy_override"
+_ENERGY_PRESET = "_akf_energy_override_preset"
+ENERGY_DROPPED = "_akf_energy_dropped"
+
+
+def energy_override():
+    """The NPU page's edited energy table (None: the preset's own).
+
+    An edited table belongs to the preset it was edited from: after the sidebar's preset changed,
+    it is dropped (its other entries are the old preset's numbers) and ``ENERGY_DROPPED`` names the
+    old preset, for the NPU page to say so."""
+    ss = st.session_state
+    table = ss.get(ENERGY_OVERRIDE)
+    if table is None:
+        return None
+    owner = ss.get(_ENERGY_PRESET)
+    if owner is None:                        # set without its preset (e.g. by a test): this one
+        ss[_ENERGY_PRESET] = get("preset")
+    elif owner != get("preset"):
+        clear_energy_override()
+        ss[ENERGY_DROPPED] = owner
+        return None
+    return table
+
+
+def set_energy_override(table, preset=None) -> None:
+    """Use ``table`` instead of the preset's energy table (``preset``: the preset it was edited
+    from; default the current one)."""
+    st.session_state[ENERGY_OVERRIDE] = table
+    st.session_state[_ENERGY_PRESET] = get("preset") if preset is None else preset
+
+
+def clear_energy_override() -> None:
+    """Back to the preset's energy table (the editor's edits go too)."""
+    for key in (ENERGY_OVERRIDE, _ENERGY_PRESET, "energy_editor"):
+        st.session_state.pop(key, None)
+
+
 def _energy_plain() -> dict | None:
     """The NPU page's edited energy table as a plain dict (None: the preset's table)."""
-    table = st.session_state.get("_akf_energy_override")
+    table = energy_override()
     return None if table is None else table.to_plain()
 
 
+#: Settings that change what a page shows but no recorded result: the selected tile and cluster, the
+#: timeline's PE row, and the Learn page's tiny case and step (Learn records no result). A result
+#: recorded before one of these changed still belongs to the bundle.
+DISPLAY_ONLY_FIELDS = frozenset({"tsel", "csel", "perow", "lstep", "ln", "lT", "lgrid", "ldens", "lxd",
+                                 "lkernel", "lseed"})
+
+
 def settings_stamp() -> str:
-    """A digest of everything a result depends on: the settings, the edited energy table and
-    the workload's content. Results recorded under another stamp are left out of the bundle."""
+    """A digest of everything a result depends on: the settings (less
+    :data:`DISPLAY_ONLY_FIELDS`), the edited energy table and the workload's content. Results
+    recorded under another stamp are left out of the bundle."""
     wl = st.session_state.get(_WL)
-    doc = {"values": values(), "energy": _energy_plain(), "workload": getattr(wl, "digest", None)}
+    vals = {k: v for k, v in values().items() if k not in DISPLAY_ONLY_FIELDS}
+    doc = {"values": vals, "energy": _energy_plain(), "workload": getattr(wl, "digest", None)}
     return hashlib.sha256(json.dumps(_jsonable(doc), sort_keys=True).encode()).hexdigest()
 
 
@@ -718,12 +752,8 @@ def sweep_grid(spec: str, max_points: int) -> tuple[dict, list[dict]]:
 
 def hardware():
     """HardwareConfig from the preset plus the NPU page's overrides (None after a shown error)."""
-    hwmod = stage("npu.hardware")
     try:
-        preset = get("preset")
-        names = hwmod.HardwareConfig.preset_names()
-        base = hwmod.HardwareConfig.from_preset(preset if preset in names else names[0])
-        hw = _apply_overrides(base)
+        hw = _apply_overrides(_preset_config())
         return hw, hw_key(hw)
     except (InputError, ValueError) as exc:
         show_error(exc)
@@ -762,19 +792,23 @@ def set_hardware(hw, **fields) -> None:
             put(key, values[attr])
 
 
-def preset_energy():
-    """The energy table of the chosen hardware preset, before the NPU page's edits."""
+def _preset_config():
+    """The chosen hardware preset's HardwareConfig, before the NPU page's changes (the first
+    preset when the chosen name is unknown)."""
     hwmod = stage("npu.hardware")
     names = hwmod.HardwareConfig.preset_names()
-    return hwmod.HardwareConfig.from_preset(get("preset") if get("preset") in names else names[0]).energy
+    return hwmod.HardwareConfig.from_preset(get("preset") if get("preset") in names else names[0])
+
+
+def preset_energy():
+    """The energy table of the chosen hardware preset, before the NPU page's edits."""
+    return _preset_config().energy
 
 
 def hardware_changes() -> list[str]:
     """The NPU page's changes to the preset, as short phrases ("16×16 PEs", "8,192 B SRAM per PE",
     "edited energy table"); empty when the preset is used as it is."""
-    hwmod = stage("npu.hardware")
-    names = hwmod.HardwareConfig.preset_names()
-    base = hwmod.HardwareConfig.from_preset(get("preset") if get("preset") in names else names[0])
+    base = _preset_config()
     value = {k: get(k) for k in HW_OVERRIDES}
     rows = base.rows if value["hw_rows"] is None else int(value["hw_rows"])
     cols = base.cols if value["hw_cols"] is None else int(value["hw_cols"])
@@ -783,7 +817,7 @@ def hardware_changes() -> list[str]:
         v = value[key]
         if v is not None and float(v) != float(getattr(base, HW_OVERRIDES[key])):
             out.append(fmt.format(float(v) * scale))
-    if st.session_state.get("_akf_energy_override") is not None:
+    if energy_override() is not None:
         out.append("edited energy table")
     return out
 
@@ -805,7 +839,7 @@ def _apply_overrides(hw):
         v = get(key)
         if v is not None and attr in names:
             overrides[attr] = type(getattr(hw, attr))(v)
-    energy = st.session_state.get("_akf_energy_override")
+    energy = energy_override()
     if energy is not None and "energy" in names:
         overrides["energy"] = energy
     if not overrides:
@@ -856,11 +890,9 @@ def apply_bundle(doc: dict) -> None:
         if key == "sample" and not value:
             value = default_sample()
         put(key, value)
-    st.session_state.pop("energy_editor", None)   # the editor shows the bundle's table, not old edits
-    if doc.get("energy_table") is None:
-        st.session_state.pop("_akf_energy_override", None)
-    else:
-        st.session_state["_akf_energy_override"] = doc["energy_table"]
+    clear_energy_override()   # the editor shows the bundle's table, not old edits
+    if doc.get("energy_table") is not None:
+        set_energy_override(doc["energy_table"], preset=get("preset"))
     st.session_state["_akf_bundle_workload"] = doc.get("workload") or {}
 
 

@@ -6,7 +6,8 @@ Commands mirror the library: ``analyze``, ``select``, ``simulate``, ``compare``,
 ``--param key=value``; repeated ``--limit NAME=VALUE`` sets a size limit of loading or
 generating, a field of :class:`akfviz.LoadLimits`), and prints JSON or a table; ``--out FILE`` writes it instead: ``.json``
 for the full result, ``.csv`` / ``.parquet`` for a table (analyze: the tiles; select: the plan tile
-by tile; simulate: the per-PE counters; compare, calibrate, sweep: their tables). Wall-clock times
+by tile; simulate: the per-PE counters; compare, calibrate, sweep: their tables; a table asked
+for as ``.json`` is ``{"rows": …, "attrs": …}``, :func:`frame_json`). Wall-clock times
 (the stages of analysis and selection, the annealing, each sweep point) are left out unless
 ``--timings`` is given, so the same command writes the same bytes.
 Rejected inputs print the :class:`~akfviz.errors.InputError` message and exit with status 2; a
@@ -26,6 +27,7 @@ import numpy as np
 
 from .arguments import SEED_MAX, check_seed
 from .errors import InputError
+from .plain import to_plain
 
 
 def _parse_value(text: str):
@@ -360,30 +362,20 @@ def _emit(obj, args, table=None, table_what: str = ""):
         print(text)
 
 
-def _plain(v):
-    """JSON-able: numpy scalars and arrays as Python numbers and lists, dicts and lists
-    element by element, NaN / ±inf as None (null)."""
-    if isinstance(v, dict):
-        return {str(k): _plain(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple, np.ndarray)):
-        return [_plain(x) for x in v]
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and not np.isfinite(v):
-        return None
-    return v
-
-
 def frame_json(df) -> str:
-    """A table as JSON text: ``{row: {column: value}}`` (rows by their index label, as text), every
-    float written exactly (Python's shortest round-trip form; pandas' ``to_json`` keeps 10 decimals,
-    which wrote 4.2e-14 as 0.0), NaN as null, and the table's ``attrs`` (e.g. compare's static kernel,
-    selection and hardware hash) under ``"attrs"`` when it has any."""
+    """A table as JSON text: ``{"rows": {row: {column: value}}, "attrs": {…}}``.
+
+    Rows by their index label (as text; the labels must be unique), every float written exactly
+    (Python's shortest round-trip form; pandas' ``to_json`` keeps 10 decimals, which wrote 4.2e-14
+    as 0.0), NaN as null; ``attrs`` is the table's metadata (e.g. compare's static kernel, selection
+    and hardware hash; ``{}`` when it has none), kept apart from the rows so that
+    ``pd.DataFrame.from_dict(doc["rows"], orient="index")`` gives the table back."""
+    if not df.index.is_unique:
+        raise ValueError("frame_json needs unique row labels")
     cols = {str(c): df[c].tolist() for c in df.columns}   # each column keeps its own type (ints stay ints)
-    rows = {str(k): {c: _plain(v[i]) for c, v in cols.items()} for i, k in enumerate(df.index)}
-    if df.attrs:
-        rows["attrs"] = _plain(df.attrs)
-    return json.dumps(rows, indent=2, default=_json_default, allow_nan=False)
+    rows = {str(k): {c: to_plain(v[i]) for c, v in cols.items()} for i, k in enumerate(df.index)}
+    return json.dumps({"rows": rows, "attrs": to_plain(df.attrs)}, indent=2, default=_json_default,
+                      allow_nan=False)
 
 
 def _json_default(o):

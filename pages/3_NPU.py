@@ -39,8 +39,7 @@ with st.expander("Hardware configuration", expanded=False):
     if reset:
         for key in S.HW_OVERRIDES:
             S.put(key, None)
-        st.session_state.pop("_akf_energy_override", None)
-        st.session_state.pop("energy_editor", None)
+        S.clear_energy_override()
         st.rerun()
     st.caption(f"Preset {hw.preset!r}: {hw.rows}×{hw.cols} = {hw.n_pes:,} PEs, {hw.sram_bytes_per_pe:,} B SRAM each, "
                f"{hw.mac_lanes} MAC lanes, hop {hw.hop_latency_cycles} cycle(s), setup {hw.setup_cycles}, barrier "
@@ -51,7 +50,7 @@ with st.expander("Energy table (editable, with provenance)", expanded=False):
     # edits are measured against the preset's own table; hw.energy already is the edited table (so
     # comparing with it undid every edit on the next run)
     frame = S.preset_energy().to_frame().reset_index()
-    current = st.session_state.get("_akf_energy_override")
+    current = S.energy_override()
     shown = frame if current is None else current.to_frame().reset_index()   # e.g. a run bundle's table
     edited = st.data_editor(shown, key="energy_editor", hide_index=True, width="stretch",
                             disabled=["action", "unit", "description"])
@@ -62,10 +61,10 @@ with st.expander("Energy table (editable, with provenance)", expanded=False):
     else:
         changed = not edited.equals(frame)
         if changed and (current is None or current.to_plain() != table.to_plain()):
-            st.session_state["_akf_energy_override"] = table
+            S.set_energy_override(table)
             st.rerun()
         if not changed and current is not None:
-            st.session_state.pop("_akf_energy_override", None)
+            S.clear_energy_override()
             st.rerun()
     st.caption("Every number carries its source, technology node and grade (measured / simulated / assumed). "
                "Edits apply to this session and the run bundle, not to the link.")

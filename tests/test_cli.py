@@ -240,7 +240,7 @@ def test_compare_takes_the_granularity(capsys, tmp_path):
     for g in ("cluster", "tile"):
         code, _, err = run(capsys, "compare", *GEN, "--granularity", g, "--out", str(tmp_path / f"{g}.json"))
         assert code == 0, err
-        assert json.loads((tmp_path / f"{g}.json").read_text())["AKF"]["cycles"] > 0
+        assert json.loads((tmp_path / f"{g}.json").read_text())["rows"]["AKF"]["cycles"] > 0
 
 
 @pytest.mark.parametrize("cmd", ["analyze", "select", "simulate", "compare", "bench", "sweep"])
@@ -524,10 +524,11 @@ def test_table_json_keeps_every_digit_and_the_tables_attrs(capsys, tmp_path):
     assert code == 0
     doc = json.loads(out.read_text())
     df = akfviz.compare(akfviz.generate("llm", n=256, m=192, seed=3), seed=3)
+    assert list(pd.DataFrame.from_dict(doc["rows"], orient="index").index) == list(df.index)
     for name in df.index:
         for col in df.columns:
             want = df.loc[name, col]
-            got = doc[name][col]
+            got = doc["rows"][name][col]
             assert (got is None and pd.isna(want)) or got == want, (name, col, got, want)
     assert doc["attrs"]["static_kernel"] == df.attrs["static_kernel"]
     assert doc["attrs"]["hw_hash"] == df.attrs["hw_hash"]
@@ -535,7 +536,7 @@ def test_table_json_keeps_every_digit_and_the_tables_attrs(capsys, tmp_path):
     for target in (j, c):
         assert run(capsys, "calibrate", "--tile", "8", "--out", str(target))[0] == 0
     table = pd.read_csv(c)
-    back = pd.DataFrame.from_dict(json.loads(j.read_text()), orient="index").reset_index(drop=True)
+    back = pd.DataFrame.from_dict(json.loads(j.read_text())["rows"], orient="index").reset_index(drop=True)
     num = table.select_dtypes("number").columns
     assert np.array_equal(back[num].to_numpy(float), table[num].to_numpy(float))
 

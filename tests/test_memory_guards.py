@@ -182,7 +182,32 @@ def test_recording_estimate_reads_only_the_routed_columns():
     active = np.random.default_rng(0).random((300, 4)) < 0.5
     gcol = np.repeat(work.bj.astype(np.int64) * 32, np.diff(work.col_ptr)) + work.col_local
     want = int(active.sum(axis=1)[gcol].sum()) + 2 * work.n_tiles
-    assert recorded_intervals_estimate(work, active, 32) == want
+    assert recorded_intervals_estimate(work, active, 32) == want          # more routed columns than columns
+    wide = np.zeros((3000, 4), bool)
+    wide[:300] = active                                                  # fewer: the allocation-free loop
+    assert recorded_intervals_estimate(work, wide, 32) == want
+
+
+def test_recording_estimate_allocates_neither_per_column_nor_per_routed_pair():
+    """Review: gathering the routed rows built a (routed pairs × batch) bool array before the
+    recording's memory check (264 MB at batch 256 on a 1M-nonzero matrix)."""
+    import tracemalloc
+
+    from akfviz.npu.simulate import recorded_intervals_estimate
+
+    A = akfviz.generate("uniform", n=2000, m=400_000, density=1e-4, seed=3)
+    work = akfviz.select(akfviz.analyze(A, tile=32)).npu_work()
+    active = np.ones((A.shape[1], 256), bool)
+    recorded_intervals_estimate(work, active, 32)                        # compile outside the trace
+    tracemalloc.start()
+    try:
+        got = recorded_intervals_estimate(work, active, 32)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    routed = int(np.diff(work.col_ptr).sum())
+    assert got == routed * 256 + 2 * work.n_tiles
+    assert peak < 64 * routed + (1 << 20), (peak, routed)   # a few arrays of routed size, not × 256
 
 
 def test_analyze_refuses_minhash_values_beyond_memory(monkeypatch):
@@ -199,19 +224,25 @@ def test_analyze_refuses_minhash_values_beyond_memory(monkeypatch):
     assert akfviz.analyze(A, tile=8).n_tiles == ok.n_tiles      # 32 hashes need 32× less
 
 
-def test_block_pruning_does_not_pad_a_short_side_to_a_whole_block():
+def test_block_pruning_checks_its_padded_copy_and_builds_the_mask_row_first(monkeypatch):
     """Held-out memory probe: llm_block with n=1, m=500,000, block=4096 padded the matrix to
-    4096 × 503,808 (16 GB of address space) and built the block mask at that size."""
+    4096 × 503,808 (16 GB of address space) with no estimate, and built the block mask at that size."""
     import tracemalloc
 
     tracemalloc.start()
     try:
-        A = akfviz.generate("llm_block", n=1, m=50_000, block=4096, sparsity=0.5, seed=0)
+        A = akfviz.generate("llm_block", n=1, m=20_000, block=1024, sparsity=0.5, seed=0)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert A.shape == (1, 50_000) and A.nnz > 0
-    assert peak < 50e6, peak      # was ≈ 1.9 GB (the padded copy and its mask)
+    assert A.shape == (1, 20_000) and A.nnz > 0
+    # the padded copy (1024 × 20,480 float64: 168 MB of address space, calloc'd, touched only in row 0)
+    # is counted by tracemalloc; the mask is no longer 1024 × 20,480 bools on top of it
+    assert peak < 8 * 1024 * 20_480 + 10e6, peak
+    monkeypatch.setattr(memory, "CHECK_FROM_BYTES", 0)
+    monkeypatch.setattr(memory, "available_memory", lambda: 100_000_000)
+    with pytest.raises(ResourceLimitError, match=r"padded to 1,024 × 20,480"):
+        akfviz.generate("llm_block", n=1, m=20_000, block=1024, sparsity=0.5, seed=0)
 
 
 def test_frame_digest_tells_apart_tables_that_differ_beyond_ten_decimals():
@@ -222,3 +253,9 @@ def test_frame_digest_tells_apart_tables_that_differ_beyond_ten_decimals():
     a = pd.DataFrame({"runs": [[1, 2]], "x": [1.00000000001]})     # a list column: the text fallback
     b = pd.DataFrame({"runs": [[1, 2]], "x": [1.00000000002]})
     assert frame_digest(a) != frame_digest(b) and frame_digest(a) == frame_digest(a.copy())
+    # array cells: repr kept 8 digits and summarised arrays past 1,000 values
+    c = pd.DataFrame({"runs": [np.array([1.000000001, 2.0])]})
+    d = pd.DataFrame({"runs": [np.array([1.000000002, 2.0])]})
+    e = pd.DataFrame({"runs": [np.arange(2000.0)]})
+    f = pd.DataFrame({"runs": [np.r_[np.arange(1999.0), 5.0]]})
+    assert frame_digest(c) != frame_digest(d) and frame_digest(e) != frame_digest(f)

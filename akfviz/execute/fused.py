@@ -219,8 +219,9 @@ NM_OWN_LOOP_N = (2,)
 #: layout instead, as their dequantised values ``q·scale``: at most ``min(h, w) / 4``
 #: occupied diagonals, at least ``min(h, w) / 2`` entries, and runs at least 2/3 full
 #: (``3·nnz ≥ 2·slots``, so a DIA slot costs no more bytes than a CSR entry). The 5-point
-#: stencil's exact plan (QUANT8 wherever the values are equal) ran at 1.5× scipy's speed
-#: from the residual and 1.8× with its 31-entry diagonal runs in the DIA layout.
+#: stencil's exact plan (QUANT8 wherever the values are equal) ran at 1.40× scipy's speed
+#: from the residual and 1.70× with its 31-entry diagonal runs in the DIA layout (bench_matvec,
+#: 2 threads; docs/benchmarks.md).
 DIAGONAL_MAX_DIAGS_PER_SIDE = 0.25
 DIAGONAL_MIN_FILL = 2.0 / 3.0
 

@@ -29,6 +29,7 @@ from collections import OrderedDict
 import numba
 import numpy as np
 
+from .._jit import njit_cached
 from ..arguments import check_flag, check_seed, check_whole
 from ..frozen import read_only
 from ..memory import check_memory
@@ -327,8 +328,28 @@ def recorded_intervals_estimate(work: TileWork, active: np.ndarray, tile: int) -
     if work.n_tiles == 0:
         return 0
     gcol = np.repeat(_i64(work.bj) * int(tile), np.diff(_i64(work.col_ptr))) + _i64(work.col_local)
-    # only the routed columns' rows of the pattern (a per-column count of a 2.2e9-column matrix was 17.6 GB)
-    return int(np.count_nonzero(np.asarray(active, dtype=bool)[gcol])) + 2 * work.n_tiles
+    act = np.ascontiguousarray(active, dtype=bool)
+    if act.ndim == 1:
+        act = act[:, None]
+    if gcol.size >= act.shape[0]:
+        # more routed columns than matrix columns: count each column once (8 bytes per column,
+        # no more than gcol itself)
+        return int(np.count_nonzero(act, axis=1)[gcol].sum()) + 2 * work.n_tiles
+    # fewer: visit only the routed columns' rows, allocating nothing (a per-column count of a
+    # 2.2e9-column matrix was 17.6 GB; gathering the rows, routed pairs × batch bytes)
+    return int(_routed_active(act, gcol)) + 2 * work.n_tiles
+
+
+@njit_cached
+def _routed_active(active, gcol):
+    """Number of ``True`` entries in the rows ``gcol`` of ``active`` (bool, (n, k)), rows counted
+    as often as they appear."""
+    total = 0
+    for g in gcol:
+        for b in range(active.shape[1]):
+            if active[g, b]:
+                total += 1
+    return total
 
 
 # --------------------------------------------------------------------------- engine driver

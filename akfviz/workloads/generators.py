@@ -333,7 +333,7 @@ def _clustered(rng, n, m, limits, *, blocks, min_block, max_block, density, nois
             f"again), and each position is drawn whatever the density; that is over the limit of "
             f"{limits.max_dense_elements:,} positions (LoadLimits.max_dense_elements). Use fewer "
             f"blocks (blocks=...) or smaller ones (max_block=...), or pass custom limits "
-            f"(limits=LoadLimits(max_dense_elements=...)).")
+            f"(limits=akfviz.LoadLimits(max_dense_elements=...)).")
     r0 = rng.integers(0, n - heights + 1)
     c0 = rng.integers(0, m - widths + 1)
     sizes = (heights * widths).astype(np.int64)

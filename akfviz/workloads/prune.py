@@ -31,6 +31,7 @@ import scipy.sparse as sp
 
 from ..arguments import shown, to_float
 from ..errors import InputError
+from ..memory import check_memory
 from .validate import as_csr
 
 
@@ -192,14 +193,18 @@ def _prune_block(kind, W, *, sparsity, block, **_):
     nb, mb = -(-n // b), -(-m // b)
     keep = _n_keep(sparsity, nb * mb)
     if kind == "dense":
-        # a side shorter than a block is one block of that side: no padding to b (a 1 × 500,000 matrix
-        # in 4096-blocks asked for a 4096 × 503,808 padded copy; the zero rows change no norm)
-        bh, bw = min(b, n), min(b, m)
-        padded = np.zeros((nb * bh, mb * bw), dtype=np.float64)
+        # the padded copy is the matrix rounded up to whole blocks: a 1 × 500,000 matrix in 4096-blocks
+        # is 4096 × 503,808 (16 GB). Its block norms are summed exactly as before (einsum over the
+        # padded blocks; a shorter reduction changed their last bits and could flip a tie), so it is
+        # checked rather than avoided.
+        check_memory(8 * (nb * b) * (mb * b) + 9 * n * m,
+                     f"Block pruning with {b}×{b} blocks (the matrix padded to {nb * b:,} × {mb * b:,})",
+                     "Use a block no larger than the matrix's sides, or a smaller block.")
+        padded = np.zeros((nb * b, mb * b), dtype=np.float64)
         padded[:n, :m] = W
-        norms = np.einsum("ijkl,ijkl->ik", padded.reshape(nb, bh, mb, bw), padded.reshape(nb, bh, mb, bw))
+        norms = np.einsum("ijkl,ijkl->ik", padded.reshape(nb, b, mb, b), padded.reshape(nb, b, mb, b))
         mask = _top_k_mask(norms.ravel(), keep).reshape(nb, mb)
-        full = np.repeat(np.repeat(mask, bh, axis=0)[:n], bw, axis=1)[:, :m]   # rows cut before columns grow
+        full = np.repeat(np.repeat(mask, b, axis=0)[:n], b, axis=1)[:, :m]   # rows cut before columns grow
         return np.where(full, W, 0.0)
     coo = W.tocoo()
     rows = coo.row.astype(np.int64)

@@ -102,3 +102,39 @@ def test_bundle_with_a_bad_energy_table_is_refused():
     doc["energy_table"] = [1, 2]
     with pytest.raises(S.InputError, match="energy table is not accepted"):
         S.parse_bundle(json.dumps(doc))
+
+
+def test_an_edited_energy_table_is_dropped_when_the_preset_changes():
+    """Review: after switching presets, the previous preset's whole edited table stayed in use (its
+    other entries were the old preset's numbers) while the sidebar named the new preset."""
+    at = AppTest.from_file(APP, default_timeout=600)
+    at.run()
+    at.session_state["_akf_energy_override"] = EnergyTable.preset("horowitz-45nm").replace(dram=100.0)
+    at.switch_page("pages/3_NPU.py").run()
+    _ok(at)
+    assert any("edited energy table" in c.value for c in at.sidebar.caption)
+    at.sidebar.selectbox(key="w:preset").set_value("loihi-like").run()
+    _ok(at)
+    assert "_akf_energy_override" not in at.session_state
+    assert any("no longer applies" in i.value for i in at.sidebar.info)
+    assert not any("edited energy table" in c.value for c in at.sidebar.caption)
+    summary = at.session_state[S.RESULTS]["npu"][1]
+    at2 = AppTest.from_file(APP, default_timeout=600)
+    at2.query_params["preset"] = "loihi-like"
+    at2.run()
+    at2.switch_page("pages/3_NPU.py").run()
+    assert at2.session_state[S.RESULTS]["npu"][1]["energy_total_pj"] == summary["energy_total_pj"]
+
+
+def test_display_only_settings_keep_earlier_results_in_the_bundle(recording_app):
+    """Review: the NPU page sets the timeline's PE row after recording its result, and the stamp
+    counted it, so the next run's bundle lost every result recorded before (matrix, patterns)."""
+    at = recording_app
+    at.run()
+    at.switch_page("pages/1_Patterns.py").run()
+    at.number_input(key="w:tsel").set_value(3).run()         # a display-only change
+    at.switch_page("pages/3_NPU.py").run()
+    at.run()
+    _ok(at)
+    doc = json.loads(download(at, BUNDLE))
+    assert {"matrix", "patterns", "npu"} <= set(doc["results"])
