@@ -64,13 +64,11 @@ def make_bundle(values: dict, workload: dict, results: dict, energy_table: dict 
     doc = {
         "format": BUNDLE_FORMAT, "version": BUNDLE_VERSION, "akfviz_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "state": state, "energy_table": _jsonable(energy_table), "seeds": seeds, "workload": workload,
-        "results": _jsonable(results),
+        "state": state, "energy_table": to_plain(energy_table), "seeds": seeds, "workload": workload,
+        "results": to_plain(results),
     }
     return json.dumps(doc, indent=2, sort_keys=False, allow_nan=False)
 
-
-_jsonable = to_plain
 
 
 def parse_bundle(data: bytes | str) -> dict:
@@ -421,13 +419,13 @@ def settings_stamp() -> str:
     wl = st.session_state.get(_WL)
     vals = {k: v for k, v in values().items() if k not in DISPLAY_ONLY_FIELDS}
     doc = {"values": vals, "energy": _energy_plain(), "workload": getattr(wl, "digest", None)}
-    return hashlib.sha256(json.dumps(_jsonable(doc), sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(to_plain(doc), sort_keys=True).encode()).hexdigest()
 
 
 def record_result(section: str, summary: dict) -> None:
     """Remember a results summary (for the run bundle) computed for the current settings
     (stamped with :func:`settings_stamp`)."""
-    st.session_state.setdefault(RESULTS, {})[section] = (settings_stamp(), _jsonable(summary))
+    st.session_state.setdefault(RESULTS, {})[section] = (settings_stamp(), to_plain(summary))
 
 
 def show_error(exc: Exception) -> None:
@@ -897,7 +895,7 @@ def apply_bundle(doc: dict) -> None:
 
 
 def json_download(obj) -> bytes:
-    return json.dumps(_jsonable(obj), indent=2).encode()
+    return json.dumps(to_plain(obj), indent=2).encode()
 
 
 def export_buttons(label: str, frame_fn, stem: str, key: str, what: str = "") -> None:

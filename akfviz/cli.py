@@ -354,7 +354,7 @@ def _emit(obj, args, table=None, table_what: str = ""):
             what = f"{table_what} ({len(obj):,} rows)" if table_what else f"{len(obj):,} rows"
             print(f"wrote {what} to {args.out}", file=sys.stderr)
         return
-    text = json.dumps(obj, indent=2, default=_json_default)
+    text = json.dumps(to_plain(obj), indent=2, allow_nan=False)
     if args.out:
         Path(args.out).write_text(text + "\n")
         print(f"wrote the result (JSON) to {args.out}", file=sys.stderr)
@@ -374,18 +374,7 @@ def frame_json(df) -> str:
         raise ValueError("frame_json needs unique row labels")
     cols = {str(c): df[c].tolist() for c in df.columns}   # each column keeps its own type (ints stay ints)
     rows = {str(k): {c: to_plain(v[i]) for c, v in cols.items()} for i, k in enumerate(df.index)}
-    return json.dumps({"rows": rows, "attrs": to_plain(df.attrs)}, indent=2, default=_json_default,
-                      allow_nan=False)
-
-
-def _json_default(o):
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return str(o)
+    return json.dumps({"rows": rows, "attrs": to_plain(df.attrs)}, indent=2, allow_nan=False)
 
 
 def _weights(args):

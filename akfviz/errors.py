@@ -117,7 +117,7 @@ def name_list(items, *, limit: int = 10, width: int = 60) -> str:
         tail = width // 3
         return text[:width - tail - 1] + "…" + text[-tail:]
 
-    def shown(item) -> str:
+    def item_text(item) -> str:
         if isinstance(item, tuple) and len(item) == 2:
             return f"{short(item[0])} {list(item[1])}"
         return short(item)
@@ -125,5 +125,5 @@ def name_list(items, *, limit: int = 10, width: int = 60) -> str:
     total = len(items)
     if not total:
         return "none"
-    text = ", ".join(shown(item) for item in items[:limit])
+    text = ", ".join(item_text(item) for item in items[:limit])
     return text + (f" … and {total - limit:,} more" if total > limit else "")

@@ -34,6 +34,7 @@ from ..arguments import check_seed, check_whole
 from ..errors import InputError
 from ..npu.hardware import _INT_LIMITS as _HW_INT_LIMITS
 from ..npu.hardware import as_hardware
+from ..plain import to_plain
 
 
 def _fmt(v) -> str:
@@ -664,19 +665,11 @@ def run_sweep(
         if progress is not None:
             progress(len(points), len(points), points[-1])
     df = pd.DataFrame(rows)
-    df.attrs["akfviz_sweep"] = {"grid": {k: list(map(_jsonable, v)) for k, v in values.items()},
-                                "base": {k: _jsonable(v) for k, v in defaults.items()},
+    df.attrs["akfviz_sweep"] = {"grid": {k: list(map(to_plain, v)) for k, v in values.items()},
+                                "base": {k: to_plain(v) for k, v in defaults.items()},
                                 "seed": seed, "shape": list(A.shape), "nnz": int(A.nnz),
                                 "baselines": baselines, "static_kernel": static}
     return df
-
-
-def _jsonable(v):
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.floating,)):
-        return float(v)
-    return v
 
 
 def save_sweep(df: pd.DataFrame, path: str | Path) -> Path:
@@ -866,4 +859,4 @@ def grid_in_words(grid: Mapping[str, Sequence]) -> str:
 
 def describe_grid(grid: Mapping[str, Sequence]) -> str:
     """One-line JSON description of a grid (for file names and bundles)."""
-    return json.dumps({k: list(map(_jsonable, v)) for k, v in grid.items()}, sort_keys=True)
+    return json.dumps({k: list(map(to_plain, v)) for k, v in grid.items()}, sort_keys=True)

@@ -175,25 +175,10 @@ def _dia_count_range(ptr, r, c, T, u0, u1, nd, slots):
 
 
 @njit_cached
-def dia_shape_of_tiles(tptr, tr, tc, idx, T):
-    """``(nd, slots)`` of the TileSet's tiles ``idx``: occupied diagonals and the summed run
-    length a DIA packing of their entries stores (:func:`pack_dia`), read in place."""
-    n = idx.shape[0]
-    nd = np.zeros(n, dtype=np.int64)
-    slots = np.zeros(n, dtype=np.int64)
-    lo = np.full(2 * T, -1, dtype=np.int64)
-    hi = np.zeros(2 * T, dtype=np.int64)
-    for u in range(n):
-        t = idx[u]
-        nd[u], slots[u] = _dia_shape(tr, tc, tptr[t], tptr[t + 1], T, lo, hi)
-    return nd, slots
-
-
-@njit_cached
 def long_diagonal_runs(tptr, tr, tc, th, tw, idx, T, max_diags_per_side, min_fill):
     """Per tile of ``idx`` (bool): at least ``min(h, w) / 2`` entries, at most
     ``max_diags_per_side · min(h, w)`` occupied diagonals and ``nnz ≥ min_fill · slots``
-    (:func:`dia_shape_of_tiles`); tiles with too few entries are not scanned."""
+    (:func:`_dia_shape`, read in place); tiles with too few entries are not scanned."""
     n = idx.shape[0]
     out = np.zeros(n, dtype=np.bool_)
     lo = np.full(2 * T, -1, dtype=np.int64)

@@ -152,12 +152,11 @@ class HardwareConfig:
             object.__setattr__(self, name, v)
         for name, (lo, hi, what) in _FLOAT_LIMITS.items():
             v = getattr(self, name)
-            # numpy bools are no numbers.Real; a NaN or an infinite float is refused here, a huge
-            # whole number (10**400, beyond float64's range) by the range check below
-            if (isinstance(v, bool) or not isinstance(v, numbers.Real) or math.isnan(to_float(v))
-                    or abs(v) == math.inf):
+            # numpy bools are no numbers.Real. A NaN or an infinite float is refused here; a whole number
+            # beyond float64's range (10**400) is ±inf after to_float, so the range check refuses it
+            f = to_float(v) if isinstance(v, numbers.Real) and not isinstance(v, bool) else math.nan
+            if math.isnan(f) or (math.isinf(f) and not isinstance(v, numbers.Integral)):
                 raise InputError(f"HardwareConfig.{name} ({what}) must be a finite number, got {shown(v)}.")
-            f = to_float(v)  # a number beyond float64's range (10**400) is ±inf: out of range below
             if not lo <= f <= hi:
                 raise InputError(
                     f"HardwareConfig.{name} ({what}) must be between {lo:g} and {hi:g}, got {shown(v)}."
