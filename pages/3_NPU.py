@@ -95,9 +95,13 @@ m[4].metric(f"PEs busy (of {hw.n_pes:,})", f"{summary['pes_busy']:,}")
 m[5].metric("mean utilisation", f"{summary['utilization_mean']:.4f}")
 
 sim_key = f"{S.plan_key(wl, pa, hwk)}|{S.get('xdens')}"  # what the simulation depends on
-S.chart(S.figure_cached(f"util|{sim_key}", lambda: vn.utilization_heatmap(res.utilization, height=560)),
+zoom = st.toggle("Zoom to the PEs in use", key="util_zoom",
+                 help="Draw only the smallest window of the grid that holds every busy PE (the counts in the "
+                      "title stay over the whole grid).")
+S.chart(S.figure_cached(f"util|{zoom}|{sim_key}",
+                        lambda: vn.utilization_heatmap(res.utilization, height=560, zoom=zoom)),
         key="util_heatmap")
-st.caption("How to read this: one cell per PE of the whole grid (over 256 PEs per side, the mean of a block of PEs, "
+st.caption("How to read this: one cell per PE of the grid (over 256 PEs per side, the mean of a block of PEs, "
            "as the title says); colour = busy cycles / makespan, scaled to the busiest PE. Black = idle. A few bright "
            "PEs mean the makespan is set by them (load imbalance).")
 

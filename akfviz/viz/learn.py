@@ -185,7 +185,10 @@ def learn_grid(state: dict, trace, step=None, height: int | None = None, width: 
         active = step is not None and step.pe == p
         shapes.append(dict(type="rect", x0=c + 0.05, x1=c + 0.95, y0=r + 0.05, y1=r + 0.95,
                            line=dict(color=col, width=5 if active else 2), fillcolor="rgba(255,255,255,0.9)"))
-        tiles = [str(u) for u in np.flatnonzero(trace.tile_pe == p)]
+        held = np.flatnonzero(trace.tile_pe == p)
+        # "tile #0", not "tiles: 0", which a student reads as "no tiles"
+        tiles = ("holds no tile" if held.size == 0 else
+                 ("holds tile " if held.size == 1 else "holds tiles ") + ", ".join(f"#{u}" for u in held))
         roles = []
         if p in reducers:
             roles.append("reduces row block " + ",".join(str(b) for b in np.flatnonzero(trace.red_pe == p)))
@@ -200,7 +203,7 @@ def learn_grid(state: dict, trace, step=None, height: int | None = None, width: 
         else:
             qtxt = ["queue: empty"]
         lines = [f"<b>PE {p}</b> ({r},{c})", f"clock {int(state['pe_clock'][p])}",
-                 f"tiles: {', '.join(tiles) or '—'}", *roles, *qtxt]
+                 tiles, *roles, *qtxt]
         notes.append(dict(x=c + 0.5, y=r + 0.5, text="<br>".join(lines), showarrow=False,
                           font=dict(size=font), align="center"))
     if step is not None:

@@ -46,9 +46,26 @@ def block_means(u: np.ndarray, cap: int = HEATMAP_CAP) -> tuple[np.ndarray, int,
     return total / count, sr, sc
 
 
-def _utilization_title(u: np.ndarray, sr: int, sc: int, stretched: bool) -> tuple[str, int]:
-    """Title of :func:`utilization_heatmap` (how cells are drawn, PEs used) and its line count."""
+def used_window(u: np.ndarray, pad: int = 1) -> tuple[int, int, int, int]:
+    """Rows ``r0:r1`` and columns ``c0:c1`` of the smallest window holding every busy PE (``u > 0``),
+    widened by ``pad`` PEs on each side where the grid allows; the whole grid when no PE is busy."""
+    rows = np.flatnonzero((u > 0).any(axis=1))
+    cols = np.flatnonzero((u > 0).any(axis=0))
+    if rows.size == 0:
+        return 0, u.shape[0], 0, u.shape[1]
+    return (max(int(rows[0]) - pad, 0), min(int(rows[-1]) + 1 + pad, u.shape[0]),
+            max(int(cols[0]) - pad, 0), min(int(cols[-1]) + 1 + pad, u.shape[1]))
+
+
+def _utilization_title(u: np.ndarray, sr: int, sc: int, stretched: bool,
+                       window: tuple | None = None) -> tuple[str, int]:
+    """Title of :func:`utilization_heatmap` (how cells are drawn, PEs used) and its line count.
+
+    ``u`` is the whole grid (the counts are over all PEs); ``window`` the part drawn, if not all."""
     notes = [f"{sr}×{sc} PEs per cell, mean"] if sr * sc > 1 else []
+    if window is not None:
+        r0, r1, c0, c1 = window
+        notes.insert(0, f"zoomed to rows {r0}–{r1 - 1}, columns {c0}–{c1 - 1}: every busy PE")
     notes += ["aspect stretched"] if stretched else []
     used = int(np.count_nonzero(u > 0))
     stats = (f"{used:,} of {u.size:,} PEs used ({_share(used, u.size)}), "
@@ -58,8 +75,11 @@ def _utilization_title(u: np.ndarray, sr: int, sc: int, stretched: bool) -> tupl
     return "<br>".join(lines[:1] + small), len(lines)
 
 
-def utilization_heatmap(util, height: int = 520, title: str | None = None) -> go.Figure:
+def utilization_heatmap(util, height: int = 520, title: str | None = None, zoom: bool = False) -> go.Figure:
     """PE utilisation (busy / makespan) over the whole grid as ONE heatmap trace.
+
+    With ``zoom``, only the window of :func:`used_window` (every busy PE, one idle PE around it)
+    is drawn, at the PEs' own row and column numbers; the title's counts stay over the whole grid.
 
     Up to ``HEATMAP_CAP`` (256) PEs per axis every PE is one cell (a 256×256 grid = 65,536
     float32 values, ≈ 350 kB of JSON). A larger grid is averaged into blocks of ``sr × sc``
@@ -69,17 +89,22 @@ def utilization_heatmap(util, height: int = 520, title: str | None = None) -> go
     u = np.asarray(util, np.float64)
     if u.ndim != 2 or u.size == 0:
         return empty_figure("No utilisation grid.", height)
+    whole = u
+    window = used_window(u) if zoom else (0, u.shape[0], 0, u.shape[1])
+    r0, r1, c0, c1 = window
+    u = u[r0:r1, c0:c1]
     z, sr, sc = block_means(u)
     exact = sr == sc == 1
     hover = ("PE (%{y}, %{x})<br>utilisation %{z:.3g}" if exact else
              f"{sr}×{sc} PEs around (%{{y}}, %{{x}})<br>mean utilisation %{{z:.3g}}")
     fig = go.Figure(go.Heatmap(
-        z=z.astype(np.float32), x0=(sc - 1) / 2, dx=sc, y0=(sr - 1) / 2, dy=sr, colorscale=UTIL_SCALE,
+        z=z.astype(np.float32), x0=c0 + (sc - 1) / 2, dx=sc, y0=r0 + (sr - 1) / 2, dy=sr, colorscale=UTIL_SCALE,
         zmin=0.0, zmax=max(float(z.max()), 1e-9),    # 0 … brightest cell, so sparse use stays visible
         colorbar=dict(title="busy / makespan"),
         hovertemplate=hover + "<extra></extra>"))
     stretched = grid_axes(fig, *u.shape, "PE row", "PE column")
-    auto, n_lines = _utilization_title(u, sr, sc, stretched)
+    auto, n_lines = _utilization_title(whole, sr, sc, stretched,
+                                       window if u.shape != whole.shape else None)
     return styled(fig, title or auto, height, margin=dict(l=60, r=20, t=32 + 18 * n_lines, b=50))
 
 

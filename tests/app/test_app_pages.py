@@ -229,6 +229,33 @@ def test_npu_widgets_update(app):
     assert dict(app.query_params)["perow"] == str(min(row + 1, 255))
 
 
+def test_npu_zoom_toggle_draws_the_busy_window(app):
+    app.run()
+    app.switch_page("pages/3_NPU.py").run()
+    _ok(app)
+
+    import base64
+
+    def heatmap():
+        """(z, title) of the utilisation heatmap as the browser gets it (z a plotly typed array)."""
+        spec = next(s for s in (json.loads(c.proto.spec) for c in app.get("plotly_chart"))
+                    if s["layout"]["title"]["text"].startswith("PE utilisation"))
+        z = spec["data"][0]["z"]
+        z = np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(
+            [int(k) for k in str(z["shape"]).split(",")])
+        return z, spec["layout"]["title"]["text"]
+
+    z_all, title = heatmap()
+    assert z_all.shape == (256, 256) and "zoomed" not in title
+    app.toggle(key="util_zoom").set_value(True).run()
+    _ok(app)
+    z, title = heatmap()
+    assert "zoomed to rows" in title
+    assert z.shape[0] < 256 and z.shape[1] < 256
+    # the same busy PEs, none cut off: as many nonzero cells as PEs busy in the whole grid
+    assert np.count_nonzero(z) == np.count_nonzero(z_all) > 0
+
+
 def test_patterns_tile_selection_in_url(app):
     app.run()
     app.switch_page("pages/1_Patterns.py").run()

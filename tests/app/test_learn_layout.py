@@ -121,6 +121,21 @@ def test_grid_text_fits_a_three_wide_grid():
             assert len(plain) * a.font.size * 0.55 <= 0.9 * box, plain    # within the box (90 % of the cell)
 
 
+def test_grid_names_the_tiles_each_pe_holds():
+    # "tiles: 0" read as "no tiles"; each box now says which tiles it holds, by their number
+    tc = tiny_case()
+    tr = tc.trace
+    fig = vl.learn_grid(tr.state_at(0), tr)
+    boxes = [a.text for a in fig.layout.annotations if not a.showarrow]
+    assert len(boxes) == tr.grid[0] * tr.grid[1]
+    for p, text in enumerate(boxes):
+        held = np.flatnonzero(tr.tile_pe == p)
+        want = ("holds no tile" if held.size == 0 else
+                ("holds tile " if held.size == 1 else "holds tiles ") + ", ".join(f"#{u}" for u in held))
+        assert want in text.split("<br>"), (p, text)
+        assert "tiles: " not in text
+
+
 def test_timeline_lists_every_pe_from_the_first_step():
     tc = tiny_case()
     tr = tc.trace

@@ -167,6 +167,49 @@ def test_one_busy_pe_of_65536_does_not_read_as_none():
     assert not re.search(r"(?<![\d.])0\.0 %", title), title
 
 
+def test_zoom_draws_only_the_busy_window_at_the_pes_own_numbers():
+    u = np.zeros((256, 256))
+    u[10:20, 30:33] = 0.5                       # busy block, rows 10-19, columns 30-32
+    u[25, 40] = 1.0                             # one more busy PE further out
+    fig = npu.utilization_heatmap(u, zoom=True)
+    tr = fig.data[0]
+    z = np.asarray(tr.z, float)
+    # one idle PE around the busy ones: rows 9-26, columns 29-41
+    assert z.shape == (18, 13)
+    np.testing.assert_array_equal(z, u[9:27, 29:42].astype(np.float32))
+    assert (tr.x0, tr.dx, tr.y0, tr.dy) == (29, 1, 9, 1)       # cell (r, c) drawn at PE (r, c)
+    title = fig.layout.title.text
+    assert "zoomed to rows 9–26, columns 29–41" in title
+    assert "31 of 65,536 PEs used" in title                     # counts over the whole grid
+    whole = npu.utilization_heatmap(u)
+    assert np.asarray(whole.data[0].z).shape == (256, 256) and "zoomed" not in whole.layout.title.text
+
+
+@pytest.mark.parametrize("u, window", [
+    (np.zeros((8, 8)), (0, 8, 0, 8)),                           # nothing busy: the whole grid
+    (np.pad(np.ones((1, 1)), ((0, 7), (7, 0))), (0, 2, 6, 8)),  # corner PE (0, 7): clipped at the edges
+    (np.ones((4, 6)), (0, 4, 0, 6)),
+])
+def test_used_window_clips_at_the_grid_edges(u, window):
+    assert npu.used_window(u) == window
+    fig = npu.utilization_heatmap(u, zoom=True)
+    r0, r1, c0, c1 = window
+    assert np.asarray(fig.data[0].z).shape == (r1 - r0, c1 - c0)
+
+
+def test_zoom_on_a_large_grid_averages_the_window_only():
+    u = np.zeros((1024, 1024))
+    u[100:612, 0:4] = np.random.default_rng(4).uniform(0.1, 1.0, size=(512, 4))
+    fig = npu.utilization_heatmap(u, zoom=True)
+    z = np.asarray(fig.data[0].z, float)
+    # window rows 99-612 (514 rows: 3 rows per cell, the last cell 1 row), columns 0-4 (5, exact)
+    assert z.shape == (172, 5)
+    padded = np.full((516, 5), np.nan)
+    padded[:514] = u[99:613, 0:5]
+    np.testing.assert_allclose(z, np.nanmean(padded.reshape(172, 3, 5), axis=1), rtol=1e-6)
+    assert fig.data[0].y0 == 99 + 1 and fig.data[0].dy == 3
+
+
 # --------------------------------------------------------------------------- energy breakdown
 def test_energy_breakdown_fits_a_narrow_column(run):
     _, res = run
