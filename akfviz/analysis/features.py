@@ -45,8 +45,8 @@ GRID_MAX = 8
 PARALLEL_MIN = 20_000
 
 
-#: Slack added to ``q·k`` before the floor in :func:`top_count`, so that e.g. ``0.1 · 30``
-#: (2.9999999999999996 in floating point) counts 3 values, not 2.
+#: Slack added to ``q·k`` before the floor in :func:`top_count`, so that e.g. ``0.7 · 90``
+#: (62.99999999999999 in floating point) counts 63 values, not 62.
 TOP_COUNT_EPS = 1e-9
 
 

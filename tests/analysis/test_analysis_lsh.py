@@ -92,6 +92,76 @@ def test_band_components_match_reference():
     np.testing.assert_array_equal(root, ref)
 
 
+def _components_by_dict(mh, bands):
+    """Reference: rows joined when one band's values are equal, grouped by a dict of band tuples."""
+    U, K = mh.shape
+    r = K // bands
+    parent = list(range(U))
+
+    def find(a):
+        while parent[a] != a:
+            a = parent[a]
+        return a
+
+    for b in range(bands):
+        first = {}
+        for u in range(U):
+            key = tuple(int(x) for x in mh[u, b * r:(b + 1) * r])
+            if key in first:
+                ra, rb = find(u), find(first[key])
+                parent[max(ra, rb)] = min(ra, rb)
+            else:
+                first[key] = u
+    return np.array([find(u) for u in range(U)])
+
+
+@pytest.mark.parametrize("K, bands", [(8, 2), (12, 3), (16, 4)])
+def test_band_components_compare_whole_bands(K, bands):
+    # rows alike in all but the last value of each band: equal hashes are rare, but rows meeting in
+    # the same probe chain share their first r - 1 values one time in eight; they must not be joined
+    rng = np.random.default_rng(K)
+    U, r = 3000, K // bands
+    mh = rng.integers(0, 2, size=(U, K)).astype(np.uint64)
+    mh[:, r - 1::r] = rng.integers(0, 5000, size=(U, bands)).astype(np.uint64)
+    mh[100:110] = mh[7]                              # a few true collisions too
+    mh[200, :r] = mh[3, :r]
+    root = _band_components(mh, bands)
+    ref = _components_by_dict(mh, bands)
+    np.testing.assert_array_equal(root, ref)
+    assert (root[100:110] == root[7]).all() and root[200] == root[3]
+
+
+def test_sampled_jaccard_never_pairs_a_tile_with_itself():
+    # three distinct, similar outlines in one cluster, one sampled pair: J of any two is below 1,
+    # so a mean of 1 can only come from a tile paired with itself
+    sigs = np.array([(1 << 40) - 1, ((1 << 40) - 1) ^ 1, ((1 << 40) - 1) ^ 2], dtype=np.uint64)
+    dbin = np.full(3, -1, np.int64)
+    seen = set()
+    for seed in range(60):
+        cl = cluster_tiles(sigs, dbin, LSHConfig(num_hashes=32, bands=32, seed=seed, jaccard_pairs=1))
+        assert cl["n_clusters"] == 1
+        j = float(cl["jaccard_mean"][0])
+        assert j < 1.0, seed
+        seen.add(round(j, 12))
+    assert len(seen) >= 2                                # the sampled pair changes with the seed
+
+
+def test_the_lsh_seed_changes_the_sampled_jaccard_and_medoid_samples():
+    # one cluster of > 128 distinct outlines (sampled medoid) and more pairs than jaccard_pairs
+    rng = np.random.default_rng(9)
+    core = np.uint64((1 << 40) - 1)
+    sigs = core | (rng.integers(0, 1 << 20, 400).astype(np.uint64) << np.uint64(40))
+    dbin = np.full(sigs.size, -1, np.int64)
+    means = set()
+    for seed in range(4):
+        cl = cluster_tiles(sigs, dbin, LSHConfig(num_hashes=32, bands=32, seed=seed, jaccard_pairs=50))
+        assert cl["n_clusters"] == 1
+        means.add(float(cl["jaccard_mean"][0]))
+        again = cluster_tiles(sigs, dbin, LSHConfig(num_hashes=32, bands=32, seed=seed, jaccard_pairs=50))
+        assert float(again["jaccard_mean"][0]) == float(cl["jaccard_mean"][0])   # same seed, same result
+    assert len(means) == 4
+
+
 def test_identical_signatures_share_a_cluster_and_density_split():
     sigs = np.array([0b1011, 1 << 40, 0b1011, 0b1011, 1 << 40, 0b1011], dtype=np.uint64)
     dbin = np.array([-2, -2, -2, -1, -2, -2], dtype=np.int64)

@@ -10,6 +10,7 @@ import scipy.sparse as sp
 import akfviz
 from akfviz.analysis import LSHConfig, PatternAnalysis
 from akfviz.analysis.pattern import CLUSTER_COLUMNS, HIST_COLUMNS, TILE_COLUMNS
+from akfviz.workloads.validate import as_csr
 from analysis_naive import jaccard, naive_features, naive_tiles
 
 FLOATS = {"density", "fro2", "top_mass"}
@@ -85,6 +86,38 @@ def test_analyze_matches_references(T):
         b = int(round(row.bin_left * bpd))
         assert row.bin_right == pytest.approx((b + 1) / bpd)
         assert row["count"] == (tiles["density_bin"] == b).sum()
+
+
+@pytest.mark.parametrize("bpd", [1, 3, 4])
+def test_histogram_bins_follow_bins_per_decade(bpd):
+    # every other test runs the default 2 bins per decade, where "/ 2" and "/ bpd" agree
+    A = akfviz.generate("powerlaw", n=600, density=0.02, seed=3)
+    pa = akfviz.analyze(A, tile=16, lsh={"bins_per_decade": bpd})
+    t = pa.tiles
+    dens = t["nnz"].to_numpy() / (t["h"].to_numpy() * t["w"].to_numpy())
+    want_bin = np.floor(np.log10(dens) * bpd).astype(np.int64)
+    np.testing.assert_array_equal(t["density_bin"].to_numpy(), want_bin)
+    h = pa.density_hist
+    np.testing.assert_allclose(h["bin_right"] - h["bin_left"], 1.0 / bpd, rtol=1e-12)
+    lo = want_bin.min()
+    np.testing.assert_array_equal(h["bin_left"].to_numpy(), np.arange(lo, lo + len(h)) / bpd)
+    np.testing.assert_array_equal(h["count"].to_numpy(), np.bincount(want_bin - lo))
+    # the bins hold the densities they say: 10^left <= d < 10^right
+    for left, right, b in zip(h["bin_left"], h["bin_right"], range(lo, lo + len(h))):
+        d = dens[want_bin == b]
+        assert ((10.0 ** left <= d * (1 + 1e-12)) & (d < 10.0 ** right)).all()
+
+
+def test_summary_jaccard_is_the_size_weighted_mean_over_clusters_of_two_or_more():
+    A = akfviz.generate("uniform", n=256, density=0.01, seed=2)
+    pa = akfviz.analyze(A, tile=16)
+    cl = pa.clusters_as_analysed()
+    size, jm = cl["size"].to_numpy(), cl["jaccard_mean"].to_numpy()
+    multi = size >= 2
+    assert multi.any() and (~multi).any()       # one-tile clusters (J = 1 by definition) must not count
+    want = float(np.sum(jm[multi] * size[multi]) / np.sum(size[multi]))
+    assert pa.summary()["jaccard_mean"] == pytest.approx(want, rel=1e-12)
+    assert pa.summary()["jaccard_mean"] < float(np.sum(jm * size) / np.sum(size))
 
 
 def test_density_split_separates_sparse_and_dense_tiles_with_same_outline():
@@ -323,11 +356,24 @@ def test_available_memory_is_a_positive_byte_count():
      r"row indices outside 0…1"),
     (lambda: sp.csr_matrix((np.array([1., 2.]), np.array([0, 1]), np.array([0, 2, 1])), shape=(2, 2)),
      "the row pointers decrease"),
+    # the last pointer agrees with the entries, one in the middle goes back
+    (lambda: sp.csr_array((np.ones(3), np.array([0, 1, 2]), np.array([0, 3, 1, 3])), shape=(3, 3)),
+     "the row pointers decrease"),
+    (lambda: sp.csc_array((np.ones(3), np.array([0, 1, 2]), np.array([0, 3, 1, 3])), shape=(3, 3)),
+     "the column pointers decrease"),
+    # an index equal to the size: one past the last row / column (a CSR conversion moved it to the
+    # next row, a CSC one dropped it)
+    (lambda: sp.csr_array((np.array([1., 2.]), np.array([0, 3]), np.array([0, 1, 2, 2])), shape=(3, 3)),
+     r"column indices outside 0…2"),
+    (lambda: sp.csc_array((np.array([1., 2.]), np.array([0, 3]), np.array([0, 1, 2, 2])), shape=(3, 3)),
+     r"row indices outside 0…2"),
 ])
 def test_broken_sparse_index_arrays_are_input_errors(make, words):
     A = make()
     with pytest.raises(akfviz.InputError, match=words):
         akfviz.analyze(A, tile=4)
+    with pytest.raises(akfviz.InputError, match=words):
+        as_csr(A)
 
 
 def test_a_valid_csr_with_unsorted_indices_is_still_accepted_and_left_unchanged():
@@ -361,7 +407,23 @@ def test_top_count_is_the_one_definition_of_the_top_mass_count():
     for k in (0, 1, 2, 9, 10, 30, 31, 1024):
         for q in (0.01, 0.1, 0.25, 1 / 3, 0.5, 1.0):
             assert top_count(k, q) == max(1, int(math.floor(q * k + 1e-9))), (k, q)
-    assert top_count(30, 0.1) == 3  # 0.1·30 = 2.9999999999999996 in floating point
+    # products that fall just below a whole number in floating point: the slack counts them whole
+    # (0.1·30 is 3.0000000000000004, so it never needed the slack; 0.7·90 does)
+    assert 0.7 * 90 < 63 and 0.7 * 170 < 119
+    assert top_count(90, 0.7) == 63 and top_count(170, 0.7) == 119
+    assert top_count(30, 0.1) == 3
+
+
+def test_top_mass_of_a_tile_where_q_k_falls_just_below_a_whole_number():
+    # a 10 x 9 tile of the values 1..90: top_q = 0.7 counts the 63 largest (0.7·90 = 62.999…)
+    T = 16
+    A = np.zeros((T, T))
+    A[:10, :9] = np.arange(1, 91, dtype=np.float64).reshape(10, 9)
+    pa = akfviz.analyze(A, tile=T, lsh={"top_q": 0.7})
+    sq = np.arange(1, 91, dtype=np.float64) ** 2
+    want = sq[-63:].sum() / sq.sum()
+    assert pa.tiles["top_mass"].iat[0] == pytest.approx(want, rel=1e-14)
+    assert pa.tiles["top_mass"].iat[0] != pytest.approx(sq[-62:].sum() / sq.sum(), rel=1e-9)
 
 
 def test_the_analysis_is_read_only_and_the_callers_matrix_is_not():

@@ -40,7 +40,9 @@ def _check_same(A, T, **kw):
     return ts, ints, floats, sig, dbin
 
 
-@pytest.mark.parametrize("T", [4, 8, 13, 32, 64])
+# 12, 20 and 24: multiples of 4 that are not powers of two (the app's tile slider steps by 4), where
+# the column block must be col // T, not a shift (a shift taken for them crashed the pass)
+@pytest.mark.parametrize("T", [4, 8, 12, 13, 20, 24, 32, 64])
 @pytest.mark.parametrize("shape,density", [((300, 200), 0.02), ((64, 64), 0.4), ((5, 9), 0.5),
                                            ((1500, 1500), 0.001)])
 def test_fused_pass_equals_tiling_then_features(T, shape, density):
@@ -52,6 +54,12 @@ def test_fused_pass_equals_tiling_then_features(T, shape, density):
     B.indptr = B.indptr.astype(np.int64)
     _check_same(B, T)
     _check_same(A.toarray(), T)
+
+
+def test_the_shift_fast_path_is_taken_for_powers_of_two_only():
+    for T in range(4, 257):
+        want = T.bit_length() - 1 if T in (4, 8, 16, 32, 64, 128, 256) else -1
+        assert tilepass._shift(T) == want, T
 
 
 def test_fused_pass_against_naive_reference():
@@ -98,6 +106,15 @@ def test_non_canonical_inputs_fall_back():
     M, *_ = tilepass.canonical_csr(A, 4)
     np.testing.assert_array_equal(M.toarray(), as_csr(A).toarray())
     assert M.nnz == 3
+    # a repeated column in sorted order (3, 3): not canonical either; the two are summed
+    dup = sp.csr_array((np.array([1.0, 2.0, 5.0]), np.array([3, 3, 7]), np.array([0, 2, 3] + [3] * 14)),
+                       shape=(16, 16))
+    for T in (4, 8, 16):
+        M, *_ = tilepass.canonical_csr(dup, T)
+        assert M.nnz == 2 and M[0, 3] == 3.0 and M[1, 7] == 5.0
+        pa = akfviz.analyze(dup, tile=T)
+        assert pa.nnz == 2 and pa.fro_norm == pytest.approx(np.sqrt(9.0 + 25.0), rel=1e-15)
+        assert pa.tiles_as_analysed()["nnz"].sum() == 2
     bad = sp.csr_array((np.array([np.nan]), np.array([0]), np.array([0, 1])), shape=(1, 1))
     with pytest.raises(akfviz.InputError):
         tilepass.canonical_csr(bad, 4)

@@ -80,6 +80,23 @@ def test_uniform_nnz_and_positions():
     assert A.nnz == round(0.05 * 200 * 300)
     assert generate("uniform", n=10, density=0.0).nnz == 0
     assert generate("uniform", n=10, m=3, density=1.0).nnz == 30
+    # density·n·m is rounded, not cut: 0.29·100 = 28.999999999999996 in floating point
+    assert 0.29 * 100 < 29 and generate("uniform", n=10, density=0.29).nnz == 29
+
+
+def test_uniform_positions_reach_the_last_rows_as_often_as_the_first():
+    # the sparse path draws with replacement and tops up; the surplus must be dropped at random,
+    # not from the end (which took ≈ 20 entries from the last rows of every draw)
+    n, total = 1000, 1000 * 1000
+    gaps_end, gaps_start = [], []
+    for seed in range(20):
+        A = generate("uniform", n=n, density=0.01, seed=seed).tocoo()
+        keys = np.sort(A.row.astype(np.int64) * n + A.col)
+        assert keys.size == 10_000
+        gaps_end.append(total - 1 - keys[-1])
+        gaps_start.append(keys[0])
+    # the gap after the last of 10,000 uniform keys among 1e6 has mean ≈ 100 (sd ≈ 100 per draw)
+    assert np.mean(gaps_end) < 300 and np.mean(gaps_start) < 300
 
 
 def test_banded_bandwidth_and_full_band():

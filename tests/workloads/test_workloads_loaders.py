@@ -203,6 +203,18 @@ def test_mtx_huge_header_rejected_before_allocation(monkeypatch):
 
 
 # --------------------------------------------------------------------------- .npz
+def test_npz_index_arrays_are_weighed_against_the_limit_before_they_are_read():
+    # data within the limit, an 'indices' array declared beyond it: a size refusal naming that
+    # array, before anything is read (not a "corrupt" message after reading it)
+    buf = io.BytesIO()
+    np.savez(buf, format=np.array("csr"), shape=np.array([4, 4]), data=np.ones(3),
+             indices=np.zeros(50, np.int32), indptr=np.array([0, 1, 2, 3, 3], np.int32))
+    with pytest.raises(ResourceLimitError, match="index array 'indices'"):
+        load(buf.getvalue(), fmt="npz", limits=LoadLimits(max_nnz=10))
+    with pytest.raises(InputError, match="corrupt"):            # within the limit: the length check
+        load(buf.getvalue(), fmt="npz", limits=LoadLimits(max_nnz=100))
+
+
 @pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "dia", "bsr"])
 def test_npz_sparse_formats(fmt):
     M = sp.csr_array(RECT).asformat(fmt) if fmt != "bsr" else sp.bsr_array(np.vstack([RECT, RECT[:1]]), blocksize=(2, 5))
