@@ -286,6 +286,27 @@ def test_categorical_tile_kernels_fast_path():
         FusionPlan(pa, pd.Categorical(["FOO"] * len(pa.tiles)))
     with pytest.raises(InputError):
         FusionPlan(pa, pd.Categorical(names[:-1]))
+    # a missing value (code -1) would index the last category: refused, not run as another kernel
+    gap = pd.Categorical(list(names[:-1]) + [None])
+    assert gap.codes[-1] == -1
+    with pytest.raises(InputError, match="missing values"):
+        FusionPlan(pa, gap)
+    with pytest.raises(InputError, match="missing values"):
+        FusionPlan(pa, pd.Series(gap))
+
+
+@pytest.mark.parametrize("T", [128, 256])
+def test_dense_bitmap_tiles_wider_than_one_word_match_scipy(T):
+    # BITMAP tiles of 75-100 % density run in the bitmap layout, one 64-bit word per 64 columns:
+    # only tiles wider than 64 columns have a second word (T ≤ 64 everywhere else in the tests)
+    A = sp.random(2 * T + 17, 2 * T + 5, density=0.85, random_state=T, format="csr")
+    pa = analyze(A, tile=T)
+    plan = FusionPlan(pa, ["BITMAP"] * pa.n_tiles)
+    assert (pa.tiles["w"] > 64).sum() >= 2
+    x = np.random.default_rng(2).standard_normal(A.shape[1])
+    np.testing.assert_allclose(plan.matvec(x), A @ x, rtol=1e-12, atol=1e-12)
+    X = np.random.default_rng(3).standard_normal((A.shape[1], 3))
+    np.testing.assert_allclose(plan.matmat(X), A @ X, rtol=1e-12, atol=1e-12)
 
 
 def test_residual_layouts_coo_and_csr_match_scipy():

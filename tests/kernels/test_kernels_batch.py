@@ -118,9 +118,25 @@ def test_hand_counted_work_on_tiny_tile():
     assert sk.n_tiles == 0 and sk.n_routes == 0
 
 
+def test_hand_counted_work_on_non_square_edge_tiles():
+    # a 3 × 4 tile (T = 8 covers it): NM2:4 keeps s = 3 rows · 1 group · 2 = 6 slots of 2-bit
+    # indices = 12 bits, which round UP to 2 bytes: 6·4 B values + 2 B indices + 4 routes of 1 B
+    A = sp.csr_array(np.arange(1.0, 13.0).reshape(3, 4))
+    ts = build_tiles(A, 8)
+    nm = get_kernel("NM2:4")
+    assert nm.npu_work(ts).payload_bytes.tolist() == [6 * 4 + 2 + 4]
+    assert nm.payload_bytes(nm.encode(A.toarray())) == 6 * 4 + 2 + 4
+    # an 8 × 3 tile under LOWRANK2: the final product U·(Vᵀx) is k·h = 2·8 MACs (not k·w = 6),
+    # reading k·h fp32 values of U
+    B = sp.csr_array(np.arange(1.0, 25.0).reshape(8, 3))
+    lr = get_kernel("LOWRANK2").npu_work(build_tiles(B, 8))
+    assert lr.final_macs.tolist() == [16] and lr.final_sram_bytes.tolist() == [64]
+    assert lr.out_rows.tolist() == [8]
+
+
 def test_batch_rejects_bad_indices():
     ts = build_tiles(sp.eye(10, format="csr"), 4)
-    for bad in ([5], [-1], np.array([0.5]), [[0, 1]]):
+    for bad in ([5], [-1], [ts.n_tiles], np.array([0.5]), [[0, 1]]):
         with pytest.raises(InputError):
             get_kernel("CSC").batch_error(ts, bad)
 

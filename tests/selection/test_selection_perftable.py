@@ -93,6 +93,54 @@ def test_classification_matches_dense_reference():
     assert classify_dense(three_of_four) == 3 and classify_dense(two_of_four) == 1
 
 
+@pytest.mark.parametrize("edge", [1, 3, 5, 7])
+def test_tiles_thinner_than_the_grid_are_classified_as_the_slow_rule_says(edge):
+    # edge tiles of 1-7 rows (or columns) are thinner than the 8×8 coarse grid: the grid then has
+    # only `edge` cells along that side; random, blocky and banded contents at several densities
+    rng = np.random.default_rng(edge)
+    T = 32
+    parts = []
+    for d in (0.05, 0.2, 0.45, 0.7, 0.95):
+        parts.append(sp.random_array((T, T), density=d, rng=rng))
+        blocky = np.zeros((T, T))
+        for _ in range(int(1 + d * 10)):
+            r0, c0 = rng.integers(0, T - 4, 2)
+            blocky[r0:r0 + 4, c0:c0 + 4] = 1.0
+        parts.append(sp.csr_array(blocky))
+    body = sp.csr_array(sp.block_diag(parts))
+    n = body.shape[0]
+    A = sp.csr_array(sp.vstack([sp.hstack([body, sp.random_array((n, edge), density=0.5, rng=rng)]),
+                                sp.random_array((edge, n + edge), density=0.3, rng=rng)]))
+    pa = akfviz.analyze(A, tile=T)
+    thin = (pa.tiles["h"] < 8) | (pa.tiles["w"] < 8)
+    assert thin.sum() >= 10
+    got = classify_tiles(pa.tiles)
+    want = np.array([classify_dense(pa.tileset.dense(t)) for t in range(pa.n_tiles)])
+    np.testing.assert_array_equal(got, want)
+    # a 3 × 32 tile with one entry in each of 24 columns, spread over every coarse cell: random,
+    # although with 8 (not 3) row cells its entries would look like a few filled blocks
+    if edge == 3:
+        t = np.zeros((3, 32))
+        t[np.arange(24) % 3, np.arange(24) + (np.arange(24) // 3)] = 1.0
+        M = sp.csr_array(t)
+        pa3 = akfviz.analyze(M, tile=32)
+        assert classify_tiles(pa3.tiles).tolist() == [classify_dense(t)]
+
+
+def test_the_table_cache_keeps_rho_x_and_seed_apart():
+    hw = HardwareConfig()
+    first = ptab.performance_table(hw, 8, rho_x=1.0, seed=0)
+    half = ptab.performance_table(hw, 8, rho_x=0.5, seed=0)
+    assert half.rho_x == 0.5 and first.rho_x == 1.0
+    other = ptab.performance_table(hw, 8, rho_x=1.0, seed=1)
+    assert other.seed == 1
+    # the seed draws different calibration tiles, so the priced points differ
+    a = first.calibration.sort_values(["kernel", "class", "density"], kind="stable")
+    b = other.calibration.sort_values(["kernel", "class", "density"], kind="stable")
+    assert len(a) == len(b) and not np.array_equal(a["energy"].to_numpy(), b["energy"].to_numpy())
+    assert ptab.calibrate(hw, 8, seed=1).calibration["energy"].equals(other.calibration["energy"])
+
+
 def test_scattered_dense_tiles_are_random_and_wide_bands_diagonal():
     # a held-out probe: uniform tiles above 50 % density were "block" (priced as sparse blocks, 38 % too
     # cheap), and the diagonal tiles of a 17-diagonal band were "block" too (DIA priced 2.5x too dear)

@@ -176,6 +176,66 @@ def test_fusion_weights_tie_break_does_not_undo_the_sram_penalty():
         optimize_fusion_weights(C, np.ones(1), b, 1e9, argmin=np.array([5]))
 
 
+def test_fusion_weights_tie_break_keeps_the_smaller_payload():
+    # the descent ends on kernel 1, tied in C with the caller's argmin 0 but needing 1 B, not 100 B
+    # of a 10 B chip: the tie-break must not send the unit back to the kernel that overflows
+    C = np.array([[0.0, 0.0, 30.0]])
+    b = np.array([[100.0, 1.0, 0.0]])
+    res = optimize_fusion_weights(C, np.ones(1), b, 10.0, penalty=100.0, steps=400, argmin=np.array([0]))
+    assert res.binding and res.choice.tolist() == [1] and res.sram_bytes_final == 1.0
+
+
+def test_fusion_weights_do_not_move_when_the_plan_fits():
+    # a chip 1-5× larger than the argmin plan: the penalty term is zero at every step (an overflow
+    # is max(0, S - capacity), never negative) and no unit leaves its argmin
+    rng = np.random.default_rng(3)
+    C = rng.uniform(0, 1, (40, 5))
+    b = rng.uniform(10, 1000, (40, 5))
+    size = rng.integers(1, 20, 40).astype(float)
+    arg = np.argmin(C, axis=1)
+    need = float((size * b[np.arange(40), arg]).sum())
+    for factor in (1.0, 1.5, 5.0):
+        res = optimize_fusion_weights(C, size, b, factor * need, penalty=100.0)
+        assert not res.binding
+        np.testing.assert_array_equal(res.choice, arg)
+        assert (res.trajectory["penalty"] == 0).all()
+        assert res.to_dict()["changed_units"] == 0
+
+
+def test_fusion_weights_allowed_kernels_are_never_left_for_fewer_bytes():
+    # kernel 1 is 50× smaller but not allowed (less accurate than the argmin): the unit stays
+    C = np.array([[0.0, 1e-3]])
+    b = np.array([[100.0, 2.0]])
+    stay = optimize_fusion_weights(C, np.ones(1), b, 10.0, penalty=100.0, steps=400,
+                                   allowed=np.array([[True, False]]))
+    assert stay.binding and stay.choice.tolist() == [0]
+    move = optimize_fusion_weights(C, np.ones(1), b, 10.0, penalty=100.0, steps=400)
+    assert move.choice.tolist() == [1]                     # without the rule the penalty buys capacity
+
+
+def test_select_allows_only_kernels_no_less_accurate_than_the_argmin(pa, monkeypatch):
+    # the selector passes that rule to the descent (the plans above rarely let it show: their
+    # argmin is already the smallest payload among its equally accurate kernels)
+    from akfviz.selection import selector as selmod
+
+    seen = {}
+    real = selmod.optimize_fusion_weights
+
+    def spy(*args, **kw):
+        seen.update(kw)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(selmod, "optimize_fusion_weights", spy)
+    plan = select(pa, granularity="cluster", hw=HW.replace(rows=1, cols=1, sram_bytes_per_pe=4096))
+    rep = plan.selection
+    units = np.arange(rep.units.size)
+    e_arg = rep.E[units, rep.fusion.argmin][:, None]
+    allowed = seen["allowed"]
+    assert allowed is not None and allowed.shape == rep.E.shape
+    np.testing.assert_array_equal(allowed, rep.E <= e_arg + 1e-12 * np.maximum(np.abs(e_arg), 1e-300))
+    assert (~allowed).any() and allowed[units, rep.fusion.argmin].all()
+
+
 EXACT = ["DENSE", "CSC", "BITMAP", "DIA", "BLOCK"]
 
 

@@ -84,6 +84,17 @@ def test_expand_matches_reference(pa, granularity, resource):
         assert list(cat.categories) == list(uniq)
 
 
+@pytest.mark.parametrize("resource", ["energy", "bytes", "mix"])
+def test_member_resource_sums_are_the_members_resources_added_up(pa, resource):
+    prob = SelectionProblem(pa, resolve_candidates(None), HW, resource=resource, granularity="cluster")
+    cls, dens, scale = prob.tile_arrays()
+    per_tile = prob.resource_matrix(dens, scale, cls)          # (n_tiles, K) in the selector's measure
+    want = np.zeros((prob.n_units, len(prob.names)))
+    for t in range(prob.n_tiles):
+        want[prob.unit_of_tile[t]] += per_tile[t]
+    np.testing.assert_allclose(prob.member_resource_sums(), want, rtol=1e-12)
+
+
 def test_lookup_table_path_is_taken_and_exact():
     A, T = MATRICES["uniform_lut"]()
     pa = akfviz.analyze(A, tile=T)
