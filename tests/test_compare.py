@@ -118,6 +118,34 @@ def test_huge_numbers_are_refused_before_any_plan_is_simulated(llm, monkeypatch)
         assert str(err.value) == words
 
 
+def test_the_busiest_pes_reduce_share_counts_its_reduce_cycles(llm):
+    from akfviz.npu.simulate import simulate_dense
+
+    A, pa = llm
+    hw = akfviz.HardwareConfig(rows=8, cols=8, reduce_cycles=3)
+    table = compare(A, hw=hw, analysis=pa, mapping="greedy")
+    for name in ("Dense", "AKF"):
+        plan = (akfviz.select(pa, hw=hw) if name == "AKF" else None)
+        res = (akfviz.simulate(plan, hw, mapping="greedy") if plan is not None else
+               simulate_dense(A.shape, 32, hw, mapping="greedy"))
+        k = int(np.argmax(res.counters["busy"]))
+        want = 3.0 * float(res.counters["reduce_adds"][k])
+        assert want > 0
+        assert table.loc[name, "busiest_pe_reduce"] == want
+
+
+def test_the_akf_row_is_the_plan_selected_at_the_given_rho_x(llm):
+    A, pa = llm
+    table = compare(A, analysis=pa, mapping="greedy", rho_x=0.3)
+    sel = table.attrs["akf_selection"]
+    assert sel["rho_x"] == 0.3
+    from akfviz.compare import kernel_mix_of
+
+    at_03 = akfviz.select(pa, rho_x=0.3)
+    assert table.loc["AKF", "kernel_mix"] == kernel_mix_of(at_03)
+    assert table.loc["AKF", "error_pct"] == 100.0 * at_03.relative_error
+
+
 def test_paper_claims_and_comparison(df):
     assert list(PAPER_CLAIMS.index) == list(PLANS)
     assert list(PAPER_CLAIMS["speedup"]) == [1.0, 1.8, 2.5, 3.5]

@@ -22,6 +22,26 @@ def test_expand_grid_is_cartesian_and_ordered():
     assert pts[-1] == {"alpha": 1.0, "tile": 32}
 
 
+def test_a_grid_of_exactly_max_points_is_allowed():
+    assert len(expand_grid({"alpha": [1.0, 2.0]}, max_points=2)) == 2
+    assert len(expand_grid({"alpha": [1.0, 2.0], "tile": [8, 16]}, max_points=4)) == 4
+    with pytest.raises(akfviz.InputError, match="limit of 1"):
+        expand_grid({"alpha": [1.0, 2.0]}, max_points=1)
+    with pytest.raises(akfviz.InputError, match="4 points, more than the limit of 3"):
+        expand_grid({"alpha": [1.0, 2.0], "tile": [8, 16]}, max_points=3)
+
+
+def test_each_rho_x_row_is_compared_with_dense_at_that_rho_x(small_matrix):
+    from akfviz.npu.simulate import simulate_dense
+
+    df = run_sweep(small_matrix, {"rho_x": [0.2, 1.0]})
+    for _, row in df.iterrows():
+        dense = simulate_dense(small_matrix.shape, 32, rho_x=row["rho_x"], seed=0, record=False)
+        assert row["speedup"] == dense.cycles / row["cycles"]
+        assert row["energy_rel"] == row["energy_pj"] / dense.energy_total_pj
+    assert df["speedup"].nunique() == 2
+
+
 @pytest.mark.parametrize("grid, words", [
     ({"nonsense": [1]}, "not a sweepable parameter"),
     ({"alpha": []}, "no values"),

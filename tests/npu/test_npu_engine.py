@@ -206,6 +206,36 @@ def test_energy_is_actions_times_table_and_utilisation_bounded():
     assert set(res.energy_pj) == {"compute", "sram", "dram", "noc", "decode_setup", "static"}
 
 
+def test_int8_macs_are_priced_at_the_int8_mac_energy():
+    # QUANT8 tiles do int8 MACs (akf-spec §6): the energy table's mac_int8, not mac_fp32
+    import akfviz
+    from akfviz.execute import FusionPlan
+
+    A = akfviz.generate("uniform", n=96, density=0.1, seed=2)
+    pa = akfviz.analyze(A, tile=16)
+    plan = FusionPlan(pa, ["QUANT8"] * pa.n_tiles)
+    hw = HardwareConfig(rows=4, cols=4)
+    res = akfviz.simulate(plan, hw)
+    t = res.total
+    assert t("macs_int8") > 0 and t("macs") == 0
+    e = hw.energy
+    assert e["mac_int8"] < e["mac_fp32"] / 10
+    want = t("macs_int8") * e["mac_int8"] + t("reduce_adds") * e["mac_fp32"]
+    assert res.energy_pj["compute"] == pytest.approx(want, rel=1e-12)
+
+
+def test_utilisation_of_a_non_square_grid_is_row_major():
+    A, tw = _plan_case(2)
+    hw = HardwareConfig(rows=2, cols=4)
+    res = simulate(tw, hw, shape=A.shape, tile=16)
+    u = res.utilization
+    busy = res.counters["busy"]
+    assert u.shape == (2, 4)
+    for p in range(8):                                   # PE p sits at row p // cols, column p % cols
+        assert u[p // 4, p % 4] == busy[p] / res.cycles
+    assert len(set(np.round(u.ravel(), 12))) > 1          # the check above can fail
+
+
 def test_same_seed_same_result_and_pickle():
     A, tw = _plan_case(3)
     hw = HardwareConfig(rows=8, cols=8)
@@ -291,6 +321,9 @@ def test_input_errors_are_readable():
         simulate(tw, x=np.full(96, np.nan), shape=A.shape, tile=16)
     with pytest.raises(InputError, match="mapping"):
         simulate(tw, mapping="magic", shape=A.shape, tile=16)
+    for bad in (True, False, 0, 2.5):
+        with pytest.raises(InputError, match="batch"):
+            simulate(tw, batch=bad, shape=A.shape, tile=16)
     import scipy.sparse as sp
     with pytest.raises(InputError, match=r"sparse csr array; pass x.toarray\(\)"):
         simulate(tw, x=sp.csr_array(np.ones((96, 1))), shape=A.shape, tile=16)
@@ -339,8 +372,9 @@ def test_mapping_cache_keyed_by_content():
     assert k1 in S._MAPPING_CACHE
     r2 = simulate(tw2, hw, shape=A.shape, tile=16, seed=3)
     assert r2.to_dict(arrays=True) == r1.to_dict(arrays=True)
-    # any change of content, seed or hardware changes the key
+    # any change of content, seed, activation density or hardware changes the key
     assert k1 != S.mapping_key(tw, hw, 1.0, "anneal", 4, 6, 6)
+    assert k1 != S.mapping_key(tw, hw, 0.3, "anneal", 3, 6, 6)
     assert k1 != S.mapping_key(tw, HardwareConfig(rows=4, cols=8), 1.0, "anneal", 3, 6, 6)
     A3 = A.tolil()
     A3[0, 0] = 5.0
@@ -349,6 +383,18 @@ def test_mapping_cache_keyed_by_content():
     # cached placement equals a fresh one
     fresh = map_tiles(tw, hw, rho_x=1.0, seed=3, n_brows=6, n_bcols=6)
     assert np.array_equal(S._MAPPING_CACHE[k1].pe, fresh.pe)
+    # the placement at rho_x = 0.3 does not depend on whether rho_x = 1 ran before it
+    S._MAPPING_CACHE.clear()
+    def placement(res):             # what the placement scored and the per-PE work it led to (not its time)
+        m = res.mapping
+        return ([m[k] for k in ("objective", "greedy_objective", "makespan_est", "hops", "pes_used")],
+                res.cycles, res.counters["busy"].tolist())
+
+    alone = placement(simulate(tw, hw, shape=A.shape, tile=16, seed=3, rho_x=0.3))
+    S._MAPPING_CACHE.clear()
+    simulate(tw, hw, shape=A.shape, tile=16, seed=3, rho_x=1.0)
+    after = placement(simulate(tw, hw, shape=A.shape, tile=16, seed=3, rho_x=0.3))
+    assert after == alone
 
 
 def test_lazy_views_and_multi_iteration_rows():

@@ -26,7 +26,8 @@ def test_defaults_and_public_entry():
 
 @pytest.mark.parametrize("field,value", [("rows", 0), ("cols", 5000), ("mac_lanes", 0),
                                          ("clock_hz", float("nan")), ("dram_bytes_per_cycle", 0),
-                                         ("rows", 2.5), ("setup_cycles", -1), ("rows", "8")])
+                                         ("rows", 2.5), ("setup_cycles", -1), ("rows", "8"),
+                                         ("rows", True), ("mac_lanes", False)])
 def test_validation_names_field_and_value(field, value):
     with pytest.raises(InputError, match=field):
         HardwareConfig(**{field: value})

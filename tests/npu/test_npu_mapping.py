@@ -45,9 +45,10 @@ def test_anneal_improves_on_a_crowded_grid_and_is_deterministic():
     assert a1.iterations_per_s > 0
 
 
-def test_reported_objective_equals_recomputation():
+@pytest.mark.parametrize("reduce_cycles", [1, 5])     # 5: the reduction's cost is not its row count
+def test_reported_objective_equals_recomputation(reduce_cycles):
     tw, nb = _work(n=320, density=0.05, seed=4)
-    hw = HardwareConfig(rows=4, cols=4, sram_bytes_per_pe=300)
+    hw = HardwareConfig(rows=4, cols=4, sram_bytes_per_pe=300, reduce_cycles=reduce_cycles)
     m = map_tiles(tw, hw, seed=2, n_brows=nb, n_bcols=nb, gamma=0.05, delta=0.01)
     ev = np.diff(tw.col_ptr).astype(float)
     from akfviz.npu.costmodel import event_work_cycles, final_work_cycles
