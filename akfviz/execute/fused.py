@@ -4,7 +4,9 @@ Packing (:func:`pack_plan`)
 ---------------------------
 Tiles are grouped by *executor format* (``Kernel.exec_format``) and packed
 structure-of-arrays, one packer per format in :mod:`akfviz.execute.packing` (whose
-docstring lists the formats and their arrays).
+docstring lists the formats and their arrays). The executor formats of
+:data:`RESIDUAL_ONLY_FORMATS` (``csc``: CSC, PRUNE; ``csc_i8``: QUANT8) have no layout of
+their own: every tile of theirs runs from the residual (below).
 
 Hyper-sparse tiles (HYB / Cocktail idea): a tile whose kernel's ``Â`` is a set of entries
 (CSC, BITMAP, DIA, BLOCK exactly; PRUNE, NM, QUANT8 after their approximation) and that
@@ -12,12 +14,12 @@ keeps fewer entries than it has columns (``kept < w``, i.e. density below ``1/T`
 full tile: less than one entry per column, so a per-column loop would mostly visit
 nothing; DIA: fewer than ``min(h, w)/2``) is not packed in its format: its entries are
 merged into the ``residual`` compressed-row part of its row block, paying no per-tile
-overhead. Exact CSC tiles, QUANT8 tiles (as their dequantised entries ``q·scale``) and
-BITMAP tiles below 75 % density go there too (see
-:func:`to_residual`): the same entries, executed as whole CSR rows, run faster on a CPU
-than per-tile column scatters or bit scans. QUANT8 tiles whose entries lie on a few long
-diagonal runs (:func:`diagonal_tiles`) run in the DIA layout instead, with the same ``q·scale``. The NPU payload and work of a tile
-(``Kernel.npu_work``) do not depend on this CPU layout.
+overhead. Every CSC and PRUNE tile, every QUANT8 tile (as its dequantised entries
+``q·scale``) and BITMAP tiles below 75 % density go there too (see :func:`to_residual`):
+the same entries, executed as whole CSR rows, run faster on a CPU than per-tile column
+scatters or bit scans. QUANT8 tiles whose entries lie on a few long diagonal runs
+(:func:`diagonal_tiles`) run in the DIA layout instead, with the same ``q·scale``. The NPU
+payload and work of a tile (``Kernel.npu_work``) do not depend on this CPU layout.
 
 Execution
 ---------
@@ -33,10 +35,10 @@ import numpy as np
 
 from .._jit import njit_cached
 from ..kernels.base import gather_entries
-from .packing import (Entries, FORMATS, INLINE_RESIDUAL, RES_COO, SRC_MAIN, SRC_OTHER, SRC_OWN, _rbp,
-                      _starts, build_residual, empty_pack, long_diagonal_runs, pack_bitmap, pack_block,
-                      pack_csc, pack_dense, pack_dia, pack_lowrank, pack_nm, residual_col_dtype,
-                      residual_layout)
+from .packing import (EXEC_FORMATS, Entries, FORMATS, INLINE_RESIDUAL, RES_COO, RESIDUAL_ONLY_FORMATS,
+                      SRC_MAIN, SRC_OTHER, SRC_OWN, _rbp, _starts, build_residual, empty_pack,
+                      long_diagonal_runs, pack_bitmap, pack_block, pack_dense, pack_dia, pack_lowrank,
+                      pack_nm, residual_col_dtype, residual_layout)
 from .tile_kernels import (_fused_matmat, _fused_matmat_serial, _residual_matvec,
                            _residual_matvec_serial, _tiles_matvec, _tiles_matvec_serial)
 from . import threads
@@ -51,7 +53,7 @@ class PackedPlan:
     tile: int
     n_brows: int
     residual: dict
-    packs: dict  # fmt -> dict(rbp=..., meta=..., arrays...)
+    packs: dict  # fmt -> dict(rbp=..., meta=..., arrays...), one per format of FORMATS
     block_work: np.ndarray  # cumulative streamed bytes per row block (n_brows + 1), for chunking
 
     def _arrays(self):
@@ -60,9 +62,6 @@ class PackedPlan:
         return (r["mode"], r["ptr"], r["row"], r["col"], r["val"],
                 p["dense"]["rbp"], p["dense"]["meta"], p["dense"]["val"],
                 p["dense_i8"]["rbp"], p["dense_i8"]["meta"], p["dense_i8"]["val"], p["dense_i8"]["scale"],
-                p["csc"]["rbp"], p["csc"]["meta"], p["csc"]["colptr"], p["csc"]["row"], p["csc"]["val"],
-                p["csc_i8"]["rbp"], p["csc_i8"]["meta"], p["csc_i8"]["colptr"], p["csc_i8"]["row"],
-                p["csc_i8"]["val"], p["csc_i8"]["scale"],
                 p["bitmap"]["rbp"], p["bitmap"]["meta"], p["bitmap"]["words"], p["bitmap"]["val"],
                 p["dia"]["rbp"], p["dia"]["meta"], p["dia"]["run"], p["dia"]["val"],
                 p["block"]["rbp"], p["block"]["meta"], p["block"]["br"], p["block"]["bc"], p["block"]["val"],
@@ -154,8 +153,9 @@ class PackedPlan:
         return self._bytes
 
     def format_tiles(self) -> dict:
-        """Number of tiles per executor format (residual: number of stored entries)."""
-        out = {f: int(pk["meta"].shape[0]) for f, pk in self.packs.items()}
+        """Number of tiles per executor format (residual: number of stored entries); the
+        formats of :data:`RESIDUAL_ONLY_FORMATS` count 0 (their tiles are residual entries)."""
+        out = {f: int(self.packs[f]["meta"].shape[0]) if f in self.packs else 0 for f in EXEC_FORMATS}
         out["residual_entries"] = int(self.residual["val"].shape[0])
         return out
 
@@ -195,20 +195,15 @@ def _merge_entries(parts):
 _ENTRY_PACKERS = {
     "dense": lambda ts, e: pack_dense(ts, e, False),
     "dense_i8": lambda ts, e: pack_dense(ts, e, True),
-    "csc": lambda ts, e: pack_csc(ts, e, False),
-    "csc_i8": lambda ts, e: pack_csc(ts, e, True),
     "bitmap": pack_bitmap,
     "dia": pack_dia,
     "block": pack_block,
 }
 
 
-#: Row-entry formats whose tiles the CPU executes from the compressed-row residual: a CSC
-#: tile scatters into ``y`` entry by entry, and a bitmap tile pays a mispredicted loop exit
-#: per row segment of ``w`` columns; merged into whole CSR rows (one exit per matrix row)
-#: the same entries run as fast as scipy's loop. A BITMAP tile stays a bitmap only when it
-#: is nearly full (density ≥ ``BITMAP_MIN_DENSITY``: few bit-loop exits per entry).
-ROW_MERGED_FORMATS = ("csc", "bitmap")
+#: A BITMAP tile pays a mispredicted loop exit per row segment of ``w`` columns: it stays a
+#: bitmap only when it is nearly full (density ≥ ``BITMAP_MIN_DENSITY``: few bit-loop exits per
+#: entry), else its entries run from the residual as whole CSR rows.
 BITMAP_MIN_DENSITY = 0.75
 #: N of the N:M tiles that keep the ``nm`` format's own loop (unrolled for N = 2). Other N:M
 #: tiles run from the residual: N = 1's loop of one accumulator over ``w / M`` slots per tile row
@@ -239,9 +234,9 @@ def to_residual(fmt, kept, h, w, n=None):
 
     Hyper-sparse tiles (``kept < w``: less than one entry per column) of every entry format
     and of exact DENSE tiles, except DIA, whose tiles go there below ``min(h, w) / 2`` entries
-    (a diagonal run of half a tile side is worth its vectorised loop); every exact CSC-format
-    tile; BITMAP tiles
-    below ``BITMAP_MIN_DENSITY``; every N:M tile whose ``n`` (N) is not in :data:`NM_OWN_LOOP_N`.
+    (a diagonal run of half a tile side is worth its vectorised loop); every tile of a format
+    of :data:`RESIDUAL_ONLY_FORMATS` (CSC, PRUNE, QUANT8); BITMAP tiles below
+    ``BITMAP_MIN_DENSITY``; every N:M tile whose ``n`` (N) is not in :data:`NM_OWN_LOOP_N`.
     (Vectorised statement of the rule :func:`_route_tiles` applies during packing.)
     """
     if fmt == "nm" and n is not None and int(n) not in NM_OWN_LOOP_N:
@@ -249,9 +244,9 @@ def to_residual(fmt, kept, h, w, n=None):
     if fmt == "dia":  # a diagonal run is contiguous: worth its own loop from half a tile side
         return 2 * kept < np.minimum(h, w)
     hyper = kept < w
-    if fmt in ("csc", "csc_i8"):
-        # QUANT8 tiles run from their dequantised entries q·scale (float64, the same products
-        # the int8 loop forms): whole CSR rows beat per-tile column scatters on a CPU.
+    if fmt in RESIDUAL_ONLY_FORMATS:
+        # QUANT8 tiles run from their dequantised entries q·scale (float64): whole CSR rows beat
+        # per-tile column scatters on a CPU.
         return np.ones(kept.shape[0], dtype=bool)
     if fmt == "bitmap":
         return hyper | (kept < BITMAP_MIN_DENSITY * h * w)
@@ -260,12 +255,14 @@ def to_residual(fmt, kept, h, w, n=None):
 
 #: Rule codes of :func:`_route_tiles` (one per executor format, see :func:`to_residual`).
 RULE_NEVER, RULE_ALWAYS, RULE_HYPER, RULE_BITMAP, RULE_DIA = 0, 1, 2, 3, 4
-#: Formats with their own rule. ``dense`` (exact DENSE tiles, whose entries are the tile's own)
-#: goes to the residual when hyper-sparse, like the entry formats: an all-DENSE plan of a
-#: hyper-sparse matrix would otherwise pack a mostly-zero h×w block per tile (951k one-entry
-#: tiles at T = 32: 7.8 GB).
-_FORMAT_RULES = {"csc": RULE_ALWAYS, "csc_i8": RULE_ALWAYS, "bitmap": RULE_BITMAP, "dia": RULE_DIA,
-                 "dense": RULE_HYPER}
+#: Formats with their own rule. Every tile of a format of :data:`RESIDUAL_ONLY_FORMATS` goes to
+#: the residual: a per-tile column loop would scatter into ``y`` entry by entry, whole CSR rows
+#: (one loop exit per matrix row) run as fast as scipy's loop. ``dense`` (exact DENSE tiles,
+#: whose entries are the tile's own) goes to the residual when hyper-sparse, like the entry
+#: formats: an all-DENSE plan of a hyper-sparse matrix would otherwise pack a mostly-zero h×w
+#: block per tile (951k one-entry tiles at T = 32: 7.8 GB).
+_FORMAT_RULES = {**dict.fromkeys(RESIDUAL_ONLY_FORMATS, RULE_ALWAYS), "bitmap": RULE_BITMAP,
+                 "dia": RULE_DIA, "dense": RULE_HYPER}
 
 
 def residual_rule(kernel) -> int:
@@ -322,7 +319,7 @@ def _entries_of(ts, fmt, idx, ap, keep):
         sub = idx if keep is None else idx[keep]
         ptr, pos = gather_entries(ts, sub)
         return Entries(tid=sub, ptr=ptr, r=ts.r[pos], c=ts.c[pos], v=ts.v[pos])
-    quant = fmt in ("csc_i8", "dense_i8")
+    quant = fmt == "dense_i8"
     if keep is None:
         return Entries(tid=idx, ptr=ap.ptr, r=ap.r, c=ap.c, v=ap.v,
                        q=ap.extra["q"] if quant else None, scale=ap.extra["scale"] if quant else None)
@@ -417,7 +414,7 @@ def pack_plan(ts, groups, A=None, errors=None) -> PackedPlan:
                 other.append(_approx_arrays(ap))
                 o_off += ap.v.shape[0]
             keep = None if nk == idx.shape[0] else keep[:nk]
-        if nk == 0:
+        if nk == 0:  # every tile in the residual (always so for RESIDUAL_ONLY_FORMATS)
             continue
         if fmt == "bitmap":
             # a full bitmap tile (every bit set) is a dense tile: the dense loop runs the same products

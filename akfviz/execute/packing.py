@@ -10,8 +10,6 @@ residual   compressed rows (CSR): uint16/uint32 columns, float64 values; when it
            per row block instead of per row (no per-row loop exits to mispredict)
 dense      ``h·w`` float64 values column-major                    (DENSE)
 dense_i8   ``h·w`` int8 codes (column-major) + per-tile scale     (QUANT8D)
-csc        ``w+1`` absolute column pointers, uint8 rows, float64  (CSC, PRUNE)
-csc_i8     as csc with int8 codes + per-tile scale                (QUANT8)
 bitmap     ``h·ceil(w/64)`` uint64 words (row-major), values in row order  (BITMAP)
 dia        one uint32 per diagonal run (first local row, offset, length; see
            :func:`pack_dia`), float64 slots, the tile's first slot in ``meta``  (DIA)
@@ -20,8 +18,11 @@ nm         ``h·ceil(w/M)·N`` slots of (uint8 in-group index, float64 value)  (
 lowrank    ``U·diag s`` (h×k) and ``V`` (w×k) float64             (LOWRANK)
 ========== ===================================================================
 
-Which tiles go to the residual, and the plan as a whole: :mod:`akfviz.execute.fused`. The
-kernels that read these arrays: :mod:`akfviz.execute.tile_kernels`.
+The executor formats ``csc`` (CSC, PRUNE) and ``csc_i8`` (QUANT8) have no layout here
+(:data:`RESIDUAL_ONLY_FORMATS`): their tiles always run from the residual (QUANT8 tiles on a
+few long diagonal runs from ``dia``). Which tiles go to the residual, and the plan as a whole:
+:mod:`akfviz.execute.fused`. The kernels that read these arrays:
+:mod:`akfviz.execute.tile_kernels`.
 """
 from __future__ import annotations
 
@@ -39,7 +40,15 @@ from . import threads
 # tile_scale's floor of 5e-324 (tiles of tiny subnormals divided by a zero scale).
 
 
-FORMATS = ("dense", "dense_i8", "csc", "csc_i8", "bitmap", "dia", "block", "nm", "lowrank")
+#: Executor formats with a packed layout (the keys of ``PackedPlan.packs``, in the order the
+#: drivers of :mod:`akfviz.execute.tile_kernels` add their tiles).
+FORMATS = ("dense", "dense_i8", "bitmap", "dia", "block", "nm", "lowrank")
+#: Executor formats without a layout: every tile of a kernel with one of these ``exec_format``
+#: runs from the compressed-row residual (routing: :mod:`akfviz.execute.fused`).
+RESIDUAL_ONLY_FORMATS = ("csc", "csc_i8")
+#: Every executor format a kernel may name other than ``"none"``, in the order of the
+#: executor's tile counts (``PackedPlan.format_tiles``, ``FusionPlan.to_dict()["executor"]``).
+EXEC_FORMATS = ("dense", "dense_i8", "csc", "csc_i8", "bitmap", "dia", "block", "nm", "lowrank")
 BLOCK_B = 4
 WORD = 64
 
@@ -108,25 +117,6 @@ def pack_dense(ts, e: Entries, int8: bool):
     val = np.zeros(off[-1], dtype=np.float64)
     _scatter_dense(*args, np.ascontiguousarray(e.v, dtype=np.float64), off, i64(h), val)
     return dict(meta=_meta(ts, e.tid, off[:-1]), val=val)
-
-
-def pack_csc(ts, e: Entries, int8: bool):
-    w = ts.w[e.tid]
-    cpo = _starts(w + 1)
-    seg = _seg(e.ptr)
-    key = cpo[seg] + e.c
-    order = np.argsort(key, kind="stable")
-    colptr = np.cumsum(np.bincount(key + 1, minlength=int(cpo[-1]))).astype(np.int64)
-    if colptr.shape[0] == 0:
-        colptr = np.zeros(0, dtype=np.int64)
-    rows = e.r[order].astype(np.uint8)
-    out = dict(meta=_meta(ts, e.tid, cpo[:-1]), colptr=colptr, row=rows)
-    if int8:
-        out["val"] = e.q[order].astype(np.int8)
-        out["scale"] = e.scale.astype(np.float64)
-    else:
-        out["val"] = e.v[order].astype(np.float64)
-    return out
 
 
 def pack_bitmap(ts, e: Entries):
@@ -513,8 +503,6 @@ def empty_pack(fmt):
     return {
         "dense": dict(meta=m, val=zf),
         "dense_i8": dict(meta=m, val=np.zeros(0, np.int8), scale=zf),
-        "csc": dict(meta=m, colptr=z64, row=np.zeros(0, np.uint8), val=zf),
-        "csc_i8": dict(meta=m, colptr=z64, row=np.zeros(0, np.uint8), val=np.zeros(0, np.int8), scale=zf),
         "bitmap": dict(meta=m, words=np.zeros(0, np.uint64), val=zf),
         "dia": dict(meta=m, run=np.zeros(0, np.uint32), val=zf),
         "block": dict(meta=m, br=z64, bc=z64, val=zf),

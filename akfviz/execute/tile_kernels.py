@@ -102,15 +102,6 @@ def _mv_dense(meta, t, val, scale, x, y, acc):
 
 
 @njit_inline
-def _mv_csc(meta, t, colptr, row, val, scale, x, y):
-    r0, c0, w, cpo = meta[t, 0], meta[t, 1], meta[t, 3], meta[t, 4]
-    for j in range(w):
-        xj = x[c0 + j]
-        for k in range(colptr[cpo + j], colptr[cpo + j + _U1]):
-            y[r0 + row[k]] += (val[k] * scale) * xj
-
-
-@njit_inline
 def _mv_bitmap(meta, t, words, val, x, y):
     r0, c0, h, woff, k, nw = meta[t, 0], meta[t, 1], meta[t, 2], meta[t, 4], meta[t, 5], meta[t, 6]
     p = woff
@@ -266,8 +257,6 @@ def _residual_matvec(x, y, chunks, T, n_rows, res_mode, res_ptr, res_row, res_co
 def _tiles_matvec(x, y, chunks, T, n_rows,
                   dn_rbp, dn_meta, dn_val,
                   d8_rbp, d8_meta, d8_val, d8_scale,
-                  cs_rbp, cs_meta, cs_colptr, cs_row, cs_val,
-                  c8_rbp, c8_meta, c8_colptr, c8_row, c8_val, c8_scale,
                   bm_rbp, bm_meta, bm_words, bm_val,
                   dg_rbp, dg_meta, dg_run, dg_val,
                   bk_rbp, bk_meta, bk_br, bk_bc, bk_val,
@@ -285,7 +274,8 @@ def _tiles_matvec(x, y, chunks, T, n_rows,
     its contributions in the same order (the formats in this order, then tile order), so the
     result is the same, bit for bit, as a loop over row blocks with the formats inside — and
     4–18 % faster on one thread (paired runs, banded DIA plans): one short loop nest per
-    format compiles tighter than nine interleaved ones."""
+    format compiles tighter than interleaved ones. CSC, PRUNE and QUANT8 tiles have no loop
+    here: they run from the residual (:data:`akfviz.execute.packing.RESIDUAL_ONLY_FORMATS`)."""
     for ch in numba.prange(chunks.shape[0] - 1):
         acc = np.empty(T, dtype=np.float64)  # per-thread row accumulator of a dense tile
         b0 = chunks[ch]
@@ -294,10 +284,6 @@ def _tiles_matvec(x, y, chunks, T, n_rows,
             _mv_dense(dn_meta, t, dn_val, 1.0, x, y, acc)
         for t in range(d8_rbp[b0], d8_rbp[b1]):
             _mv_dense(d8_meta, t, d8_val, d8_scale[t], x, y, acc)
-        for t in range(cs_rbp[b0], cs_rbp[b1]):
-            _mv_csc(cs_meta, t, cs_colptr, cs_row, cs_val, 1.0, x, y)
-        for t in range(c8_rbp[b0], c8_rbp[b1]):
-            _mv_csc(c8_meta, t, c8_colptr, c8_row, c8_val, c8_scale[t], x, y)
         for t in range(bm_rbp[b0], bm_rbp[b1]):
             _mv_bitmap(bm_meta, t, bm_words, bm_val, x, y)
         for t in range(dg_rbp[b0], dg_rbp[b1]):
@@ -321,18 +307,6 @@ def _mm_dense(meta, t, val, scale, X, Y):
             a = val[base + i] * scale
             for q in range(k):
                 Y[r0 + i, q] += a * X[c0 + j, q]
-
-
-@njit_inline
-def _mm_csc(meta, t, colptr, row, val, scale, X, Y):
-    r0, c0, w, cpo = meta[t, 0], meta[t, 1], meta[t, 3], meta[t, 4]
-    kk = X.shape[1]
-    for j in range(w):
-        for p in range(colptr[cpo + j], colptr[cpo + j + 1]):
-            a = val[p] * scale
-            rr = r0 + row[p]
-            for q in range(kk):
-                Y[rr, q] += a * X[c0 + j, q]
 
 
 @njit_inline
@@ -421,8 +395,6 @@ def _fused_matmat(X, Y, T, n_rows, n_brows,
                   res_mode, res_ptr, res_row, res_col, res_val,
                   dn_rbp, dn_meta, dn_val,
                   d8_rbp, d8_meta, d8_val, d8_scale,
-                  cs_rbp, cs_meta, cs_colptr, cs_row, cs_val,
-                  c8_rbp, c8_meta, c8_colptr, c8_row, c8_val, c8_scale,
                   bm_rbp, bm_meta, bm_words, bm_val,
                   dg_rbp, dg_meta, dg_run, dg_val,
                   bk_rbp, bk_meta, bk_br, bk_bc, bk_val,
@@ -457,10 +429,6 @@ def _fused_matmat(X, Y, T, n_rows, n_brows,
             _mm_dense(dn_meta, t, dn_val, 1.0, X, Y)
         for t in range(d8_rbp[b], d8_rbp[b + 1]):
             _mm_dense(d8_meta, t, d8_val, d8_scale[t], X, Y)
-        for t in range(cs_rbp[b], cs_rbp[b + 1]):
-            _mm_csc(cs_meta, t, cs_colptr, cs_row, cs_val, 1.0, X, Y)
-        for t in range(c8_rbp[b], c8_rbp[b + 1]):
-            _mm_csc(c8_meta, t, c8_colptr, c8_row, c8_val, c8_scale[t], X, Y)
         for t in range(bm_rbp[b], bm_rbp[b + 1]):
             _mm_bitmap(bm_meta, t, bm_words, bm_val, X, Y)
         for t in range(dg_rbp[b], dg_rbp[b + 1]):

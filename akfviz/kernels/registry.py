@@ -19,10 +19,12 @@ Adding a kernel
    that of :data:`DEFAULT_CANDIDATES`).
 
 That is all when ``exec_format`` is one of the existing formats
-(:data:`akfviz.execute.packing.FORMATS`). A **new storage format** also needs its executor:
-the name in ``FORMATS`` and a ``pack_<format>`` packer with its ``empty_pack`` entry
-(:mod:`akfviz.execute.packing`), a residual rule in ``_FORMAT_RULES`` if it differs from the
-``entry_format`` default and its packer in ``_ENTRY_PACKERS`` (:mod:`akfviz.execute.fused`),
+(:data:`akfviz.execute.packing.EXEC_FORMATS`; those of ``RESIDUAL_ONLY_FORMATS`` have no
+layout of their own, every tile of theirs runs from the compressed-row residual). A **new
+storage format** also needs its executor: the name in ``FORMATS`` and ``EXEC_FORMATS`` and a
+``pack_<format>`` packer with its ``empty_pack`` entry (:mod:`akfviz.execute.packing`), a
+residual rule in ``_FORMAT_RULES`` if it differs from the ``entry_format`` default and its
+packer in ``_ENTRY_PACKERS`` (:mod:`akfviz.execute.fused`),
 and the per-tile ``_mv_<format>`` / ``_mm_<format>`` loops wired into the fused mat-vec and
 mat-mat passes (:mod:`akfviz.execute.tile_kernels`). A new family also needs its colour in
 :data:`akfviz.viz.colors.FAMILY_COLORS` (the app tests check every registered family has one).

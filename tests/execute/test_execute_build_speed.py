@@ -8,7 +8,8 @@ The reference builds everything from the kernels' own ``approx`` (TileApprox) wi
 * which tiles go to the residual: :func:`akfviz.execute.fused.to_residual` (vectorised rule),
   except the QUANT8 tiles on a few long diagonal runs (:func:`diagonal_rule_reference`), which
   run in the DIA layout;
-* the packed formats: the per-format packers on the kept tiles' entries.
+* the packed formats: the per-format packers on the kept tiles' entries; the formats of
+  :data:`akfviz.execute.packing.RESIDUAL_ONLY_FORMATS` keep no tile and have no pack.
 
 Compared bit for bit: tile errors, residual arrays, every pack, ``matvec``/``matmat``,
 ``approx_matrix()``, ``npu_work()``, ``to_dict()``.
@@ -76,7 +77,7 @@ def ref_plan(ts, names):
     """Reference: errors, residual (ptr per row, col, val) and the packs of kept tiles."""
     groups, err = ref_groups(ts, names)
     rows, cols, vals, tiles = [], [], [], []
-    kept = {f: [] for f in fused.FORMATS}
+    kept = {f: [] for f in fused.EXEC_FORMATS}
     for k, idx, ap in groups:
         fmt = k.exec_format
         if fmt == "none":
@@ -188,8 +189,12 @@ def test_fast_build_equals_reference(case):
         assert list(plan.tile_kernels) == list(names)
         ptr, col, val = residual_csr(plan._packed)
         assert np.array_equal(ptr, rptr) and np.array_equal(col, rcol) and np.array_equal(val, rval)
+        assert set(plan._packed.packs) == set(fused.FORMATS)
         for fmt, parts in kept.items():
             tiles = np.sort(np.concatenate([idx for _, idx in parts])) if parts else np.zeros(0, np.int64)
+            if fmt in fused.RESIDUAL_ONLY_FORMATS:
+                assert tiles.shape[0] == 0 and plan._packed.format_tiles()[fmt] == 0, fmt
+                continue
             meta = plan._packed.packs[fmt]["meta"]
             assert meta.shape[0] == tiles.shape[0], fmt
             if tiles.size:
@@ -239,7 +244,7 @@ def test_quant8_residual_values_and_errors_equal_quant_approx():
     c = ts.bj[seg] * 16 + ap.c
     o = np.lexsort((c, r))
     assert np.array_equal(col, c[o]) and np.array_equal(val, ap.v[o])
-    assert plan._packed.packs["csc_i8"]["meta"].shape[0] == 0
+    assert "csc_i8" not in plan._packed.packs and plan._packed.format_tiles()["csc_i8"] == 0
 
 
 def test_counting_order_equals_stable_argsort():

@@ -123,7 +123,7 @@ def test_hyper_sparse_tiles_go_to_residual():
     info = plan.to_dict()["executor"]
     assert info["csc"] == 0 and info["residual_entries"] == A.nnz
     dense = sp.csr_array(np.ones((64, 64)))
-    # exact CSC tiles run as compressed rows even when full (ROW_MERGED_FORMATS)
+    # exact CSC tiles run as compressed rows even when full (RESIDUAL_ONLY_FORMATS)
     plan = FusionPlan(analyze(dense, tile=32), ["CSC"] * 4)
     info = plan.to_dict()["executor"]
     assert info["csc"] == 0 and info["residual_entries"] == 64 * 64
@@ -365,6 +365,42 @@ def test_hyper_sparse_dense_tiles_run_from_the_residual_not_as_zero_blocks():
     x = np.random.default_rng(0).standard_normal(A.shape[1])
     np.testing.assert_allclose(plan.matvec(x), A @ x, rtol=1e-12, atol=1e-12 * np.abs(A @ x).max())
     assert plan.relative_error == 0.0
+
+
+@pytest.mark.parametrize("kernel", ["CSC", "PRUNE50", "PRUNE25", "QUANT8"])
+def test_residual_only_formats_have_no_layout(kernel):
+    """CSC, PRUNE and QUANT8 tiles (exec_format ``csc`` / ``csc_i8``) have no packed layout: every
+    tile runs from the residual, QUANT8 tiles on long diagonal runs as DIA; the plan packs only
+    the formats with a layout and still reports 0 tiles for the residual-only ones."""
+    from akfviz.execute import packing
+
+    rng = np.random.default_rng(4)
+    A = akfviz.generate("stencil5", n=40 * 40, seed=0)          # diagonal runs (QUANT8: DIA layout)
+    A.data = A.data * (1.0 + 0.3 * rng.random(A.nnz))
+    A = sp.lil_array(A + sp.random_array(A.shape, density=3e-3, rng=rng, format="csr"))
+    A[64:96, 1000:1032] = rng.standard_normal((32, 32))           # full tiles: not hyper-sparse
+    A = sp.csr_array(A)
+    pa = analyze(A, tile=16)
+    plan = FusionPlan(pa, [kernel] * pa.n_tiles)
+    P = plan._packed
+    assert set(P.packs) == set(packing.FORMATS) and not set(packing.FORMATS) & set(packing.RESIDUAL_ONLY_FORMATS)
+    fmt = P.format_tiles()
+    assert list(fmt) == [*packing.EXEC_FORMATS, "residual_entries"] == list(plan.to_dict()["executor"])
+    assert all(n == 0 for f, n in fmt.items() if f not in ("dia", "residual_entries")), fmt
+    assert (fmt["dia"] > 0) == (kernel == "QUANT8")
+    # every entry of Â is a residual entry or lies in a DIA tile
+    M = plan.approx_matrix()
+    in_dia = sum(M[r0:r0 + h, c0:c0 + w].nnz for r0, c0, h, w in P.packs["dia"]["meta"][:, :4])
+    assert fmt["residual_entries"] + in_dia == M.nnz
+    x = rng.standard_normal(A.shape[1])
+    np.testing.assert_allclose(plan.matvec(x), M @ x, rtol=1e-12, atol=1e-12 * np.abs(M @ x).max())
+    # every registered kernel's format has a layout, runs from the residual, or is not stored
+    from akfviz.execute import fused
+
+    for k in KERNELS.values():
+        f = k.exec_format
+        assert f == "none" or f in packing.FORMATS or (
+            f in packing.RESIDUAL_ONLY_FORMATS and fused.residual_rule(k) == fused.RULE_ALWAYS), k.name
 
 
 @pytest.mark.parametrize("pattern", ["1:4", "4:8", "2:4"])
