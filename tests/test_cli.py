@@ -222,7 +222,13 @@ def test_out_paths_that_cannot_be_written_are_refused_before_work(capsys, tmp_pa
     assert not (tmp_path / "plan.xyz").exists()
 
 
-def test_out_sweep_accepts_tables_only(capsys, tmp_path):
+def test_out_sweep_accepts_tables_only(capsys, tmp_path, monkeypatch):
+    from akfviz.dse import sweep
+
+    def no_run(*a, **k):
+        raise AssertionError("the sweep ran before its --out was checked")
+
+    monkeypatch.setattr(sweep, "run_sweep", no_run)        # refused before any point runs
     code, _, err = run(capsys, "sweep", *GEN, "--vary", "alpha=1", "--out", str(tmp_path / "s.json"))
     assert code == 2 and ".csv" in err and not (tmp_path / "s.json").exists()
 
@@ -627,3 +633,12 @@ def test_sweep_refuses_clustered_blocks_too_large_to_draw_at_once(capsys, monkey
                          "--param", "blocks=1000000", "--param", "min_block=1000",
                          "--param", "max_block=1000", "--param", "density=0", "--vary", "alpha=1")
     assert code == 2 and out == "" and "1,000,000,000,000 positions" in err and "max_dense_elements" in err
+
+
+def test_limit_values_written_with_an_exponent_are_whole_numbers():
+    from akfviz.cli import _limit_number
+
+    for text, want in (("5e8", 500_000_000), ("500_000_000", 500_000_000), ("1E3", 1000)):
+        got = _limit_number(text)
+        assert got == want and type(got) is int, text
+    assert _limit_number("2.5") == 2.5 and _limit_number("inf") is None and _limit_number("x") is None

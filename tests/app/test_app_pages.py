@@ -229,6 +229,28 @@ def test_npu_widgets_update(app):
     assert dict(app.query_params)["perow"] == str(min(row + 1, 255))
 
 
+def test_kernels_figures_follow_the_error_budget(app):
+    """The figures drawn from the plan are cached under its key, which must hold the error budget:
+    a budget of 0 is an exact plan, and its kernel mix must say so (mutation probe)."""
+    from akfviz.kernels import LOSSLESS
+
+    def mix_kernels():
+        spec = next(s for s in (json.loads(c.proto.spec) for c in app.get("plotly_chart"))
+                    if s["layout"]["title"]["text"].startswith("Kernel mix"))
+        return set(spec["data"][0]["y"])
+
+    app.run()
+    app.switch_page("pages/2_Kernels.py").run()
+    app.radio(key="w:mode").set_value("error").run()
+    app.slider(key="w:budget").set_value(0.3).run()
+    _ok(app)
+    lossy = mix_kernels()
+    assert not lossy <= set(LOSSLESS)
+    app.slider(key="w:budget").set_value(0.0).run()
+    _ok(app)
+    assert mix_kernels() <= set(LOSSLESS)
+
+
 def test_npu_zoom_toggle_draws_the_busy_window(app):
     app.run()
     app.switch_page("pages/3_NPU.py").run()

@@ -754,3 +754,73 @@ def test_fused_and_unfused_simulations_have_caches_of_their_own():
     # the same call again is the cached object, for each of the two
     assert app_cache.simulate_cached("k-units", plan, hw.config_hash(), hw, "1|0", x, True, 1, True, "greedy") is fused
     assert app_cache.simulate_cached("k-units", plan, hw.config_hash(), hw, "1|0", x, False, 1, True, "greedy") is unfused
+
+
+# --------------------------------------------------------------------------- mutation-probe gaps
+def test_tile_density_map_axes_span_a_non_square_tile_grid():
+    A = akfviz.generate("uniform", n=96, m=320, density=0.05, seed=1)     # 6 × 20 tiles of 16
+    pa = akfviz.analyze(A, tile=16)
+    fig = patterns.tile_density_map(pa.tiles, 6, 20, 16)
+    assert list(fig.layout.yaxis.range) == [5.5, -0.5]
+    assert list(fig.layout.xaxis.range) == [-0.5, 19.5]
+
+
+def test_kernel_mix_labels_are_shares_of_the_total():
+    names = ["CSC"] * 6 + ["DIA"] * 3 + ["SKIP"]
+    fig = __import__("akfviz.viz.kernels", fromlist=["kernel_mix"]).kernel_mix(names)
+    text = dict(zip(fig.data[0].y, fig.data[0].text))
+    assert text["CSC"].endswith("(60 %)") and text["DIA"].endswith("(30 %)") and text["SKIP"].endswith("(10 %)")
+
+
+def test_kernel_map_colour_scale_gives_each_family_its_own_band():
+    from akfviz.viz import kernels as vk
+
+    A = akfviz.generate("uniform", n=64, density=0.2, seed=2)
+    pa = akfviz.analyze(A, tile=16)
+    names = (["CSC", "DIA", "QUANT8"] * pa.n_tiles)[:pa.n_tiles]
+    fig = vk.kernel_map(pa.tiles, names, 4, 4, 16)
+    hm = fig.data[0]
+    k = len(hm.colorbar.tickvals)
+    assert k == 3
+    # family i (value i) sits in the middle of its band [i/k, (i+1)/k] of the colour scale
+    assert (hm.zmin, hm.zmax) == (-0.5, k - 0.5)
+    for i in range(k):
+        pos = (i - hm.zmin) / (hm.zmax - hm.zmin)
+        assert i / k < pos < (i + 1) / k
+
+
+def test_the_timeline_starts_on_the_row_of_the_busiest_pe():
+    busy = np.zeros((3, 4))
+    busy[0] = [5, 5, 5, 5]          # the busiest row in total (20 cycles)
+    busy[2, 1] = 9                   # but the busiest PE (9 cycles) is in row 2
+    rows, default = npu.busy_rows(busy.ravel(), 3, 4)
+    assert rows.tolist() == [0, 2] and default == 2
+
+
+def test_the_app_allows_a_sweep_up_to_the_npu_pages_grid_side():
+    grid, points = S.sweep_grid(f"rows={S.MAX_GRID_SIDE}", 10)
+    assert grid["rows"] == [S.MAX_GRID_SIDE] and len(points) == 1
+    with pytest.raises(InputError, match="goes up to"):
+        S.sweep_grid(f"rows={S.MAX_GRID_SIDE + 1}", 10)
+
+
+def test_the_dropped_warning_gives_the_share_of_nonzeros_not_of_tiles(monkeypatch):
+    # two SKIP tiles of 12 holding 90 % of the nonzeros: "90 %", not "17 %"
+    T = 16
+    A = np.zeros((T * 3, T * 4))
+    A[:T, :T] = 1.0
+    A[:T, T:2 * T] = 1.0                               # two full tiles: 512 of ≈ 570 nonzeros
+    A[T:, 2 * T:] = np.eye(2 * T, 2 * T)[:, :2 * T]    # thin diagonal tiles
+    pa = akfviz.analyze(A, tile=T)
+    full = (pa.tiles["nnz"] == T * T).to_numpy()
+    from akfviz.execute import FusionPlan
+    plan = FusionPlan(pa, np.where(full, "SKIP", "CSC"))
+    nnz = pa.tiles["nnz"].to_numpy()
+    share = 100 * nnz[full].sum() / nnz.sum()
+    seen = []
+    monkeypatch.setattr(S.st, "warning", lambda text, **kw: seen.append(text))
+    S.warn_if_dropped(plan)
+    assert seen and f"{share:.0f} % of the nonzeros" in seen[0]
+    assert f"{int(full.sum())} of {pa.n_tiles} tiles dropped" in seen[0]
+    assert round(share) != round(100 * full.mean())       # the two shares differ here
+

@@ -138,3 +138,19 @@ def test_display_only_settings_keep_earlier_results_in_the_bundle(recording_app)
     _ok(at)
     doc = json.loads(download(at, BUNDLE))
     assert {"matrix", "patterns", "npu"} <= set(doc["results"])
+
+
+def test_results_of_another_activation_density_are_left_out(recording_app):
+    """The selection, the simulation and the comparison depend on ρ_x: after it changes on the NPU
+    page, the Compare result computed at the old ρ_x is not the current one (mutation probe)."""
+    at = recording_app
+    at.run()
+    at.switch_page("pages/4_Compare.py").run()
+    _ok(at)
+    assert "compare" in json.loads(download(at, BUNDLE))["results"]
+    at.switch_page("pages/3_NPU.py").run()
+    at.slider(key="w:xdens").set_value(0.5).run()
+    _ok(at)
+    doc = json.loads(download(at, BUNDLE))
+    assert doc["state"]["xdens"] == 0.5
+    assert "npu" in doc["results"] and "compare" not in doc["results"]
