@@ -824,3 +824,13 @@ def test_the_dropped_warning_gives_the_share_of_nonzeros_not_of_tiles(monkeypatc
     assert f"{int(full.sum())} of {pa.n_tiles} tiles dropped" in seen[0]
     assert round(share) != round(100 * full.mean())       # the two shares differ here
 
+
+
+def test_every_energy_column_of_a_sweep_is_drawn_in_microjoules():
+    # the baselines' energies (dense_energy_pj, …) are labelled µJ like AKF's own energy_pj
+    df = pd.DataFrame({"energy_pj": [2e6], "dense_energy_pj": [5e6], "staticsparse_energy_pj": [3e6],
+                       "cycles": [100.0]})
+    for col in ("energy_pj", "dense_energy_pj", "staticsparse_energy_pj"):
+        assert dse.column_values(df, col).tolist() == [df[col].item() * 1e-6]
+        assert "µJ" in dse.column_label(col), col
+    assert dse.column_values(df, "cycles").tolist() == [100.0]
