@@ -24,6 +24,17 @@ def charts(at):
     return at.get("plotly_chart")
 
 
+def typed_array(value) -> np.ndarray:
+    """A figure array as the browser gets it: plotly writes numeric arrays as typed arrays
+    (``{"bdata": base64, "dtype": …, "shape": "r, c"}``), short lists as they are."""
+    if not isinstance(value, dict):
+        return np.asarray(value)
+    import base64
+
+    arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+    return arr.reshape([int(k) for k in str(value["shape"]).split(",")]) if "shape" in value else arr
+
+
 def test_default_sample_is_loaded_on_first_open(app):
     from akfviz.workloads.samples import DEFAULT_SAMPLE, load_sample
 
@@ -256,16 +267,11 @@ def test_npu_zoom_toggle_draws_the_busy_window(app):
     app.switch_page("pages/3_NPU.py").run()
     _ok(app)
 
-    import base64
-
     def heatmap():
-        """(z, title) of the utilisation heatmap as the browser gets it (z a plotly typed array)."""
+        """(z, title) of the utilisation heatmap as the browser gets it."""
         spec = next(s for s in (json.loads(c.proto.spec) for c in app.get("plotly_chart"))
                     if s["layout"]["title"]["text"].startswith("PE utilisation"))
-        z = spec["data"][0]["z"]
-        z = np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(
-            [int(k) for k in str(z["shape"]).split(",")])
-        return z, spec["layout"]["title"]["text"]
+        return typed_array(spec["data"][0]["z"]), spec["layout"]["title"]["text"]
 
     z_all, title = heatmap()
     assert z_all.shape == (256, 256) and "zoomed" not in title
@@ -990,10 +996,7 @@ def test_kernels_pareto_front_and_table_are_priced_at_the_plans_x_density(app):
     A = S.sample_cached("minilm_ffn0_mag90")
     pa = akfviz.analyze(A, tile=int(S.FIELDS["tile"].default))
     ref = pareto_front(pa, hw=akfviz.HardwareConfig(), rho_x=0.3).front
-    xs = front.x
-    if isinstance(xs, dict):                  # plotly's typed array: base64 bytes and a numpy dtype
-        import base64
-        xs = np.frombuffer(base64.b64decode(xs["bdata"]), dtype=xs["dtype"])
+    xs = typed_array(front.x)
     np.testing.assert_allclose(sorted(xs), sorted(ref["resource_share"]), rtol=1e-12)
     ones = pareto_front(pa, hw=akfviz.HardwareConfig(), rho_x=1.0).front
     assert sorted(ref["resource_share"]) != sorted(ones["resource_share"])   # so the check above can fail

@@ -766,8 +766,10 @@ def test_tile_density_map_axes_span_a_non_square_tile_grid():
 
 
 def test_kernel_mix_labels_are_shares_of_the_total():
+    from akfviz.viz import kernels as vk
+
     names = ["CSC"] * 6 + ["DIA"] * 3 + ["SKIP"]
-    fig = __import__("akfviz.viz.kernels", fromlist=["kernel_mix"]).kernel_mix(names)
+    fig = vk.kernel_mix(names)
     text = dict(zip(fig.data[0].y, fig.data[0].text))
     assert text["CSC"].endswith("(60 %)") and text["DIA"].endswith("(30 %)") and text["SKIP"].endswith("(10 %)")
 

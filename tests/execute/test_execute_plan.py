@@ -384,6 +384,8 @@ def test_residual_only_formats_have_no_layout(kernel):
     plan = FusionPlan(pa, [kernel] * pa.n_tiles)
     P = plan._packed
     assert set(P.packs) == set(packing.FORMATS) and not set(packing.FORMATS) & set(packing.RESIDUAL_ONLY_FORMATS)
+    # the hand-ordered list of every format is exactly the two kinds together
+    assert sorted(packing.EXEC_FORMATS) == sorted(packing.FORMATS + packing.RESIDUAL_ONLY_FORMATS)
     fmt = P.format_tiles()
     assert list(fmt) == [*packing.EXEC_FORMATS, "residual_entries"] == list(plan.to_dict()["executor"])
     assert all(n == 0 for f, n in fmt.items() if f not in ("dia", "residual_entries")), fmt
