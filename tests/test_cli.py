@@ -505,6 +505,31 @@ def test_prune_a_loaded_matrix_from_the_command_line(capsys, tmp_path):
         assert code == 2 and ("prune" in err.lower() or "N:M" in err), (bad, err)
 
 
+def test_prune_without_a_value_uses_the_documented_defaults(capsys, tmp_path):
+    """--help says 'default sparsity 0.9' (and nm means 2:4): a bare method name keeps 10 % / half."""
+    W = np.random.default_rng(1).standard_normal((40, 32))   # whole 4×4 blocks
+    path = tmp_path / "w.npy"
+    np.save(path, W)
+    for spec, nnz in (("magnitude", 128), ("magnitude:", 128), ("block", 128), ("nm", 640)):
+        code, out, err = run(capsys, "analyze", str(path), "--prune", spec, "--tile", "8")
+        assert code == 0, err
+        assert json.loads(out)["nnz"] == nnz, spec
+
+
+def test_param_values_keep_everything_after_the_first_equals_sign():
+    from akfviz.cli import _params
+
+    assert _params(["pattern=2:4", "note=a=b", " density = 0.5 "]) == {"pattern": "2:4", "note": "a=b", "density": 0.5}
+
+
+def test_limit_advice_names_each_limit_once():
+    from akfviz.cli import cli_advice
+
+    msg = "Too big: pass limits=akfviz.LoadLimits(max_nnz=..., max_rows=...) or LoadLimits(max_nnz=...)."
+    last = cli_advice(msg).splitlines()[-1]
+    assert last == "On the command line, raise them with --limit max_nnz=VALUE --limit max_rows=VALUE."
+
+
 def test_empty_out_is_refused_not_ignored(capsys):
     """Held-out export probe: --out "" printed the result and exited 0, as if --out were not given."""
     code, out, err = run(capsys, "select", *GEN, "--out", "")

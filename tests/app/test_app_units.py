@@ -686,6 +686,17 @@ def test_matrix_summary_norm_is_scaled(scale):
     assert s["‖A‖_F"] == pytest.approx(5.0 * scale, rel=1e-15) and s["max |a_ij|"] == 4.0 * scale
 
 
+def test_matrix_summary_of_a_rectangular_matrix_counts_its_own_rows_and_columns():
+    import scipy.sparse as sp
+
+    # 3 × 5 with 4 nonzeros: density 4 / 15 (not 4 / 9 or 4 / 25), one empty row, not symmetric
+    A = sp.csr_array(np.array([[1.0, 0, 0, 0, 2.0], [0, 0, 0, 0, 0], [0, -3.0, 0, 4.0, 0]]))
+    s = matrix.matrix_summary(A)
+    assert (s["rows"], s["columns"], s["nnz"]) == (3, 5, 4)
+    assert s["density"] == 4 / 15 and s["empty rows"] == 1 and s["max nnz per row"] == 2
+    assert s["mean nnz per row"] == 4 / 3 and s["symmetric"] is False
+
+
 def test_nnz_counts_is_the_data_of_the_histograms():
     import scipy.sparse as sp
 

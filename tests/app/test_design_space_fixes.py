@@ -61,6 +61,17 @@ def test_optimal_points_are_drawn_on_top_and_stacked_points_are_counted():
     assert sorted(dots.x) == sorted(df["cycles"]) and sorted(dots.y) == sorted(df["error_pct"])
 
 
+def test_a_crowded_spot_lists_the_first_configurations_and_counts_the_rest():
+    k = dse.HOVER_LIST + 3
+    df = pd.DataFrame({"cycles": [5.0] * k, "error_pct": [1.0] * k, "energy_pj": np.arange(k, dtype=float) * 1e6,
+                       "tile": np.arange(k)})
+    text = dse.sweep_scatter(df, hover=["tile"]).data[0].text[0]
+    assert text.startswith(f"{k} configurations at this spot")
+    assert text.count("tile=") == dse.HOVER_LIST and text.endswith("… and 3 more")
+    # the least energy first: tiles 0 … HOVER_LIST − 1 are listed, the last three are counted
+    assert "tile=0;" in text and f"tile={dse.HOVER_LIST};" not in text
+
+
 def test_scatter_without_stacked_points_has_no_count_labels():
     df = pd.DataFrame({"cycles": [1.0, 2.0, 3.0], "error_pct": [3.0, 2.0, 1.0], "energy_pj": [1.0, 1.0, 1.0]})
     fig = dse.sweep_scatter(df)
