@@ -95,8 +95,9 @@ class Trace:
     makespan : int
         The latest cycle any PE finishes (equals the engine's ``engine_cycles``).
     counters : dict
-        Counter name -> int64 array (P,): ``busy, events, macs, decodes, sram_bytes,
-        flit_hops, reduce_adds``.
+        Counter name -> int64 array (P,): ``busy, events, macs, macs_int8, decodes, sram_bytes,
+        flit_hops, reduce_adds``; as in the engine, ``macs`` counts the float MACs and
+        ``macs_int8`` those of int8 (QUANT8) tiles.
     y : ndarray (n,)
         The reduced output ``A x``.
     partial : list of ndarray
@@ -389,8 +390,9 @@ def trace_spmv(A, x, work: TileWork, hw: HardwareConfig, tile_pe, red_pe, src_pe
         _index_array(ready, "ready", "the cycle each PE may start", P, P, 0, 2**53, "cycles")
     hop = int(hw.hop_latency_cycles)
     steps: list[Step] = []
-    cnt = {k: np.zeros(P, np.int64) for k in ("busy", "events", "macs", "decodes", "sram_bytes",
+    cnt = {k: np.zeros(P, np.int64) for k in ("busy", "events", "macs", "macs_int8", "decodes", "sram_bytes",
                                               "flit_hops", "reduce_adds")}
+    mac_key = ["macs_int8" if q else "macs" for q in np.asarray(work.int8, bool)]   # per tile, as the engine
     # tile geometry: column offset bj*T and row offset bi*T
     col0 = work.bj * tsize
     row0 = work.bi * tsize
@@ -439,7 +441,7 @@ def trace_spmv(A, x, work: TileWork, hw: HardwareConfig, tile_pe, red_pe, src_pe
                                   f"final = ceil({int(work.final_macs[u])} / {hw.mac_lanes}) = {f}"))
                 t += f
                 cnt["busy"][p] += f
-                cnt["macs"][p] += work.final_macs[u]
+                cnt[mac_key[u]][p] += work.final_macs[u]
                 cnt["sram_bytes"][p] += work.final_sram_bytes[u]
                 t_done[u] = t
         deliveries.sort(key=lambda dv: (dv[0], dv[1]))
@@ -462,7 +464,7 @@ def trace_spmv(A, x, work: TileWork, hw: HardwareConfig, tile_pe, red_pe, src_pe
             t = start + wk + fin
             cnt["busy"][p] += wk + fin
             cnt["events"][p] += 1
-            cnt["macs"][p] += work.ev_macs[r] + (work.final_macs[u] if remaining[u] == 0 else 0)
+            cnt[mac_key[u]][p] += work.ev_macs[r] + (work.final_macs[u] if remaining[u] == 0 else 0)
             cnt["decodes"][p] += work.ev_decodes[r]
             cnt["sram_bytes"][p] += work.ev_sram_bytes[r] + (work.final_sram_bytes[u] if remaining[u] == 0 else 0)
             cnt["flit_hops"][p] += d

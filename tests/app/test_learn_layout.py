@@ -269,3 +269,48 @@ def test_steps_of_a_larger_case_render(at):
     n_steps = _walk_steps(at, BIG)
     assert at.selectbox(key="w:lgrid").value == "3×3"
     assert n_steps > 40
+
+
+# --------------------------------------------------------------------------- geometry (mutation probe)
+def _wide_case():
+    return tiny_case(n=12, tile=4, grid=(2, 3), kernel="CSC", seed=1)
+
+
+def test_grid_boxes_sit_at_their_pes_row_and_column_on_a_non_square_grid():
+    tr = _wide_case().trace
+    fig = vl.learn_grid(tr.state_at(0), tr)
+    boxes = [a for a in fig.layout.annotations if not a.showarrow]
+    assert len(boxes) == 6
+    for p, a in enumerate(boxes):
+        assert a.text.startswith(f"<b>PE {p}</b> ({p // 3},{p % 3})")
+        assert (a.x, a.y) == (p % 3 + 0.5, p // 3 + 0.5)
+    rects = [s for s in fig.layout.shapes if s.type == "rect"]
+    assert [(s.x0, s.y0) for s in rects] == [(p % 3 + 0.05, p // 3 + 0.05) for p in range(6)]
+
+
+def test_an_event_from_another_pe_is_drawn_as_an_arrow_from_that_pe():
+    tr = _wide_case().trace
+    k = next(k for k, s in enumerate(tr.steps)
+             if s.kind == "event" and int(tr.src_pe[s.column // tr.tile]) != s.pe)
+    step = tr.steps[k]
+    src = int(tr.src_pe[step.column // tr.tile])
+    arrows = [a for a in vl.learn_grid(tr.state_at(k + 1), tr, step).layout.annotations if a.showarrow]
+    assert len(arrows) == 1
+    a = arrows[0]
+    assert (a.ax, a.ay) == (src % 3 + 0.5, src // 3 + 0.85)
+    assert (a.x, a.y) == (step.pe % 3 + 0.5, step.pe // 3 + 0.85)
+
+
+def test_tile_frames_and_pe_tags_follow_the_tiles_rows_and_columns():
+    tc = _wide_case()
+    tr, T = tc.trace, tc.trace.tile
+    assert not np.array_equal(tc.work.bi, tc.work.bj)      # the case tells rows from columns
+    fig = vl.learn_matrix(tc.A_hat, tc.x, T, tc.work.bi, tc.work.bj, tr.tile_pe)
+    frames = [s for s in fig.layout.shapes if s.type == "rect"]
+    tags = list(fig.layout.annotations)
+    assert len(frames) == len(tags) == len(tc.work.bi)
+    for u, (bi, bj) in enumerate(zip(tc.work.bi, tc.work.bj)):
+        assert (frames[u].x0, frames[u].y0) == (bj * T - 0.5, bi * T - 0.5)
+        assert (frames[u].x1, frames[u].y1) == ((bj + 1) * T - 0.5, (bi + 1) * T - 0.5)
+        assert (tags[u].x, tags[u].y) == (bj * T - 0.5, bi * T - 0.5)
+        assert tags[u].text == vl.pe_label(int(tr.tile_pe[u]))

@@ -276,3 +276,55 @@ def test_simulate_refuses_to_guess_the_tile_side_of_a_lone_edge_tile():
     res = akfviz.simulate(work, hw, x=x, shape=(12, 12), tile=8)
     assert res.macs == 2            # one event per occupied column (8 and 10), one MAC each
     assert res.cycles == akfviz.simulate(plan, hw, x=x).cycles   # the plan knows its own T
+
+
+# --------------------------------------------------------------------------- trace = engine, broadly
+# The tests above compare one CSC case; CSC has no final phase and its events rarely queue, so a
+# trace that timed deliveries by tile instead of arrival, or dropped the final phase, went unseen
+# (a mutation probe). Kernels with a final phase (LOWRANK1), queues (long hops), several grids.
+_SWEEP = [dict(n=n, grid=g, kernel=k, seed=s, hop=h)
+          for n in (8, 12) for g in ((1, 2), (2, 3)) for k in ("CSC", "DENSE", "LOWRANK1", "DIA", None)
+          for s in (0, 1) for h in (1, 50)]
+
+
+def test_trace_equals_the_engine_across_kernels_grids_and_hop_latencies():
+    mismatched = []
+    for c in _SWEEP:
+        tc = tiny_case(n=c["n"], tile=4, grid=c["grid"], kernel=c["kernel"], seed=c["seed"],
+                       hw=HardwareConfig(hop_latency_cycles=c["hop"]))
+        res, it = _engine(tc)
+        if tc.trace.makespan != int(it["engine_cycles"]):
+            mismatched.append((c, tc.trace.makespan, int(it["engine_cycles"])))
+            continue
+        # every counter the trace keeps, int8 MACs apart as in the engine (the Learn page says "equal")
+        for name, v in tc.trace.counters.items():
+            np.testing.assert_array_equal(v, res.counters[name], err_msg=f"{name} {c}")
+        np.testing.assert_allclose(tc.trace.y, tc.A_hat @ tc.x, rtol=1e-12, atol=1e-12)
+    assert not mismatched, mismatched[:5]
+
+
+def test_int8_macs_are_counted_apart_as_in_the_engine():
+    tc = tiny_case(kernel="QUANT8", seed=0)
+    res, _ = _engine(tc)
+    assert tc.trace.counters["macs_int8"].sum() > 0 and tc.trace.counters["macs"].sum() == 0
+    np.testing.assert_array_equal(tc.trace.counters["macs_int8"], res.counters["macs_int8"])
+
+
+def test_steps_are_in_the_documented_order():
+    from akfviz.npu.trace import KINDS
+
+    for c in _SWEEP[::7]:
+        tr = tiny_case(n=c["n"], tile=4, grid=c["grid"], kernel=c["kernel"], seed=c["seed"],
+                       hw=HardwareConfig(hop_latency_cycles=c["hop"])).trace
+        keys = [(s.start, KINDS.index(s.kind), s.pe, s.tile, s.column) for s in tr.steps]
+        assert keys == sorted(keys), c
+
+
+def test_the_seed_draws_x_as_documented():
+    # "seed: of the matrix, of x and of the selection": x comes from default_rng(seed + 1)
+    xs = [tiny_case(seed=s).x for s in (0, 3)]
+    assert not np.array_equal(xs[0], xs[1])
+    rng = np.random.default_rng(3 + 1)
+    x = np.round(rng.uniform(-2, 2, size=8), 1)
+    x[x == 0] = 0.5
+    np.testing.assert_array_equal(xs[1], x)      # x_density = 1: every input kept
