@@ -678,3 +678,67 @@ def test_list_tensors_and_read_tensor_check_their_arguments_and_are_exported():
     with pytest.raises(InputError, match=r"^read_tensor\(\): "):
         read_tensor(b"x", "w", 3)
     assert akfviz.list_tensors is list_tensors and "list_tensors" in akfviz.__all__
+
+
+# --------------------------------------------------------------------------- mutation-probe gaps
+def _mtx_bytes(D):
+    buf = io.BytesIO()
+    scipy.io.mmwrite(buf, sp.coo_matrix(np.asarray(D, float)))
+    return buf.getvalue()
+
+
+def test_row_and_column_limits_are_each_their_own_and_inclusive():
+    wide = _mtx_bytes([[1.0, 0, 2.0]])                   # 1 × 3
+    with pytest.raises(ResourceLimitError, match="shape 1 × 3, over the limit of 5 rows × 2 columns"):
+        load(wide, limits=LoadLimits(max_rows=5, max_cols=2))
+    _eq(load(wide, limits=LoadLimits(max_rows=1, max_cols=3)), [[1.0, 0, 2.0]])   # exactly at both limits
+    tall = _mtx_bytes([[1.0], [0], [2.0]])               # 3 × 1
+    with pytest.raises(ResourceLimitError, match="3 × 1"):
+        load(tall, limits=LoadLimits(max_rows=2))
+    _eq(load(tall, limits=LoadLimits(max_rows=3, max_cols=1)), [[1.0], [0], [2.0]])
+
+
+def test_dense_element_limit_is_inclusive():
+    data = _npy_bytes(RECT[:2, :3])                      # 6 elements
+    _eq(load(data, limits=LoadLimits(max_dense_elements=6)), RECT[:2, :3])
+    with pytest.raises(ResourceLimitError, match="6 dense elements"):
+        load(data, limits=LoadLimits(max_dense_elements=5))
+
+
+@pytest.mark.parametrize("offsets", [[0, -3], [0, 3], [-4, 0]])
+def test_a_dia_npz_with_an_offset_outside_the_matrix_is_corrupt(offsets):
+    # offset −rows or +cols names no diagonal: its values would be dropped without a word
+    M = sp.dia_array((np.arange(1.0, 7.0).reshape(2, 3), offsets), shape=(3, 3))
+    with pytest.raises(InputError, match="offset lies outside the 3×3"):
+        load(_npz_bytes(M))
+
+
+def test_a_safetensors_span_longer_than_its_tensor_is_corrupt():
+    # a 1-element F32 tensor with a 12-byte span beside a good one: the file is corrupt whichever
+    # tensor is asked for, and list_tensors says so too
+    data = _st_bytes({"bad": ("F32", [1], b"\0" * 12), "w": ("F32", [2, 2], np.ones(4, "<f4").tobytes())})
+    for call in (lambda: load(data, tensor="w"), lambda: load(data, tensor="bad"), lambda: list_tensors(data)):
+        with pytest.raises(InputError, match="should take 4 bytes but its offsets span 12"):
+            call()
+
+
+def test_content_decides_the_format_before_the_extension():
+    _eq(load(_mtx_bytes(RECT), name="m.npz"), RECT)
+    _eq(load(_npy_bytes(RECT), name="x.mtx"), RECT)
+    _eq(load(_npz_bytes(sp.csr_array(RECT)), name="w.safetensors"), RECT)
+
+
+def test_an_index_equal_to_the_size_is_refused_in_every_sparse_format():
+    from akfviz.workloads.validate import as_csr
+
+    bad = [sp.csr_array((np.ones(1), np.array([3]), np.array([0, 1])), shape=(1, 3)),
+           sp.csc_array((np.ones(1), np.array([2]), np.array([0, 1])), shape=(2, 1)),
+           sp.coo_array((np.ones(1), (np.array([0]), np.array([2]))), shape=(1, 3)),
+           sp.coo_array((np.ones(1), (np.array([1]), np.array([0]))), shape=(2, 1))]
+    bad[2].col[:] = 3        # scipy checks COO coordinates only when it builds the matrix
+    bad[3].row[:] = 2
+    for M in bad:
+        with pytest.raises(InputError, match="outside"):
+            as_csr(M)
+        with pytest.raises(InputError, match="outside"):
+            akfviz.analyze(M, tile=8)
