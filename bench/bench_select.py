@@ -26,13 +26,17 @@ import akfviz  # noqa: E402
 from akfviz.selection.selector import compare_granularity  # noqa: E402
 
 
-def median_time(f, repeats):
+def median_time(f, repeats, runs=None):
+    """Median wall time of ``repeats`` calls of ``f`` and the last result; each call's time is
+    appended to ``runs`` when a list is given."""
     ts = []
     out = None
     for _ in range(repeats):
         t0 = time.perf_counter()
         out = f()
         ts.append(time.perf_counter() - t0)
+    if runs is not None:
+        runs.extend(ts)
     return float(np.median(ts)), out
 
 
@@ -62,7 +66,8 @@ def bench_pipeline(A, repeats):
     spmv = spmv_time(A)
     pa = akfviz.analyze(A, tile=32)
     akfviz.select(pa)  # warm-up: numba + performance table
-    ta, pa = median_time(lambda: akfviz.analyze(A, tile=32), repeats)
+    runs = []
+    ta, pa = median_time(lambda: akfviz.analyze(A, tile=32), repeats, runs)
     stages = []
 
     def run():
@@ -77,7 +82,9 @@ def bench_pipeline(A, repeats):
     spmv = min(spmv, spmv2)
     print(f"uniform {A.shape[0]}x{A.shape[1]}, nnz={A.nnz:,}, tiles={pa.n_tiles:,}, clusters={pa.n_clusters}")
     print(f"  scipy SpMV                 {1e3 * spmv:8.2f} ms")
-    print(f"  analyze                    {1e3 * ta:8.2f} ms = {ta / spmv:7.1f} SpMVs")
+    print(f"  analyze                    {1e3 * ta:8.2f} ms = {ta / spmv:7.1f} SpMVs"
+          f"  (runs: {' '.join(f'{1e3 * t:.0f}' for t in runs)} ms; the first of a process often "
+          "first-touch fresh memory, see docs/benchmarks.md)")
     print(f"  select (cluster), total    {1e3 * ts:8.2f} ms = {ts / spmv:7.1f} SpMVs")
     print(f"    selector's own stages    {1e3 * own:8.2f} ms = {own / spmv:7.1f} SpMVs")
     print(f"    FusionPlan construction  {1e3 * plan_t:8.2f} ms = {plan_t / spmv:7.1f} SpMVs")
@@ -115,7 +122,7 @@ def main(argv=None):
         bench_granularity("stencil5 64²", stencil5(64), 2)
         bench_granularity("block diagonal 2048 (64-blocks, 50 %)", block_diagonal(2048), 2)
     else:
-        bench_pipeline(uniform(100_000, 1_000_000), 5)
+        bench_pipeline(uniform(100_000, 1_000_000), 7)   # as many repeats as bench_analyze
         bench_granularity("stencil5 256²", stencil5(256), 3)
         bench_granularity("block diagonal 16384 (64-blocks, 50 %)", block_diagonal(16384), 3)
 
