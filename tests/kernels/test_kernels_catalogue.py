@@ -227,3 +227,39 @@ def test_quant8_on_tiles_of_tiny_subnormals(steps):
     assert np.all(np.isfinite(y)) and y[0] == 1.0
     forced = akfviz.select(pa, kernels=["QUANT8"])
     assert np.all(np.isfinite(forced.matvec(x)))
+
+
+# --------------------------------------------------------------------------- bytes on narrow / short tiles
+def test_nm_bytes_round_a_partial_column_group_up():
+    # hand counts: NM2:4 on 2 × 6 has groups of 4 and 2 columns → 2 rows · 2 groups · 2 slots = 8
+    # slots: 8 · 4 B + ⌈8 · 2 bits / 8⌉ + 6 routes = 40 B; NM4:8 on 3 × 5: 3 · 1 · 4 = 12 slots:
+    # 48 + ⌈12 · 3 / 8⌉ + 5 = 58 B
+    t = np.zeros((2, 6))
+    t[0, 0], t[1, 5] = 1.0, 2.0
+    k = get_kernel("NM2:4")
+    assert k.payload_bytes(k.encode(t)) == 40
+    t = np.zeros((3, 5))
+    t[0, 0], t[2, 4] = 1.0, 2.0
+    k = get_kernel("NM4:8")
+    assert k.payload_bytes(k.encode(t)) == 58
+
+
+def test_bitmap_bytes_round_a_short_column_up_to_a_byte():
+    # 6 rows: each column's bits take one byte, not 0: 6 · 1 + 3 values · 4 B + 2 routed columns = 20
+    t = np.zeros((6, 6))
+    t[0, 1], t[3, 1], t[5, 4] = 1.0, 2.0, 3.0
+    k = get_kernel("BITMAP")
+    assert k.payload_bytes(k.encode(t)) == 20
+
+
+def test_npu_work_of_an_edge_tile_counts_the_same_bytes():
+    import scipy.sparse as sp
+
+    import akfviz
+
+    D = np.zeros((34, 38))          # T = 32: the only nonempty tile is the 2 × 6 corner
+    D[32, 32], D[33, 37], D[32, 36] = 1.0, 2.0, 3.0
+    pa = akfviz.analyze(sp.csr_array(D), tile=32)
+    assert pa.n_tiles == 1
+    assert list(get_kernel("NM2:4").npu_work(pa.tileset).payload_bytes) == [40]
+    assert list(get_kernel("BITMAP").npu_work(pa.tileset).payload_bytes) == [6 * 1 + 3 * 4 + 3]

@@ -409,3 +409,14 @@ def test_a_chip_without_sram_does_not_claim_the_constraint_binds():
     notes = " ".join(plan.selection.notes)
     assert "binds" not in notes and "no SRAM" in notes
     assert not plan.selection.fusion.binding
+
+
+def test_dense_prices_are_exact_when_payloads_overflow_the_sram():
+    # DENSE's costs do not depend on the tile's content, so the table must price it exactly — also
+    # past the SRAM, where each tile streams ⌈overflow / bandwidth⌉ cycles (a floor was 1 cycle
+    # short per overflowing tile: 5888 instead of 5904 cycles here)
+    hw = HardwareConfig(sram_bytes_per_pe=2048)
+    A = sp.random_array((128, 128), density=0.5, rng=np.random.default_rng(0), format="csr")
+    pa = akfviz.analyze(A, tile=32)
+    df = ptab.prediction_error(pa, hw, kernels=["DENSE"])
+    assert (df["max_rel"] < 1e-9).all(), df

@@ -523,6 +523,64 @@ def test_explain_is_consistent_with_the_choice(pa, granularity):
         explain(plan, tile=0, cluster=0)
 
 
+def test_explain_of_a_member_tile_prices_that_tile_against_the_whole_matrix(pa):
+    # cluster mode, a tile that is not its cluster's representative: E is that tile's own error,
+    # normalised by ‖A‖_F² (not ‖A‖_F), R by the Dense resource of the whole matrix
+    plan = select(pa, granularity="cluster", fusion=False)
+    fro2 = pa.fro_norm ** 2
+    Rd = ptab.dense_resource(pa.shape, 32, HW)["energy"]
+    reps = set(pa.clusters["representative"].tolist())
+    members = [t for t in range(pa.n_tiles) if t not in reps]
+    assert members
+    for t in members[:4]:
+        df = explain(plan, tile=t)
+        np.testing.assert_allclose(df["E_norm"], df["E"] / fro2, rtol=1e-12)
+        np.testing.assert_allclose(df["R_norm"], df["R"] / Rd, rtol=1e-12)
+        for row in df.itertuples():
+            want = 0.0 if row.lossless else max(0.0, float(get_kernel(row.kernel).batch_error(pa.tileset, [t])[0]))
+            assert row.E == pytest.approx(want, rel=1e-12, abs=1e-300), (t, row.kernel)
+
+
+def test_explain_reason_gives_the_runner_ups_cost_ratio(pa):
+    import re
+
+    plan = select(pa, granularity="tile", fusion=False)
+    seen = 0
+    for t in range(pa.n_tiles):
+        df = explain(plan, tile=t)
+        m = re.search(r"runner-up (\S+) costs ([0-9.e+-]+)× more", df["reason"].iloc[0])
+        if m is None:
+            continue
+        c1, c2 = df["C"].iloc[0], df["C"].iloc[1]
+        assert m.group(1) == df["kernel"].iloc[1]
+        assert float(m.group(2)) >= 1.0 and m.group(2) == f"{c2 / c1:.3g}"
+        seen += 1
+    assert seen >= 3
+
+
+def test_pareto_kernel_mix_counts_tiles_not_clusters():
+    # one cluster of 16 alike blocks and six one-entry tiles: by clusters the mix would read 1 : 6
+    A = akfviz.generate("block_diagonal", n=512, seed=0).tolil()
+    rng = np.random.default_rng(1)
+    for _ in range(6):
+        i, j = rng.integers(0, 512, 2)
+        A[i, j] = 5.0
+    pa = akfviz.analyze(sp.csr_array(A), tile=32)
+    assert pa.clusters["size"].max() >= 10 and pa.n_clusters >= 5
+    pf = pareto_front(pa, granularity="cluster", n_points=8)
+    from akfviz.selection.pareto import kernel_mix
+
+    checked = 0
+    for r in pf.points.itertuples():
+        if not np.isfinite(r.alpha):
+            continue
+        plan = select(pa, alpha=r.alpha, beta=r.beta, granularity="cluster", fusion=False)
+        names, counts = np.unique(plan.tile_kernels, return_counts=True)
+        assert r.kernel_mix == kernel_mix(list(names), counts), r
+        checked += "%" in r.kernel_mix and "100 %" not in r.kernel_mix
+    assert checked >= 2          # points whose mix has several kernels
+
+
 def test_compare_granularity_reports_both_modes(pa):
     df = compare_granularity(pa)
     assert list(df.index) == ["cluster", "tile"]
@@ -666,6 +724,31 @@ def test_budget_fill_uses_the_room_between_two_corners_and_never_breaks_the_budg
         assert plan.selection.resource <= corners["resource"].min() * (1 + 1e-12)
     if granularity == "tile":
         assert used_more >= 2  # the fill moved beyond the corner in most of the budgets
+
+
+class _FillProblem:
+    """Three units; kernel 0 exact at resource 10, kernel 1 at resource 1 with squared errors 1, 2
+    and 4 (‖A‖² = 100), so switching units 0 and 1 gives relative error √(3/100) = 0.173 and all
+    three √(7/100) = 0.265."""
+    n_units, names, fro2 = 3, ["EXACT", "CHEAP"], 100.0
+    _err = np.array([[0.0, 1.0], [0.0, 2.0], [0.0, 4.0]])
+
+    def member_error_sums(self, choice):
+        return self._err[np.arange(3), choice]
+
+    def member_resource_sums(self):
+        return np.array([[10.0, 1.0]] * 3)
+
+
+def test_error_budget_fill_compares_the_relative_error_with_eps():
+    # eps = 0.2 fits the two cheapest switches and not the third (0.265 > 0.2); compared with the
+    # squared error (0.07 ≤ 0.2) all three would pass and the final check would throw the fill away
+    from akfviz.selection.budgets import _fill
+
+    got = _fill(_FillProblem(), [0, 0, 0], [1, 1, 1], lambda e, r: e <= 0.2, spend_resource=False)
+    assert list(got) == [1, 1, 0]
+    got = _fill(_FillProblem(), [0, 0, 0], [1, 1, 1], lambda e, r: e <= 0.3, spend_resource=False)
+    assert list(got) == [1, 1, 1]
 
 
 @pytest.mark.parametrize("resource", ["cycles", "energy"])
