@@ -71,3 +71,96 @@ def test_compare_rows_follow_the_plan_and_use_the_documented_x(case):
     assert t1.loc["AKF", "cycles"] != t2.loc["AKF", "cycles"]
     other_x = akfviz.simulate(p1, HW, x=random_input(A.shape[1], rho, 1), record=False).cycles
     assert other_x != t1.loc["AKF", "cycles"]        # the seed matters for this case
+
+
+# --------------------------------------------------------------------------- the keys the pages build
+@pytest.fixture
+def state(monkeypatch):
+    """The app's settings as a plain dict (defaults from the URL fields), read by S.get."""
+    from akfviz.app_url import FIELDS
+
+    values = {k: f.default for k, f in FIELDS.items()}
+    monkeypatch.setattr(S, "get", lambda key: values.get(key))
+    return values
+
+
+def test_analysis_key_names_the_tile_side_and_every_lsh_setting(state):
+    keys = {S.analysis_key("d", 32)}
+    assert S.analysis_key("d", 16) not in keys
+    for name, value in (("lsh_k", 16), ("lsh_b", 4), ("lsh_g", 4), ("lsh_seed", 7)):
+        old = state[name]
+        state[name] = value
+        keys.add(S.analysis_key("d", 32))
+        state[name] = old
+    assert len(keys) == 5
+
+
+def test_plan_key_names_every_selector_setting_and_the_hardware(state):
+    class _Pa:
+        tile = 32
+
+    class _Wl:
+        digest = "d"
+
+    keys = {S.plan_key(_Wl, _Pa, "hw1")}
+    assert S.plan_key(_Wl, _Pa, "hw2") not in keys
+    changes = [("alpha", 2.0), ("beta", 0.5), ("gran", "tile"), ("resource", "cycles"), ("xdens", 0.5),
+               ("mode", "error"), ("mode", "resource")]
+    for name, value in changes:
+        old = state[name]
+        state[name] = value
+        keys.add(S.plan_key(_Wl, _Pa, "hw1"))
+        state[name] = old
+    assert len(keys) == 1 + len(changes)
+    state["mode"] = "error"
+    a = S.plan_key(_Wl, _Pa, "hw1")
+    state["budget"] = 0.05
+    assert S.plan_key(_Wl, _Pa, "hw1") != a
+    state["mode"] = "resource"
+    b = S.plan_key(_Wl, _Pa, "hw1")
+    state["rbudget"] = 0.25
+    assert S.plan_key(_Wl, _Pa, "hw1") != b
+
+
+def test_hardware_key_follows_every_setting_not_only_the_grid():
+    base = akfviz.HardwareConfig()
+    others = [akfviz.HardwareConfig(sram_bytes_per_pe=base.sram_bytes_per_pe // 2),
+              akfviz.HardwareConfig(clock_hz=base.clock_hz * 2), akfviz.HardwareConfig(hop_latency_cycles=5)]
+    keys = {S.hw_key(h) for h in [base, *others]}
+    assert len(keys) == 4 and S.hw_key(akfviz.HardwareConfig()) in keys
+
+
+def test_a_second_upload_of_the_same_name_replaces_the_first(app):
+    import io
+
+    import scipy.io
+    import scipy.sparse as sp
+
+    app.run()
+    # T = 32: 3 × 1 tiles, then 1 × 2 — the analysis is keyed by content, not by the file's name
+    for shape, tiles in (((70, 30), "3"), ((25, 35), "2")):
+        buf = io.BytesIO()
+        scipy.io.mmwrite(buf, sp.random(*shape, density=0.5, random_state=0, format="coo"))
+        app.file_uploader(key="matrix_upload").set_value(("m.mtx", buf.getvalue(), "text/plain")).run()
+        assert not app.exception
+        metrics = {m.label: m.value for m in app.metric}
+        assert (metrics["rows"], metrics["columns"]) == tuple(str(s) for s in shape)
+        app.switch_page("pages/1_Patterns.py").run()
+        assert not app.exception
+        assert {m.label: m.value for m in app.metric}["nonempty tiles"] == tiles
+        app.switch_page("app.py").run()
+
+
+def test_generating_with_another_seed_gives_another_matrix(app):
+    app.run()
+    app.selectbox(key="gen_kind").set_value("uniform").run()
+    digests = []
+    for seed in (0, 1):
+        seed_box = next(b for b in app.number_input if b.label.startswith("seed"))
+        seed_box.set_value(seed)
+        next(b for b in app.button if b.label == "Generate").click().run()
+        assert not app.exception
+        # the Matrix page records the matrix it shows, by content (sha256)
+        digests.append(app.session_state[S.RESULTS]["matrix"][1]["sha256"])
+        assert dict(app.query_params).get("g_seed", "0") == str(seed)
+    assert digests[0] != digests[1]
