@@ -164,3 +164,59 @@ def test_generating_with_another_seed_gives_another_matrix(app):
         digests.append(app.session_state[S.RESULTS]["matrix"][1]["sha256"])
         assert dict(app.query_params).get("g_seed", "0") == str(seed)
     assert digests[0] != digests[1]
+
+
+# --------------------------------------------------------------------------- session state (a plain dict)
+@pytest.fixture
+def session(monkeypatch):
+    """app_state's st.session_state as a plain dict (these functions use nothing else of st)."""
+    import types
+
+    ss = {}
+    monkeypatch.setattr(S, "st", types.SimpleNamespace(session_state=ss))
+    return ss
+
+
+def test_a_bundle_gives_each_setting_its_own_type(session):
+    import json
+
+    doc = S.parse_bundle(json.dumps({"format": "akfviz-run-bundle", "version": 1,
+                                     "state": {"tile": "64", "alpha": 2, "gran": "tile"}}).encode())
+    st_ = doc["state"]
+    assert st_["tile"] == 64 and type(st_["tile"]) is int
+    assert st_["alpha"] == 2.0 and type(st_["alpha"]) is float and st_["gran"] == "tile"
+
+
+def test_loading_a_bundle_without_an_edited_table_drops_the_sessions_edits(session):
+    from akfviz.npu.energy import EnergyTable
+
+    S.set_energy_override(EnergyTable.preset("horowitz-45nm").replace(dram=100.0), "horowitz-45nm")
+    defaults = {k: f.default for k, f in S.FIELDS.items()}
+    S.apply_bundle(S.parse_bundle(S.make_bundle(defaults, {}, {}, None).encode()))
+    assert S.energy_override() is None
+
+
+def test_an_edited_energy_table_reaches_the_hardware(session):
+    from akfviz.npu.energy import EnergyTable
+
+    table = EnergyTable.preset("horowitz-45nm").replace(dram=100.0)
+    before, key_before = S.hardware()
+    S.set_energy_override(table, "horowitz-45nm")
+    hw, key = S.hardware()
+    assert hw.energy == table and before.energy != table and key != key_before
+
+
+def test_the_results_stamp_follows_the_matrix_content(session):
+    import types
+
+    session[S._WL] = types.SimpleNamespace(digest="a" * 64)
+    one = S.settings_stamp()
+    session[S._WL] = types.SimpleNamespace(digest="b" * 64)
+    assert S.settings_stamp() != one
+
+
+def test_each_uploaded_object_is_hashed_for_itself(session):
+    first, second = b"%%MatrixMarket one", b"%%MatrixMarket two"
+    d1 = S.upload_digest(first)
+    assert S.upload_digest(second) != d1
+    assert S.upload_digest(first) == d1
