@@ -390,8 +390,8 @@ def trace_spmv(A, x, work: TileWork, hw: HardwareConfig, tile_pe, red_pe, src_pe
         _index_array(ready, "ready", "the cycle each PE may start", P, P, 0, 2**53, "cycles")
     hop = int(hw.hop_latency_cycles)
     steps: list[Step] = []
-    cnt = {k: np.zeros(P, np.int64) for k in ("busy", "events", "macs", "macs_int8", "decodes", "sram_bytes",
-                                              "flit_hops", "reduce_adds")}
+    cnt = {k: np.zeros(P, np.int64) for k in ("busy", "events", "macs", "macs_int8", "decodes",
+                                              "sram_bytes", "flit_hops", "reduce_adds")}
     mac_key = ["macs_int8" if q else "macs" for q in np.asarray(work.int8, bool)]   # per tile, as the engine
     # tile geometry: column offset bj*T and row offset bi*T
     col0 = work.bj * tsize

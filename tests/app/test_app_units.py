@@ -178,28 +178,6 @@ def test_matrix_digest_tells_shapes_apart():
     assert len({S.matrix_digest(A), S.matrix_digest(wide), S.matrix_digest(tall)}) == 3
 
 
-def test_cached_analysis_and_selection_follow_every_setting():
-    # the caches are keyed by the matrix digest plus the arguments Streamlit hashes; a setting left
-    # out of the hash would show the previous setting's clusters or plan
-    from akfviz import app_cache
-
-    A = akfviz.generate("uniform", n=96, density=0.05, seed=11)
-    d = S.matrix_digest(A)
-    one = app_cache.analyze_cached(d, A, 32, (32, 8, 8, 0))
-    other = app_cache.analyze_cached(d, A, 32, (16, 4, 4, 7))
-    assert (one.lsh.num_hashes, one.lsh.bands, one.lsh.grid, one.lsh.seed) == (32, 8, 8, 0)
-    assert (other.lsh.num_hashes, other.lsh.bands, other.lsh.grid, other.lsh.seed) == (16, 4, 4, 7)
-    assert app_cache.analyze_cached(d, A, 16, (32, 8, 8, 0)).tile == 16
-    hw = akfviz.HardwareConfig()
-    key = S.analysis_key(d, 32)
-    plans = {g: app_cache.select_cached(key, one, 1.0, 1.0, None, g, "hw", hw) for g in ("cluster", "tile")}
-    assert {g: p.selection.granularity for g, p in plans.items()} == {"cluster": "cluster", "tile": "tile"}
-    p = app_cache.select_cached(key, one, 1.0, 1.0, 0.0, "cluster", "hw", hw)
-    assert p.relative_error == 0.0 and p.selection.mode == "error_budget"
-    q = app_cache.select_cached(key, one, 1.0, 3.0, None, "cluster", "hw", hw)
-    assert q.selection.beta == 3.0
-
-
 def test_input_vector_density_and_determinism():
     x = S.input_vector(1000, 0.25, seed=3)
     assert np.count_nonzero(x) == 250

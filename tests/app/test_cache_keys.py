@@ -24,12 +24,30 @@ def case():
     return A, pa, p1, p2
 
 
-def test_simulation_cache_keeps_fused_and_unfused_apart(case):
+def test_cached_analysis_and_selection_follow_every_setting():
+    # the caches are keyed by the matrix digest plus the arguments Streamlit hashes; a setting left
+    # out of the hash would show the previous setting's clusters or plan
+    A = akfviz.generate("uniform", n=96, density=0.05, seed=11)
+    d = S.matrix_digest(A)
+    one = C.analyze_cached(d, A, 32, (32, 8, 8, 0))
+    other = C.analyze_cached(d, A, 32, (16, 4, 4, 7))
+    assert (one.lsh.num_hashes, one.lsh.bands, one.lsh.grid, one.lsh.seed) == (32, 8, 8, 0)
+    assert (other.lsh.num_hashes, other.lsh.bands, other.lsh.grid, other.lsh.seed) == (16, 4, 4, 7)
+    assert C.analyze_cached(d, A, 16, (32, 8, 8, 0)).tile == 16
+    hw = akfviz.HardwareConfig()
+    key = S.analysis_key(d, 32)
+    plans = {g: C.select_cached(key, one, 1.0, 1.0, None, g, "hw", hw) for g in ("cluster", "tile")}
+    assert {g: p.selection.granularity for g, p in plans.items()} == {"cluster": "cluster", "tile": "tile"}
+    p = C.select_cached(key, one, 1.0, 1.0, 0.0, "cluster", "hw", hw)
+    assert p.relative_error == 0.0 and p.selection.mode == "error_budget"
+    q = C.select_cached(key, one, 1.0, 3.0, None, "cluster", "hw", hw)
+    assert q.selection.beta == 3.0
+
+
+def test_simulation_cache_follows_persistence(case):
+    # (fused and unfused runs: test_app_units.test_fused_and_unfused_simulations_have_caches_of_their_own)
     _, _, p1, _ = case
     x = random_input(p1.shape[1], 1.0, 0)
-    fused = C.simulate_cached("p1", p1, "hw8", HW, "x", x, fused=True)
-    unfused = C.simulate_cached("p1", p1, "hw8", HW, "x", x, fused=False)
-    assert fused.meta["fused"] is True and unfused.meta["fused"] is False
     for fz in (True, False):
         runs = [C.simulate_cached("p1", p1, "hw8", HW, "x", x, fused=fz, iterations=3, persistent=p)
                 for p in (True, False)]
