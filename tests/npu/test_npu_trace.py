@@ -282,21 +282,28 @@ def test_simulate_refuses_to_guess_the_tile_side_of_a_lone_edge_tile():
 # The tests above compare one CSC case; CSC has no final phase and its events rarely queue, so a
 # trace that timed deliveries by tile instead of arrival, or dropped the final phase, went unseen
 # (a mutation probe). Kernels with a final phase (LOWRANK1), queues (long hops), several grids.
-_SWEEP = [dict(n=n, grid=g, kernel=k, seed=s, hop=h)
+_SWEEP = [dict(n=n, grid=g, kernel=k, seed=s, hop=h, xd=1.0)
           for n in (8, 12) for g in ((1, 2), (2, 3)) for k in ("CSC", "DENSE", "LOWRANK1", "DIA", None)
-          for s in (0, 1) for h in (1, 50)]
+          for s in (0, 1) for h in (1, 50)] + [
+    # sparse inputs, int8 tiles and a 3 × 3 grid (the case the Learn page opens with is 2 × 2)
+    dict(n=8, grid=(2, 2), kernel="CSC", seed=3, hop=1, xd=0.75),
+    dict(n=8, grid=(1, 2), kernel="LOWRANK2", seed=1, hop=1, xd=0.5),
+    dict(n=8, grid=(2, 3), kernel="QUANT8", seed=2, hop=1, xd=1.0),
+    dict(n=12, grid=(3, 3), kernel=None, seed=4, hop=1, xd=0.75)]
 
 
 def test_trace_equals_the_engine_across_kernels_grids_and_hop_latencies():
     mismatched = []
     for c in _SWEEP:
         tc = tiny_case(n=c["n"], tile=4, grid=c["grid"], kernel=c["kernel"], seed=c["seed"],
-                       hw=HardwareConfig(hop_latency_cycles=c["hop"]))
+                       x_density=c["xd"], hw=HardwareConfig(hop_latency_cycles=c["hop"]))
         res, it = _engine(tc)
         if tc.trace.makespan != int(it["engine_cycles"]):
             mismatched.append((c, tc.trace.makespan, int(it["engine_cycles"])))
             continue
         # every counter the trace keeps, int8 MACs apart as in the engine (the Learn page says "equal")
+        assert set(tc.trace.counters) == {"busy", "events", "macs", "macs_int8", "decodes", "sram_bytes",
+                                          "flit_hops", "reduce_adds"}
         for name, v in tc.trace.counters.items():
             np.testing.assert_array_equal(v, res.counters[name], err_msg=f"{name} {c}")
         np.testing.assert_allclose(tc.trace.y, tc.A_hat @ tc.x, rtol=1e-12, atol=1e-12)
