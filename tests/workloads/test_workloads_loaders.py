@@ -462,6 +462,43 @@ def test_safetensors_rejections():
             load(data, fmt="safetensors")
 
 
+@pytest.mark.parametrize("entry, match", [
+    ({"dtype": "F32", "shape": [2, True], "data_offsets": [0, 8]}, "invalid shape"),   # JSON true is no size
+    ({"dtype": "F32", "shape": [2, 2.0], "data_offsets": [0, 16]}, "invalid shape"),
+    ({"dtype": "F32", "shape": [2, "2"], "data_offsets": [0, 16]}, "invalid shape"),
+    ({"dtype": "F32", "shape": {"r": 2}, "data_offsets": [0, 16]}, "invalid shape"),
+    ({"dtype": "F32", "shape": [2, 2], "data_offsets": [False, 16]}, "invalid data offsets"),
+    ({"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16.0]}, "invalid data offsets"),
+    ({"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 8, 16]}, "invalid data offsets"),
+    ({"dtype": "F32", "shape": [2, 2], "data_offsets": [-4, 12]}, "invalid data offsets"),
+    ({"dtype": "F32", "shape": [2, 2], "data_offsets": "0-16"}, "invalid data offsets"),
+    ([2, 2], "incomplete header entry"),
+])
+def test_safetensors_header_entries_of_the_wrong_json_type_are_refused(entry, match):
+    data = _st_bytes({}, {"w": entry}) + b"\0" * 16
+    with pytest.raises(InputError, match=match):
+        load(data, fmt="safetensors")
+
+
+def test_safetensors_header_parse_restores_the_garbage_collector():
+    """The header is decoded with Python's cyclic collector paused (loaders._no_gc); it must be
+    back on afterwards, on success and on refusal, and stay off if the caller had turned it off."""
+    import gc
+    good = st_save({"w": RECT.astype(np.float32)})
+    bad = struct.pack("<Q", 10) + b"{not json}"
+    was_on = gc.isenabled()
+    try:
+        for state in (True, False):
+            (gc.enable if state else gc.disable)()
+            assert load(good, fmt="safetensors").shape == RECT.shape
+            assert gc.isenabled() is state
+            with pytest.raises(InputError, match="JSON"):
+                load(bad, fmt="safetensors")
+            assert gc.isenabled() is state
+    finally:
+        (gc.enable if was_on else gc.disable)()
+
+
 def test_safetensors_huge_declared_tensor_is_a_resource_error():
     hdr = json.dumps({"w": {"dtype": "F32", "shape": [10**6, 10**6],
                             "data_offsets": [0, 4 * 10**12]}}).encode()
