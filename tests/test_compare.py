@@ -305,3 +305,97 @@ def test_compare_is_its_four_plan_rows_and_their_table(llm):
         plan_row("Sparse", pa, hw, x)
     with pytest.raises(InputError, match="FusionPlan"):
         plan_row("AKF", pa, hw, x)
+
+
+# ---- held-out mutation probe (dse): values and words of the comparison checked against hand references
+def test_output_error_pct_is_a_percentage_of_the_output_on_x():
+    """output_error_pct = 100 · ‖A x − Â x‖ / ‖A x‖ on the comparison's own x (a percentage, as
+    error_pct), computed here from the plans' matvec."""
+    from akfviz.compare import plan_row
+    from akfviz.execute.plan import FusionPlan
+
+    A = akfviz.generate("uniform", n=192, density=0.05, seed=1)
+    pa = akfviz.analyze(A, tile=16)
+    x = np.random.default_rng(7).standard_normal(A.shape[1])
+    df = compare(A, analysis=pa, tile=16, x=x, mapping="greedy", static_kernel="NM2:4")
+    ax = A @ x
+    for name, plan in (("AKF", akfviz.select(pa)),
+                       ("StaticSparse", FusionPlan(pa, np.full(pa.n_tiles, "NM2:4", dtype=object)))):
+        want = 100.0 * np.linalg.norm(ax - plan.matvec(x)) / np.linalg.norm(ax)
+        assert want > 0.1, name  # the plan is approximate: a fraction and a percentage differ
+        assert df.loc[name, "output_error_pct"] == pytest.approx(want, rel=1e-9), name
+    assert df.loc["Dense", "output_error_pct"] == 0.0 == plan_row("Dense", pa, akfviz.HardwareConfig(), x)[
+        "output_error_pct"]
+
+
+def test_an_analysis_of_another_shape_than_a_is_refused():
+    A = akfviz.generate("uniform", n=128, density=0.05, seed=1)
+    B = akfviz.generate("uniform", n=96, density=0.05, seed=1)
+    with pytest.raises(InputError, match="shape"):
+        compare(B, analysis=akfviz.analyze(A, tile=16), tile=16)
+
+
+def test_a_matrix_exactly_as_wide_as_the_dense_limit_gets_its_dense_row(monkeypatch):
+    """The limit is inclusive (simulate_dense takes DENSE_MAX_ROUTES columns): at exactly that width
+    the Dense row is simulated, not skipped."""
+    import scipy.sparse as sp
+
+    from akfviz.npu import simulate as sim_module
+
+    A = sp.random_array((8, 300), density=0.2, random_state=4, format="csr")
+    full = akfviz.compare(A, tile=8)
+    monkeypatch.setattr(sim_module, "DENSE_MAX_ROUTES", 300)
+    df = akfviz.compare(A, tile=8)
+    assert "dense_skipped" not in df.attrs
+    assert df.loc["Dense", "cycles"] == full.loc["Dense", "cycles"] > 0
+
+
+def test_the_dense_row_payload_counts_every_slot_with_its_routing_bytes():
+    """Dense payload = Σ over every tile slot of 4·h·w (fp32 values) + w (1 routing byte per column)
+    = 4·m·n + n·ceil(m/T), edge tiles included (200 is not a multiple of 16)."""
+    A = akfviz.generate("uniform", n=200, density=0.05, seed=1)
+    df = compare(A, tile=16, mapping="greedy")
+    m, n = A.shape
+    assert df.loc["Dense", "payload_bytes"] == 4 * m * n + n * -(-m // 16) == 162_600
+
+
+def _note_frame():
+    """A comparison table with round numbers: Block-sparse 4× Dense (claim 1.8×), Static-sparse 1.25×
+    (claim 2.5×), AKF 3.5× (claim 3.5×); errors 0 / 1 / 7 / 0.9 %."""
+    rows = {"Dense": (1000.0, 0.0), "BlockSparse": (250.0, 1.0), "StaticSparse": (800.0, 7.0),
+            "AKF": (1000.0 / 3.5, 0.9)}
+    df = pd.DataFrame({"cycles": [c for c, _ in rows.values()], "error_pct": [e for _, e in rows.values()]},
+                      index=pd.Index(list(rows), name="plan"))
+    df["speedup"] = 1000.0 / df["cycles"]
+    df["energy_pj"] = df["cycles"] * 10.0
+    df["energy_rel"] = df["energy_pj"] / 10_000.0
+    df["macs"] = df["cycles"]
+    df["kernel_mix"] = ""
+    return df
+
+
+def test_the_notes_say_which_way_each_number_differs_from_the_claim():
+    notes = paper_comparison(_note_frame())["note"]
+    assert "speedup 4× exceeds the claimed 1.8× (2.2× the claim)" in notes["BlockSparse"]
+    assert "speedup 1.25× falls short of the claimed 2.5× (0.5× the claim)" in notes["StaticSparse"]
+    assert "speedup 3.5× matches the claimed 3.5×" in notes["AKF"]
+    assert "it does 25 % of Dense's MACs" in notes["BlockSparse"]
+    assert "it does 80 % of Dense's MACs" in notes["StaticSparse"]
+    assert "error 1 % vs the claimed 2.1 % (lower)" in notes["BlockSparse"]
+    assert "error 7 % vs the claimed 3.5 % (higher)" in notes["StaticSparse"]
+    assert "error 0.9 % vs the claimed 1.8 % (lower)" in notes["AKF"]
+
+
+def test_the_compare_bars_axes_reach_the_paper_claims():
+    """A claim larger than every measured bar (AKF's claimed 3.5× against a measured 1.2×) must be
+    inside its panel's x range, not drawn past its edge."""
+    from akfviz.viz.compare import compare_bars
+
+    measured = pd.DataFrame({"speedup": [1.0, 1.1, 1.05, 1.2], "energy_rel": [1.0, 0.9, 0.95, 0.8],
+                             "error_pct": [0.0, 0.0, 0.5, 0.2]}, index=pd.Index(list(PLANS), name="plan"))
+    claimed = PAPER_CLAIMS.rename(columns={"energy_table": "energy_rel"})
+    fig = compare_bars(measured, claimed)
+    for axis, col in (("xaxis", "speedup"), ("xaxis2", "energy_rel"), ("xaxis3", "error_pct")):
+        lo, hi = fig.layout[axis].range
+        top = np.nanmax(np.r_[measured[col].to_numpy(float), claimed[col].to_numpy(float)])
+        assert lo <= 0 and hi >= top, (axis, hi, top)

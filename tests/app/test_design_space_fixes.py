@@ -174,3 +174,30 @@ def test_the_baselines_checkbox_travels_in_the_link(app):
     df = _sweep_table(app)
     assert "blocksparse_cycles" in df.columns
     assert "sweep_base" not in app.query_params
+
+
+# --------------------------------------------------------------------------- held-out mutation probe (dse)
+def test_an_axis_that_varies_by_under_one_percent_is_not_called_constant():
+    """Cycles of 1000 and 1005 differ (0.5 %): the axis must show its range, not one "constant" value."""
+    df = pd.DataFrame({"cycles": [1000.0, 1005.0], "energy_pj": [5.0e6, 5.0e6], "speedup": [2.0, 2.0]})
+    fig = dse.parallel_coordinates(df, ["cycles", "energy_pj", "speedup"], "cycles")
+    dims = {d.label.split("<br>")[0]: d for d in fig.data[0].dimensions}
+    assert "constant" not in dims["cycles"].label and dims["cycles"].tickvals is None
+    assert "constant" in dims["energy (µJ)"].label and "constant" in dims["speedup (×)"].label
+
+
+def test_baseline_bars_draw_each_baselines_own_speedup_and_energy_ratio():
+    """Each baseline's bars (by legend name) in the upper panel are its speedup column, in the lower
+    panel its energy-ratio column, with distinct values per baseline so a swap shows."""
+    df = pd.DataFrame({"rows": [4, 8], "speedup": [2.0, 2.5], "energy_rel": [0.5, 0.4],
+                       "speedup_vs_blocksparse": [1.5, 1.6], "energy_rel_vs_blocksparse": [0.7, 0.6],
+                       "speedup_vs_staticsparse": [1.1, 1.2], "energy_rel_vs_staticsparse": [0.9, 0.95]})
+    fig = dse.baseline_bars(df, ["rows"])
+    want = {("vs Dense", "y"): "speedup", ("vs Dense", "y2"): "energy_rel",
+            ("vs Block-sparse", "y"): "speedup_vs_blocksparse", ("vs Block-sparse", "y2"): "energy_rel_vs_blocksparse",
+            ("vs Static-sparse", "y"): "speedup_vs_staticsparse",
+            ("vs Static-sparse", "y2"): "energy_rel_vs_staticsparse"}
+    got = {(t.name, t.yaxis): list(t.y) for t in fig.data if t.type == "bar"}
+    assert set(got) == set(want)
+    for key, col in want.items():
+        assert got[key] == df[col].tolist(), key

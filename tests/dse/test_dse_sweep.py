@@ -213,3 +213,57 @@ def test_grid_in_words_reads_like_the_sweep_field():
     words = sweep.grid_in_words({"error_budget": [None, 0.01], "granularity": ["tile", "cluster"],
                                  "sram_bytes_per_pe": [2**34]})
     assert words == "error_budget none, 0.01 × granularity tile, cluster × sram_bytes_per_pe 17179869184"
+
+
+# ---- each swept value reaches the stage it belongs to (checked against the pipeline run by hand)
+@pytest.fixture(scope="module")
+def uniform_matrix():
+    """A matrix whose AKF plan is approximate and changes with rho_x, resource and the seed
+    (on block_diagonal the plan is the Block-sparse one, so ratios to it are 1 either way)."""
+    return akfviz.generate("uniform", n=192, density=0.05, seed=1)
+
+
+def _by_hand(A, tile, *, rho_x=1.0, seed=0, **kw):
+    from akfviz.compare import kernel_mix_of
+    from akfviz.npu.simulate import simulate
+
+    plan = _plan_at(A, tile, None, seed=seed, rho_x=rho_x, **kw)
+    res = simulate(plan, rho_x=rho_x, seed=seed, record=False)
+    return float(res.cycles), float(res.energy_total_pj), kernel_mix_of(plan)
+
+
+def test_a_swept_rho_x_reaches_both_the_selector_and_the_simulator(uniform_matrix):
+    df = run_sweep(uniform_matrix, {"rho_x": [1.0, 0.1]}, base={"tile": 16})
+    got = [(r.cycles, r.energy_pj, r.kernel_mix) for r in df.itertuples()]
+    want = [_by_hand(uniform_matrix, 16, rho_x=rho) for rho in (1.0, 0.1)]
+    assert got == want
+    assert want[0][2] != want[1][2]  # the plan itself depends on rho_x here (not a vacuous check)
+
+
+def test_the_sweep_seed_reaches_both_the_selector_and_the_simulator(uniform_matrix):
+    df = run_sweep(uniform_matrix, {"tile": [16]}, base={"rho_x": 0.3}, seed=3)
+    row = df.iloc[0]
+    want = _by_hand(uniform_matrix, 16, rho_x=0.3, seed=3)
+    assert (row["cycles"], row["energy_pj"], row["kernel_mix"]) == want
+    assert want != _by_hand(uniform_matrix, 16, rho_x=0.3, seed=0)  # the seed matters here
+
+
+def test_a_swept_resource_reaches_the_selector(uniform_matrix):
+    df = run_sweep(uniform_matrix, {"resource": ["energy", "cycles"]}, base={"tile": 16})
+    got = [(r.cycles, r.energy_pj, r.kernel_mix) for r in df.itertuples()]
+    want = [_by_hand(uniform_matrix, 16, resource=res) for res in ("energy", "cycles")]
+    assert got == want
+    assert want[0] != want[1]
+
+
+def test_speedup_and_energy_ratios_against_each_baseline_point_the_right_way(uniform_matrix):
+    """Speedup = baseline cycles / AKF cycles and energy ratio = AKF energy / baseline energy, for
+    Block-sparse and Static-sparse both, on a plan that differs from each baseline."""
+    df = run_sweep(uniform_matrix, {"tile": [16, 32]}, baselines=True)
+    for _, r in df.iterrows():
+        for b in ("blocksparse", "staticsparse"):
+            assert r[f"{b}_cycles"] != r["cycles"] and r[f"{b}_energy_pj"] != r["energy_pj"], b
+            assert r[f"speedup_vs_{b}"] == r[f"{b}_cycles"] / r["cycles"]
+            assert r[f"energy_rel_vs_{b}"] == r["energy_pj"] / r[f"{b}_energy_pj"]
+        assert r["speedup"] == r["dense_cycles"] / r["cycles"]
+        assert r["energy_rel"] == r["energy_pj"] / r["dense_energy_pj"]

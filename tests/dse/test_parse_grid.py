@@ -38,3 +38,10 @@ def test_tile_slots_and_every_slot_nonempty():
     assert tile_slots((96, 96), 16) == 36
     assert every_slot_nonempty([36, 9], [16, 32], (96, 96))
     assert not every_slot_nonempty([36, 8], [16, 32], (96, 96))
+
+
+@pytest.mark.parametrize("word", ["none", "None", "NONE", "null", "Null", "NULL"])
+def test_parse_grid_reads_none_in_any_case(word):
+    """``None`` (as Python writes it) and ``NULL`` mean no budget, as ``none`` and ``null`` do."""
+    assert parse_grid(f"error_budget={word},0.05") == {"error_budget": [None, 0.05]}
+    assert parse_grid(f"resource_budget=0.5,{word}") == {"resource_budget": [0.5, None]}

@@ -195,3 +195,13 @@ def test_resource_budget_none_and_zero_weights(A):
     with pytest.raises(akfviz.InputError, match="both 0"):
         run_sweep(A, {"resource_budget": [None]}, base={"alpha": 0.0, "beta": 0.0})
     run_sweep(A, {"resource_budget": [0.5]}, base={"alpha": 0.0, "beta": 0.0, "tile": 16})
+
+
+@pytest.mark.parametrize("name, value", [("alpha", True), ("error_budget", True), ("rows", np.True_),
+                                         ("rho_x", True)])
+def test_a_bool_is_not_a_number_of_the_sweep(name, value):
+    """True is 1 to Python: without the check, alpha=True or error_budget=True became 1.0 silently."""
+    with pytest.raises(akfviz.InputError, match=f"'{name}' needs a number"):
+        expand_grid({name: [value]})
+    with pytest.raises(akfviz.InputError, match=f"'{name}' needs a number"):
+        SWEEP_PARAMETERS[name].check(value)
