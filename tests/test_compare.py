@@ -399,3 +399,18 @@ def test_the_compare_bars_axes_reach_the_paper_claims():
         lo, hi = fig.layout[axis].range
         top = np.nanmax(np.r_[measured[col].to_numpy(float), claimed[col].to_numpy(float)])
         assert lo <= 0 and hi >= top, (axis, hi, top)
+
+
+def test_the_compare_bars_match_claims_to_plans_by_name_not_by_row_order():
+    """Claims given in another row order (a library user's own table) still sit on their plan's bar."""
+    from akfviz.viz.compare import compare_bars
+
+    measured = pd.DataFrame({"speedup": [1.0, 1.1, 1.05, 1.2], "energy_rel": [1.0, 0.9, 0.95, 0.8],
+                             "error_pct": [0.0, 0.0, 0.5, 0.2]}, index=pd.Index(list(PLANS), name="plan"))
+    claimed = PAPER_CLAIMS.rename(columns={"energy_table": "energy_rel"})
+    markers = [t for t in compare_bars(measured, claimed.iloc[::-1]).data if t.type == "scatter"]
+    speed = next(t for t in markers if t.xaxis in (None, "x"))
+    # the marker at each plan's row (y = row + offset) holds that plan's claimed speedup
+    by_row = {int(round(y)): x for y, x in zip(speed.y, speed.x)}
+    assert {PLANS[i]: v for i, v in by_row.items()} == {p: claimed.loc[p, "speedup"] for p in PLANS
+                                                         if np.isfinite(claimed.loc[p, "speedup"])}
