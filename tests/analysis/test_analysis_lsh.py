@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+import akfviz
 from akfviz.analysis.lsh import LSHConfig, _band_components, _first_appearance, cluster_tiles
 from akfviz.analysis.minhash import minhash_signatures
 from akfviz.errors import InputError
@@ -365,3 +366,55 @@ def test_cluster_mode_stays_near_tile_mode_where_a_first_tile_representative_fai
     df = compare_granularity(pa)
     assert df["cost_gap"].iloc[0] < 0.1
     assert akfviz.select(pa).relative_error < 0.05
+
+
+def test_medoid_tie_goes_to_the_signature_seen_first_in_tile_order():
+    # two tiles, same density and values, outlines differing in one cell each (J = 62/64): both
+    # have the same medoid cost, so the representative is the first tile in tile order
+    for missing in (((0, 0), (7, 15)), ((7, 7), (0, 8))):
+        D = np.ones((8, 16))
+        for r, c in missing:
+            D[r, c] = 0.0
+        pa = akfviz.analyze(D, tile=8)
+        assert pa.n_clusters == 1 and pa.clusters["size"].iat[0] == 2
+        assert pa.clusters["representative"].iat[0] == 0
+    # without density / top_mass: the medoid signature's first tile
+    full = np.uint64(2**64 - 1)
+    a, b = full ^ np.uint64(1), full ^ np.uint64(1 << 63)
+    for sig in ([a, b], [b, a], [a, b, b, a]):
+        cl = cluster_tiles(np.array(sig, np.uint64), np.zeros(len(sig), np.int64), LSHConfig())
+        assert cl["n_clusters"] == 1 and cl["representative"].tolist() == [0]
+
+
+def test_jaccard_mean_is_exact_for_many_tiles_with_few_distinct_outlines():
+    # m = 100 tiles (4950 pairs > jaccard_pairs = 256) but d = 2 distinct signatures
+    # (3 <= 256): the mean over all tile pairs is exact, not a sample
+    full = np.uint64(2**64 - 1)
+    a, b = full ^ np.uint64(1), full ^ np.uint64(1 << 63)   # J(a, b) = 62/64
+    sig = np.array([a] * 60 + [b] * 40, dtype=np.uint64)
+    np.random.default_rng(0).shuffle(sig)
+    cl = cluster_tiles(sig, np.zeros(100, np.int64), LSHConfig(jaccard_pairs=256))
+    assert cl["n_clusters"] == 1
+    ref = (60 * 59 + 40 * 39 + 2 * 60 * 40 * (62 / 64)) / (100 * 99)
+    assert cl["jaccard_mean"][0] == pytest.approx(ref, rel=1e-12)
+
+
+def test_sampled_medoid_scores_candidates_against_members_of_its_own_cluster():
+    # a cluster with d = 301 > 128 distinct outlines (sampled medoid): X (cells 0-39) on 200
+    # tiles, 300 variants X + 3 of the other cells. Against its members X is clearly the
+    # medoid. Tiles 1..499 belong to another cluster (another density bin) with the outline
+    # ~X: scoring the candidates against those tiles instead would pick a variant.
+    rng = np.random.default_rng(0)
+    X = np.uint64((1 << 40) - 1)
+    Z = ~X
+    variants = set()
+    while len(variants) < 300:
+        variants.add(int(X) | sum(1 << int(b) for b in rng.choice(np.arange(40, 64), 3, replace=False)))
+    rest = np.array([int(X)] * 199 + sorted(variants), dtype=np.uint64)
+    rng.shuffle(rest)
+    sig = np.concatenate([[X], np.full(499, Z, np.uint64), rest]).astype(np.uint64)
+    dbin = np.zeros(sig.size, np.int64)
+    dbin[1:500] = -1
+    cl = cluster_tiles(sig, dbin, LSHConfig())
+    assert cl["n_clusters"] == 2 and np.bincount(cl["cluster"]).tolist() == [500, 499]
+    assert sig[cl["representative"][0]] == X and cl["representative"][0] == 0

@@ -444,3 +444,15 @@ def test_the_analysis_is_read_only_and_the_callers_matrix_is_not():
     plan = akfviz.select(pa)         # selection and execution need no writable analysis arrays
     x = np.ones(A.shape[1])
     assert np.isfinite(plan.output_error(x)) and plan.matvec(x).shape == (A.shape[0],)
+
+
+def test_timings_name_every_stage_and_total_is_their_sum():
+    pa = akfviz.analyze(_matrix(1, 120, 90), 8)
+    t = pa.timings
+    assert set(t) == {"validate", "tiling_features", "unique", "minhash", "lsh", "medoid_jaccard",
+                      "clustering", "tables", "total"}
+    # the top-level stages partition the run; the clustering's own stages lie inside it
+    assert t["validate"] > 0.0
+    assert t["total"] == pytest.approx(t["validate"] + t["tiling_features"] + t["clustering"]
+                                       + t["tables"], rel=1e-9, abs=1e-12)
+    assert t["unique"] + t["minhash"] + t["lsh"] + t["medoid_jaccard"] <= t["clustering"] + 1e-12

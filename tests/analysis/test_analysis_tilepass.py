@@ -192,3 +192,25 @@ def test_tiles_table_is_lazy_cached_and_pickles():
     assert pd_.tiles.equals(t) and fresh.tiles.equals(t)
     t.loc[0, "bi"] = 99  # the table owns its columns
     assert pa.tileset.bi[0] != 99
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.int32, np.bool_])
+def test_csr_with_other_value_dtypes_is_analysed_as_float64(dtype):
+    # a canonical CSR whose values are not float64 must not take the copy-as-is fast path
+    # with its own dtype: pa.A is always a float64 copy (akf-spec §9)
+    A = sp.random_array((40, 36), density=0.15, format="csr", rng=np.random.default_rng(4))
+    A.data[:] = np.arange(1, A.nnz + 1)
+    X = sp.csr_array((A.data.astype(dtype), A.indices.copy(), A.indptr.copy()), shape=A.shape)
+    assert X.has_canonical_format
+    pa = akfviz.analyze(X, tile=8)
+    assert pa.A.dtype == np.float64 and pa.A.data.dtype == np.float64
+    ref = akfviz.analyze(X.astype(np.float64), tile=8)
+    np.testing.assert_array_equal(pa.A.toarray(), ref.A.toarray())
+    assert pa.fro_norm == ref.fro_norm
+
+
+def test_complex_csr_is_an_input_error():
+    A = sp.random_array((20, 20), density=0.2, format="csr", rng=np.random.default_rng(5))
+    X = sp.csr_array((A.data * (1 + 1j), A.indices.copy(), A.indptr.copy()), shape=A.shape)
+    with pytest.raises(akfviz.InputError):
+        akfviz.analyze(X, tile=8)
