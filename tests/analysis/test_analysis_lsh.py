@@ -418,3 +418,10 @@ def test_sampled_medoid_scores_candidates_against_members_of_its_own_cluster():
     cl = cluster_tiles(sig, dbin, LSHConfig())
     assert cl["n_clusters"] == 2 and np.bincount(cl["cluster"]).tolist() == [500, 499]
     assert sig[cl["representative"][0]] == X and cl["representative"][0] == 0
+
+
+def test_minhash_refuses_signature_bits_beyond_the_universe():
+    # a 4 × 4 grid has 16 cells: bit 16 names no cell (an internal caller's bug, not user input)
+    assert minhash_signatures(np.array([1 << 15], np.uint64), num_hashes=8, seed=0, universe=16).shape == (1, 8)
+    with pytest.raises(ValueError, match="beyond the universe"):
+        minhash_signatures(np.array([1 << 16], np.uint64), num_hashes=8, seed=0, universe=16)
