@@ -964,6 +964,7 @@ class _STEntry(NamedTuple):   # a tuple: a header may list up to ≈ 1.4M of the
     end: int
 
 
+_ST_ITEMSIZE = {k: v.itemsize for k, v in _ST_DTYPES.items()}
 _ST_KEYS = frozenset(("dtype", "shape", "data_offsets"))
 _INT_ONLY = frozenset((int,))
 
@@ -1020,7 +1021,6 @@ def _st_entries(header, label: str, data_len: int, check_data: bool) -> list:
     entries = []
     # The checks below run once per header entry (up to ≈ 1.4M in a 100 MB header), so they use
     # C-level tests: `type(v) is int` is false for bool (JSON true / false) and for floats.
-    itemsize = {k: v.itemsize for k, v in _ST_DTYPES.items()}
     for name, info in header.items():
         if name == "__metadata__":
             continue
@@ -1032,8 +1032,8 @@ def _st_entries(header, label: str, data_len: int, check_data: bool) -> list:
         if (type(offs) is not list or len(offs) != 2 or type(offs[0]) is not int or type(offs[1]) is not int
                 or offs[0] < 0 or offs[1] < offs[0]):
             raise InputError(f"{_cap(label)}: tensor {name!r} has invalid data offsets {offs!r}; the file is corrupt.")
-        if type(dtype) is str and dtype in itemsize:
-            expected = math.prod(shape) * itemsize[dtype]
+        if type(dtype) is str and dtype in _ST_ITEMSIZE:
+            expected = math.prod(shape) * _ST_ITEMSIZE[dtype]
             if offs[1] - offs[0] != expected:
                 raise InputError(
                     f"{_cap(label)}: tensor {name!r} ({dtype} {shape}) should take {expected} bytes but its "
