@@ -176,7 +176,9 @@ with right:
             pts["error"], pts["resource_share"], current=(plan.relative_error, rep.resource_share),
             labels=pts["kernel_mix"], resource_name=f"{rep.measure} / Dense (selector's estimate)")), key="pareto")
         st.caption("How to read this: each step is a plan from the multiplier sweep that no other plan beats on "
-                   "both error and resource; the star is the current plan.")
+                   "both error and resource; the star is the current plan. In cluster mode the sweep is run "
+                   "twice, the second time without kernels that are exact on a cluster's representative "
+                   "but not on all its members (column `restricted` of the export).")
         S.export_buttons("Pareto front", lambda: pts, f"pareto-{rep.measure}-T{pa.tile}", "exp_pareto",
                          what="one row per plan on the front")
 

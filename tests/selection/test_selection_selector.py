@@ -487,6 +487,27 @@ def test_pareto_front_is_non_dominated_and_monotone(pa):
     assert pf.current is not None and pf.current["resource"] > 0
 
 
+def test_cluster_pareto_front_reaches_the_exact_plan_when_a_representative_flatters_a_lossy_kernel():
+    # uniform 512² at T = 16: most tiles hold one or two entries; a one-entry medoid makes PRUNE50
+    # look exact for its whole cluster, so the plain sweep's λ = ∞ plan still drops entries
+    pa = akfviz.analyze(akfviz.generate("uniform", n=512, seed=0), tile=16)
+    pf = pareto_front(pa, granularity="cluster", n_points=8)
+    pts = pf.points
+    plain = pts[~pts["restricted"]]
+    assert len(plain) == 10 and plain["error"].min() > 0          # the case the second sweep is for
+    assert pts["restricted"].sum() == 10
+    exact = select(pa, error_budget=0, granularity="cluster")
+    assert exact.relative_error == 0
+    assert pf.front["error"].iloc[-1] == 0
+    assert pf.front["resource"].iloc[-1] == pytest.approx(exact.resource, rel=1e-12)
+    for f in pf.front.itertuples():                                # non-dominated over both sweeps
+        dom = (pts["error"] <= f.error) & (pts["resource"] <= f.resource) & \
+              ((pts["error"] < f.error) | (pts["resource"] < f.resource))
+        assert not dom.any()
+    # tile mode measures every tile's own error: one sweep, nothing restricted
+    assert not pareto_front(pa, granularity="tile", n_points=4).points["restricted"].any()
+
+
 def test_non_dominated_reference():
     rng = np.random.default_rng(5)
     e, r = rng.random(40), rng.random(40)
