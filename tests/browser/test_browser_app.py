@@ -148,6 +148,16 @@ def test_clicking_a_tile_on_the_density_map_selects_it(server, page):
     assert inp.input_value() != "0"
     assert f"tsel={inp.input_value()}" in page.url
     assert page.locator('[data-testid="stException"]').count() == 0
+    # the cluster box follows the click: it shows the clicked tile's cluster (the default view:
+    # the default sample at the default T and LSH parameters, analysed here by the library)
+    import akfviz
+    from akfviz.app_url import FIELDS
+    from akfviz.workloads.samples import DEFAULT_SAMPLE, load_sample
+
+    pa = akfviz.analyze(load_sample(DEFAULT_SAMPLE), tile=int(FIELDS["tile"].default))
+    want = int(pa.tiles["cluster"].iloc[int(inp.input_value())])
+    assert pa.n_clusters > 1
+    assert page.get_by_role("spinbutton", name="Selected cluster").input_value() == str(want)
     shoot(page, "tile-click")
     # the click's selection stays in the chart's state: typing another tile afterwards must not
     # snap back to the clicked one
@@ -176,6 +186,29 @@ def test_plan_export_downloads_the_table(server, page, tmp_path):
     df = pd.read_csv(path)
     assert list(df.columns) == ["tile", "bi", "bj", "nnz", "density", "cluster", "kernel", "sq_error"]
     assert len(df) > 0 and (df["sq_error"] >= 0).all() and df["kernel"].notna().all()
+    assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_matrix_download_is_the_shown_matrix(server, page, tmp_path):
+    # the Matrix page's "Download .mtx" is the sample itself, not its transpose (the default sample
+    # is 1536 × 384, so a transpose would change the shape too) and "Download .npz" the same matrix
+    import numpy as np
+    import scipy.io
+    import scipy.sparse as sp
+
+    from akfviz.workloads.samples import DEFAULT_SAMPLE, load_sample
+
+    open_page(page, server, "")
+    A = load_sample(DEFAULT_SAMPLE)
+    for label, name in (("Download .mtx", "m.mtx"), ("Download .npz", "m.npz")):
+        with page.expect_download(timeout=60_000) as info:
+            page.get_by_role("button", name=label).click()
+        path = tmp_path / name
+        info.value.save_as(path)
+        B = sp.csr_array(scipy.io.mmread(path) if name.endswith(".mtx") else sp.load_npz(path))
+        assert B.shape == A.shape
+        assert abs(B - A).max() == 0 and B.nnz == A.nnz
+    assert A.shape[0] != A.shape[1]
     assert page.locator('[data-testid="stException"]').count() == 0
 
 

@@ -1,0 +1,235 @@
+"""Figure and page details a user reads as numbers: which value a hover, a frame or a bar stands for.
+
+Each test names the behaviour it checks; they were written against mutants of the figure builders and
+the page scripts that the rest of the suite let through (a hover naming another plan, a frame on the
+transposed tile, a widget whose value never reached the library call)."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+import akfviz
+from akfviz.viz import compare as vc
+from akfviz.viz import dse as vd
+from akfviz.viz import kernels as vk
+from akfviz.viz import matrix as vm
+from akfviz.viz import patterns as vp
+from akfviz.viz.colors import CLUSTER_PALETTE
+
+
+def typed_array(value) -> np.ndarray:
+    """A figure array as the browser gets it (plotly's typed-array dict, or a plain list)."""
+    if not isinstance(value, dict):
+        return np.asarray(value)
+    import base64
+
+    arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+    return arr.reshape([int(k) for k in str(value["shape"]).split(",")]) if "shape" in value else arr
+
+
+# --------------------------------------------------------------------------- library figures
+def test_matrix_summary_calls_only_a_symmetric_matrix_symmetric():
+    upper = sp.csr_array(np.array([[1.0, 2.0, 0.0], [0.0, 3.0, 0.0], [0.0, 0.0, 4.0]]))
+    assert vm.matrix_summary(upper)["symmetric"] is False
+    same_pattern = sp.csr_array(np.array([[1.0, 2.0], [5.0, 3.0]]))     # pattern symmetric, values not
+    assert vm.matrix_summary(same_pattern)["symmetric"] is False
+    sym = sp.csr_array(np.array([[1.0, 2.0], [2.0, 3.0]]))
+    assert vm.matrix_summary(sym)["symmetric"] is True
+
+
+def test_compare_bars_hover_names_the_plan_of_each_bar():
+    plans = ["Dense", "BlockSparse", "StaticSparse", "AKF"]
+    measured = pd.DataFrame({"speedup": [1.0, 1.5, 2.0, 3.0], "energy_rel": [1.0, 0.9, 0.7, 0.5],
+                             "error_pct": [0.0, 0.0, 1.0, 2.0]}, index=plans)
+    fig = vc.compare_bars(measured)
+    ticks = dict(zip(fig.layout.yaxis.tickvals, fig.layout.yaxis.ticktext))
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert len(bars) == 3
+    for bar in bars:
+        for y, name in zip(bar.y, bar.customdata):
+            assert ticks[y] == name                      # the hover's plan is the row's plan
+
+
+def test_aggregated_tile_density_map_shows_the_mean_density_over_each_cells_area():
+    # 300 tile columns at cap 256: two tile columns per cell
+    tiles = pd.DataFrame({"bi": [0, 0, 0], "bj": [0, 1, 2], "density": [0.1, 0.3, 0.5]})
+    fig = vp.tile_density_map(tiles, 1, 300, 8)
+    z = np.asarray(fig.data[0].z, dtype=float)
+    assert "each cell: 1×2 tiles" in fig.layout.title.text
+    np.testing.assert_allclose(z[0, 0], np.log10(0.2), rtol=1e-6)     # (0.1 + 0.3) / 2
+    np.testing.assert_allclose(z[0, 1], np.log10(0.25), rtol=1e-6)    # (0.5 + empty) / 2
+
+
+def test_tile_map_hover_and_frame_put_bi_on_the_rows_and_bj_on_the_columns():
+    tiles = pd.DataFrame({"bi": [0, 1], "bj": [3, 0], "density": [0.5, 0.25]})
+    fig = vp.tile_density_map(tiles, 2, 5, 8, selected=0)
+    layer = fig.data[1]
+    pts = {int(c): (float(x), float(y)) for c, x, y in zip(layer.customdata, layer.x, layer.y)}
+    assert pts[0] == (3.0, 0.0) and pts[1] == (0.0, 1.0)          # x = bj, y = bi
+    assert "bi %{y" in layer.hovertemplate and "bj %{x" in layer.hovertemplate
+    (frame,) = fig.layout.shapes
+    assert (frame.x0, frame.x1, frame.y0, frame.y1) == (2.5, 3.5, -0.5, 0.5)   # tile (bi 0, bj 3)
+
+
+def test_cluster_highlight_greys_the_other_clusters_and_keeps_the_selected_ones_colour():
+    tiles = pd.DataFrame({"bi": [0, 0, 1], "bj": [0, 1, 0], "cluster": [0, 1, 1]})
+    k = len(CLUSTER_PALETTE)
+    z = np.asarray(vp.cluster_map(tiles, 2, 2, 8, selected_cluster=1).data[0].z, dtype=float)
+    assert z[0, 0] == k                                   # cluster 0: grey
+    assert z[0, 1] == 1 and z[1, 0] == 1                  # cluster 1: its own colour
+    assert np.isnan(z[1, 1])
+    z = np.asarray(vp.cluster_map(tiles, 2, 2, 8).data[0].z, dtype=float)
+    assert z[0, 0] == 0 and z[0, 1] == 1                  # no selection: nothing grey
+
+
+def test_cluster_sizes_shows_the_largest_clusters_largest_first():
+    rng = np.random.default_rng(3)
+    sizes = rng.permutation(np.arange(1, 71))
+    clusters = pd.DataFrame({"size": sizes, "jaccard_mean": np.linspace(0, 1, 70)})
+    fig = vp.cluster_sizes(clusters)
+    shown = np.asarray(fig.data[0].y)
+    assert shown.tolist() == sorted(sizes.tolist(), reverse=True)[:60]
+    assert [int(x) for x in fig.data[0].x] == [int(i) for i in np.argsort(-sizes, kind="stable")[:60]]
+
+
+def test_kernel_mix_adds_up_the_given_weights_per_kernel():
+    fig = vk.kernel_mix(["CSC", "CSC", "DIA"], weights=[1, 2, 10])
+    bars = dict(zip(fig.data[0].y, fig.data[0].x))
+    assert bars == {"CSC": 3.0, "DIA": 10.0}
+    assert fig.layout.title.text == "Kernel mix, by nonzeros"
+
+
+def test_pareto_front_hover_labels_follow_their_points():
+    fig = vk.pareto_front([0.1, 0.0, 0.5], [0.5, 1.0, 0.1], labels=["a", "b", "c"])
+    front = fig.data[0]
+    assert list(front.x) == [0.1, 0.5, 1.0]
+    assert list(front.text) == ["c", "a", "b"]
+    np.testing.assert_allclose(front.y, [50.0, 10.0, 0.0])
+
+
+def test_sweep_scatter_hover_lists_the_configuration_of_its_own_point():
+    df = pd.DataFrame({"tile": [8, 16, 32, 64], "cycles": [400.0, 300.0, 200.0, 100.0],
+                       "error_pct": [1.0, 2.0, 3.0, 4.0], "energy_pj": [4e6, 1e6, 3e6, 2e6]})
+    fig = vd.sweep_scatter(df, hover=["tile"])
+    pts = fig.data[0]
+    own = dict(zip(df["cycles"], df["tile"]))
+    for x, text in zip(pts.x, pts.text):
+        assert text.startswith(f"tile={own[x]};"), (x, text)
+
+
+def test_matrix_maps_draw_row_zero_at_the_top():
+    A = akfviz.generate("clustered", n=64, seed=1)
+    pa = akfviz.analyze(A, tile=16)
+    plan = akfviz.select(pa)
+    figs = [vm.spy_density(A), vp.cluster_map(pa.tiles, 4, 4, 16),
+            vk.kernel_map(pa.tiles, plan.tile_kernels, 4, 4, 16)]
+    for fig in figs:
+        assert fig.layout.yaxis.autorange == "reversed"
+
+
+# --------------------------------------------------------------------------- pages (AppTest)
+def _ok(at):
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def _spec(app, title_start):
+    return next(s for s in (json.loads(c.proto.spec) for c in app.get("plotly_chart"))
+                if (s["layout"].get("title") or {}).get("text", "").startswith(title_start))
+
+
+def _specs(app):
+    return [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
+
+
+def test_patterns_highlight_toggle_greys_the_other_clusters_on_the_map(app):
+    app.run()
+    app.switch_page("pages/1_Patterns.py").run()
+    _ok(app)
+    grey = len(CLUSTER_PALETTE)
+    z = typed_array(_spec(app, "LSH clusters")["data"][0]["z"]).astype(float)
+    assert not (z == grey).any()
+    app.toggle(key="cluster_highlight").set_value(True).run()
+    _ok(app)
+    z = typed_array(_spec(app, "LSH clusters")["data"][0]["z"]).astype(float)
+    assert (z == grey).any() and ((z < grey) & np.isfinite(z)).any()
+
+
+def test_kernels_mix_counts_the_nonzeros_of_the_matrix(app):
+    from akfviz.workloads.samples import DEFAULT_SAMPLE, load_sample
+
+    app.run()
+    app.switch_page("pages/2_Kernels.py").run()
+    _ok(app)
+    spec = _spec(app, "Kernel mix")
+    assert spec["layout"]["title"]["text"] == "Kernel mix, by nonzeros"
+    assert sum(typed_array(spec["data"][0]["x"])) == load_sample(DEFAULT_SAMPLE).nnz
+
+
+def test_kernels_relative_error_metric_is_the_plans_error_in_percent(app):
+    app.run()
+    app.switch_page("pages/2_Kernels.py").run()
+    _ok(app)
+    star = next(t for s in _specs(app) for t in s["data"] if t.get("name") == "current plan")
+    err_pct = float(typed_array(star["y"])[0])
+    metric = next(m for m in app.metric if m.label == "relative error")
+    assert metric.value == f"{err_pct:.3g} %"
+
+
+def test_kernels_fit_plot_follows_the_chosen_measure(app):
+    app.run()
+    app.switch_page("pages/2_Kernels.py").run()
+    _ok(app)
+
+    def dots():
+        spec = next(s for s in _specs(app) if any(t.get("name") == "calibration" for t in s["data"]))
+        return typed_array(next(t for t in spec["data"] if t.get("name") == "calibration")["y"]).astype(float)
+
+    sel = app.selectbox(key="pt_measure")
+    first, second = sel.options[0], sel.options[1]
+    assert sel.value == first
+    a = dots()
+    sel.set_value(second).run()
+    _ok(app)
+    b = dots()
+    assert a.shape != b.shape or not np.allclose(a, b)
+
+
+def test_compare_cpu_chart_labels_each_time_and_uses_the_repeats_slider(app, monkeypatch):
+    calls = []
+
+    def fake_time_matvec(plan, x, repeats, A=None):
+        calls.append(int(repeats))
+        return {"plan_ms": 1.0, "scipy_ms": 4.0}
+
+    monkeypatch.setattr("akfviz.execute.cpu.time_matvec", fake_time_matvec)
+    app.run()
+    app.switch_page("pages/4_Compare.py").run()
+    _ok(app)
+    app.slider(key="cpu_reps").set_value(7).run()
+    _ok(app)
+    assert calls and calls[-1] == 7
+    spec = _spec(app, "Real CPU time")
+    bars = dict(zip(spec["data"][0]["y"], typed_array(spec["data"][0]["x"]).astype(float)))
+    assert bars == {"AKF plan.matvec (numba)": 1.0, "scipy CSR A @ x": 4.0}
+
+
+def test_design_space_scatter_puts_the_chosen_columns_on_their_axes(app):
+    app.run()
+    app.switch_page("pages/5_Design_space.py").run()
+    _ok(app)
+    spec = _spec(app, "Sweep:")
+    x, y = app.selectbox(key="dse_x").value, app.selectbox(key="dse_y").value
+    assert x != y
+    assert spec["layout"]["xaxis"]["title"]["text"] == vd.column_label(x)
+    assert spec["layout"]["yaxis"]["title"]["text"] == vd.column_label(y)
+
+
+def test_design_space_bad_sweep_file_shows_an_error_not_a_traceback(app):
+    app.run()
+    app.switch_page("pages/5_Design_space.py").run()
+    app.file_uploader(key="sweep_upload").set_value(("bad.csv", b"this,is\nnot,a sweep\n", "text/csv")).run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert app.error
