@@ -171,3 +171,17 @@ def test_learn_timeline_draws_the_makespan_line_at_the_makespan_from_the_first_s
     fig = learn_timeline(tr, 1)
     (line,) = [s for s in fig.layout.shapes if s.type == "line"]
     assert line.x0 == line.x1 == tr.makespan
+
+
+@pytest.mark.parametrize("kind", ["event", "final", "send", "reduce"])
+def test_learn_matrix_frames_the_current_steps_tile_thick_for_every_tile_step(kind):
+    # the tile a step works on is framed 5 px wide, every other tile 2 px, whatever the step's kind
+    from akfviz.npu.trace import tiny_case
+    from akfviz.viz.learn import learn_matrix
+    # a "final" step is a tile that got no event and runs its final phase only: a sparse x and LOWRANK
+    tc = _tiny_sparse_x("LOWRANK2") if kind == "final" else tiny_case(seed=1)
+    tr = tc.trace
+    step = next(s for s in tr.steps if s.kind == kind)
+    fig = learn_matrix(tc.A_hat, tc.x, tr.tile, tc.work.bi, tc.work.bj, tr.tile_pe, step)
+    frames = [s for s in fig.layout.shapes if s.line.width is not None and s.line.width > 0][:tc.work.n_tiles]
+    assert [f.line.width for f in frames] == [5 if u == step.tile else 2 for u in range(tc.work.n_tiles)]
