@@ -177,9 +177,10 @@ def solve_error_budget(problem, eps: float) -> BudgetResult:
         # eps = 0 plan (error 0, feasible), so a budget never gets a plan that costs more than
         # the exact one. (It searched the lossless kernels alone: every budget from 1e-6 to 5 %
         # got error 0 at more resource than error_budget=0 — held-out probe, uniform 512², T = 16.)
-        claimed = (problem.E == 0.0) & ~problem.lossless[None, :]
-        best, lam, extra = _search(problem, feasible, better, mask=~claimed | _exact_mask(problem))
-        trace = pd.concat([trace, extra], ignore_index=True)
+        honest = members_exact_mask(problem)
+        if honest is not None:
+            best, lam, extra = _search(problem, feasible, better, mask=honest)
+            trace = pd.concat([trace, extra], ignore_index=True)
     if best is None:
         emin = float(trace["error"].min())
         raise InputError(
@@ -187,6 +188,16 @@ def solve_error_budget(problem, eps: float) -> BudgetResult:
             f"reachable is {emin:.3g}. Raise the error budget or add lossless kernels."
         )
     return BudgetResult(best[0], float(lam), best[1], best[2], trace, "error_budget", eps, mask)
+
+
+def members_exact_mask(problem) -> np.ndarray | None:
+    """(units × kernels) every candidate pair except the lossy kernels with E = 0 on a unit's
+    representative that do not reproduce every member tile (in cluster mode PRUNE50 or LOWRANK1 on a
+    one-nonzero medoid "look exact" and drop entries of the other members); None when no lossy pair
+    has E = 0, so there is nothing to exclude. Used by the error-budget fallback and by the second
+    sweep of :func:`akfviz.selection.pareto.pareto_front`."""
+    claimed = (problem.E == 0.0) & ~problem.lossless[None, :]
+    return (~claimed | _exact_mask(problem)) if claimed.any() else None
 
 
 def _exact_mask(problem) -> np.ndarray:

@@ -25,7 +25,7 @@ import pandas as pd
 
 from ..arguments import check_seed
 from ..errors import InputError
-from .budgets import _exact_mask
+from .budgets import members_exact_mask
 from .costs import SelectionProblem, check_pa, resolve_candidates
 from .perftable import check_resource, check_rho_x
 
@@ -163,9 +163,9 @@ def pareto_front(pa, kernels=None, hw=None, *, resource="energy", granularity="c
     rows = []
     masks = [None]
     if prob.granularity == "cluster" and prob.n_units and prob.lossless.any():
-        claimed = (prob.E == 0.0) & ~prob.lossless[None, :]
-        if claimed.any():
-            masks.append(~claimed | _exact_mask(prob))
+        honest = members_exact_mask(prob)
+        if honest is not None:
+            masks.append(honest)
     for mask in masks:
         for lam in lams:
             ch = prob.argmin(lam, 1.0, mask=mask)

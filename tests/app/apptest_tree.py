@@ -1,4 +1,7 @@
-"""Helpers shared by AppTest files: walk the element tree to a keyed container."""
+"""Helpers shared by AppTest files: walk the element tree to a keyed container; decode a chart's arrays."""
+import base64
+
+import numpy as np
 
 
 def block(app, key):
@@ -13,3 +16,12 @@ def block(app, key):
                 return found
         return None
     return walk(app.main)
+
+
+def typed_array(value) -> np.ndarray:
+    """A figure array as the browser gets it: plotly writes numeric arrays as typed arrays
+    (``{"bdata": base64, "dtype": …, "shape": "r, c"}``), short lists as they are."""
+    if not isinstance(value, dict):
+        return np.asarray(value)
+    arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+    return arr.reshape([int(k) for k in str(value["shape"]).split(",")]) if "shape" in value else arr

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import akfviz
+from apptest_tree import typed_array
 
 from akfviz import app_state as S
 
@@ -22,17 +23,6 @@ def _ok(at):
 
 def charts(at):
     return at.get("plotly_chart")
-
-
-def typed_array(value) -> np.ndarray:
-    """A figure array as the browser gets it: plotly writes numeric arrays as typed arrays
-    (``{"bdata": base64, "dtype": …, "shape": "r, c"}``), short lists as they are."""
-    if not isinstance(value, dict):
-        return np.asarray(value)
-    import base64
-
-    arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-    return arr.reshape([int(k) for k in str(value["shape"]).split(",")]) if "shape" in value else arr
 
 
 def test_default_sample_is_loaded_on_first_open(app):

@@ -17,16 +17,7 @@ from akfviz.viz import kernels as vk
 from akfviz.viz import matrix as vm
 from akfviz.viz import patterns as vp
 from akfviz.viz.colors import CLUSTER_PALETTE
-
-
-def typed_array(value) -> np.ndarray:
-    """A figure array as the browser gets it (plotly's typed-array dict, or a plain list)."""
-    if not isinstance(value, dict):
-        return np.asarray(value)
-    import base64
-
-    arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-    return arr.reshape([int(k) for k in str(value["shape"]).split(",")]) if "shape" in value else arr
+from apptest_tree import typed_array
 
 
 # --------------------------------------------------------------------------- library figures
