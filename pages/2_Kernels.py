@@ -174,11 +174,16 @@ with right:
         pts = pf.front
         S.chart(S.figure_cached(f"pareto|{pkey}", lambda: vk.pareto_front(
             pts["error"], pts["resource_share"], current=(plan.relative_error, rep.resource_share),
-            labels=pts["kernel_mix"], resource_name=f"{rep.measure} / Dense (selector's estimate)")), key="pareto")
-        st.caption("How to read this: each step is a plan from the multiplier sweep that no other plan beats on "
-                   "both error and resource; the star is the current plan. In cluster mode the sweep is run "
-                   "twice, the second time without kernels that are exact on a cluster's representative "
-                   "but not on all its members (column `restricted` of the export).")
+            labels=pts["kernel_mix"], resource_name=f"{rep.measure} / Dense (selector's estimate)",
+            between=pts["between"])), key="pareto")
+        st.caption("How to read this: each step is a plan that no other plan found beats on both error and "
+                   "resource; the star is the current plan. Large markers are the multiplier sweep's plans "
+                   "(the front's corners), small dots plans between two corners, where units switch from one "
+                   "corner's kernel to the other's (column `between` of the export); a budget mode can still "
+                   "land a little below the line. In cluster mode the sweep is run twice, the second time "
+                   "without kernels that are exact on a cluster's representative but not on all its members "
+                   "(column `restricted`). Plans over 50 % error (most of A dropped) are left off the axes "
+                   "when others remain; the note above the chart counts them and the export has every plan.")
         S.export_buttons("Pareto front", lambda: pts, f"pareto-{rep.measure}-T{pa.tile}", "exp_pareto",
                          what="one row per plan on the front")
 

@@ -13,6 +13,19 @@ whole front stayed above 21 % error while the error-budget mode found a 5 % plan
 So, as the error-budget search does (:mod:`.budgets`), the sweep is repeated without those
 (cluster, kernel) pairs — unless the kernel reproduces every member — when some exist; those
 points have ``restricted = True``, and the front is taken over both sweeps.
+
+A multiplier only reaches the corners of the front (the plans on its lower convex hull), and a
+log-spaced grid of them steps over many corners; the budget modes bisect the multiplier and then
+fill in between corners (:func:`.budgets._fill`), so a budget's plan could sit far below the front
+drawn for its resource — on ``powerlaw_4096`` (T = 16, cycles) the 5 % plan lay at half the error
+the front showed. So each sweep is refined where the grid stepped over corners (:func:`_refine`,
+up to ``n_points`` more multipliers), and between every two adjacent corners the front adds the plans met on
+the way from one to the other (:func:`_between`): the units whose kernels differ switch from the
+cheaper corner's kernel to the other's one at a time, most error saved per resource added first, and
+``fill`` of those plans, evenly spaced along the path, are measured like the corners (``between =
+True``, multiplier NaN). The front is taken over corners and paths. The budget modes' fill may
+also switch a unit to a kernel neither corner uses, so a budget's plan can still lie below the
+front, by less (docs/decisions.md, "The Pareto front is refined and filled between corners").
 """
 from __future__ import annotations
 
@@ -30,13 +43,14 @@ from .costs import SelectionProblem, check_pa, resolve_candidates
 from .perftable import check_resource, check_rho_x
 
 POINT_COLUMNS = ["alpha", "beta", "multiplier", "error", "error_pct", "resource", "resource_share",
-                 "kernel_mix", "n_kernels", "restricted"]
+                 "kernel_mix", "n_kernels", "restricted", "between"]
 
 
 @dataclass(frozen=True, eq=False)
 class ParetoFront:
     """``points``: every swept plan (``restricted``: from the second, cluster-mode sweep, see the
-    module docstring); ``front``: the non-dominated ones (sorted by resource);
+    module docstring) and the plans between adjacent corners (``between``); ``front``: the
+    non-dominated ones (sorted by resource);
     ``current``: the point of a given plan (dict) or None; ``measure``, ``granularity``."""
 
     points: pd.DataFrame
@@ -89,6 +103,89 @@ def non_dominated(error, resource) -> np.ndarray:
     return keep
 
 
+def _refine(prob, swept: list, mask, budget: int) -> list:
+    """Multipliers between the swept ones that reach corners the log-spaced grid stepped over.
+
+    For two plans of adjacent multipliers with selector totals ``(Ê_a, R̂_a)``, ``(Ê_b, R̂_b)``
+    (``Ê = Σ_u En[u, k_u]``, ``R̂ = Σ_u Rn[u, k_u]``: what the argmin minimises, ``λ·Ê + R̂``) and
+    ``Ê_a > Ê_b``, the multiplier ``λ* = (R̂_b − R̂_a) / (Ê_a − Ê_b)`` prices both the same; the
+    argmin at ``λ*`` is a new corner when it costs less than both, and the two new gaps are
+    searched the same way (the non-inferior set estimation of Cohon et al.). At most ``budget``
+    argmins; returns ``[(λ*, choice), …]``.
+    """
+    if prob.n_units == 0 or budget < 1:
+        return []
+    rows = np.arange(prob.n_units)
+    est = lambda ch: (float(prob.En[rows, ch].sum()), float(prob.Rn[rows, ch].sum()))  # noqa: E731
+    pts = sorted(((lam, ch) for lam, ch in swept), key=lambda t: t[0])
+    gaps = [(a, b) for a, b in zip(pts[:-1], pts[1:]) if not np.array_equal(a[1], b[1])]
+    added = []
+    while gaps and len(added) < budget:
+        (la, ca), (lb, cb) = gaps.pop(0)
+        (Ea, Ra), (Eb, Rb) = est(ca), est(cb)
+        if not (Ea > Eb and Rb > Ra):
+            continue
+        lam = (Rb - Ra) / (Ea - Eb)
+        ch = prob.argmin(lam, 1.0, mask=mask)
+        Ec, Rc = est(ch)
+        if lam * Ec + Rc >= (lam * Ea + Ra) * (1 - 1e-12):
+            continue  # nothing below the segment: a and b are adjacent corners
+        added.append((lam, ch))
+        gaps += [((la, ca), (lam, ch)), ((lam, ch), (lb, cb))]
+    return added
+
+
+def _between(prob, lo, hi, fill: int) -> list:
+    """Plans on the way from corner ``lo`` (the cheaper) to corner ``hi``, as point rows.
+
+    The units whose kernels differ switch from ``lo``'s kernel to ``hi``'s one at a time; the
+    switches are ordered by error saved per resource added, ``−ΔE/ΔR`` descending, where a switch
+    that saves both comes first and one that costs both last (cluster mode measures member errors,
+    so a corner need not be the best of its own units). Each plan's squared error and resource are
+    the corner's plus the cumulative sums of the switches' ``ΔE = Σ_members E(t, k_hi) − E(t,
+    k_lo)`` and ``ΔR`` (exact: both are sums over units). ``fill`` plans evenly spaced along the
+    path — by its length in relative error and resource, each scaled by the corners' difference, so
+    that one switch that moves the error a lot is not skipped — ``hi`` itself excluded, are returned.
+    """
+    ch_lo, ch_hi = lo["choice"], hi["choice"]
+    diff = np.flatnonzero(ch_lo != ch_hi)
+    if diff.size < 2 or fill < 1:
+        return []
+    k_lo, k_hi = ch_lo[diff], ch_hi[diff]
+    E = lambda ch: prob.member_error_sums(ch)[diff]  # noqa: E731 (cached per unit and kernel)
+    dE = E(ch_hi) - E(ch_lo)
+    Rall = prob.member_resource_sums()
+    dR = Rall[diff, k_hi] - Rall[diff, k_lo]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(dR > 0, -dE / dR, np.where(dE <= 0, np.inf, -np.inf))
+    order = np.argsort(-ratio, kind="stable")
+    err2 = prob.member_error_sums(ch_lo).sum() + np.cumsum(dE[order])
+    res = Rall[np.arange(prob.n_units), ch_lo].sum() + np.cumsum(dR[order])
+    fro2 = prob.fro2 if prob.fro2 > 0 else 1.0
+    rel = np.sqrt(np.maximum(err2, 0.0) / fro2) if prob.fro2 > 0 else np.zeros(err2.size)
+    rel0 = float(np.sqrt(max(float(prob.member_error_sums(ch_lo).sum()), 0.0) / fro2)) if prob.fro2 > 0 else 0.0
+    res0 = float(res[0] - dR[order][0])
+    span_e = max(abs(rel[-1] - rel0), 1e-300)
+    span_r = max(abs(res[-1] - res0), 1e-300)
+    length = np.cumsum(np.abs(np.diff(rel, prepend=rel0)) / span_e + np.abs(np.diff(res, prepend=res0)) / span_r)
+    targets = length[-1] * np.arange(1, fill + 1) / (fill + 1)
+    steps = np.unique(np.minimum(np.searchsorted(length, targets), diff.size - 2))
+    size = prob.unit_size[diff][order]
+    counts0 = np.bincount(ch_lo, weights=prob.unit_size, minlength=len(prob.names))
+    moved = np.empty((len(prob.names), steps.size))
+    for k in range(len(prob.names)):
+        moved[k] = np.cumsum(np.where(k_hi[order] == k, size, 0) - np.where(k_lo[order] == k, size, 0))[steps]
+    rows = []
+    for j, s in enumerate(steps):
+        counts = counts0 + moved[:, j]
+        e = float(rel[s])
+        r = float(res[s])
+        rows.append((np.nan, np.nan, np.nan, e, 100 * e, r, r / prob.R_dense if prob.R_dense > 0 else 0.0,
+                     kernel_mix(prob.names, counts), int(np.count_nonzero(counts)),
+                     bool(lo["restricted"] and hi["restricted"]), True))
+    return rows
+
+
 #: ``log_range`` bounds: 10**±300 is still a finite float64.
 LOG_RANGE_LIMIT = 300.0
 
@@ -118,7 +215,7 @@ def _check_log_range(log_range) -> tuple[float, float]:
 
 
 def pareto_front(pa, kernels=None, hw=None, *, resource="energy", granularity="cluster", n_points=25,
-                 log_range=(-4.0, 8.0), rho_x=1.0, seed=0, plan=None) -> ParetoFront:
+                 log_range=(-4.0, 8.0), rho_x=1.0, seed=0, plan=None, fill=8) -> ParetoFront:
     """Sweep the multiplier and return the error–resource Pareto front (see the module docstring).
 
     Parameters
@@ -127,11 +224,13 @@ def pareto_front(pa, kernels=None, hw=None, *, resource="energy", granularity="c
     kernels, hw, resource, granularity, rho_x, seed
         As in :func:`akfviz.select`.
     n_points : int ≥ 2
-        Log-spaced multipliers (plus λ = 0 and λ = ∞).
+        Log-spaced multipliers (plus λ = 0 and λ = ∞), and at most as many refined ones per sweep.
     log_range : (float, float)
         log10 of the smallest and largest multiplier.
     plan : FusionPlan, optional
         Its (error, resource) is returned as ``current``.
+    fill : int in 0 … 1000
+        Plans measured between every two adjacent corners of the sweep's front (0: corners only).
 
     Returns
     -------
@@ -141,7 +240,8 @@ def pareto_front(pa, kernels=None, hw=None, *, resource="energy", granularity="c
     ------
     InputError
         A bad argument (checked before any plan is formed): ``hw`` not a HardwareConfig, ``seed``
-        not a whole number ≥ 0, ``n_points`` outside 2 … 1000, ``log_range`` not two numbers
+        not a whole number ≥ 0, ``n_points`` outside 2 … 1000, ``fill`` outside 0 … 1000,
+        ``log_range`` not two numbers
         low < high within ±300, ``plan`` not a FusionPlan, and the checks of :func:`akfviz.select`.
     """
     from ..execute.plan import FusionPlan
@@ -153,6 +253,8 @@ def pareto_front(pa, kernels=None, hw=None, *, resource="energy", granularity="c
     if isinstance(n_points, (bool, np.bool_)) or not (
             isinstance(n_points, (int, np.integer)) and 2 <= n_points <= 1000):
         raise InputError(f"n_points must be an integer in [2, 1000], got {n_points!r}.")
+    if isinstance(fill, (bool, np.bool_)) or not (isinstance(fill, (int, np.integer)) and 0 <= fill <= 1000):
+        raise InputError(f"fill must be an integer in [0, 1000] (plans between two corners), got {fill!r}.")
     lo, hi = _check_log_range(log_range)
     if plan is not None and not isinstance(plan, FusionPlan):
         raise InputError(
@@ -160,21 +262,28 @@ def pareto_front(pa, kernels=None, hw=None, *, resource="energy", granularity="c
     prob = SelectionProblem(pa, resolve_candidates(kernels), hw, resource=check_resource(resource),
                             granularity=granularity, rho_x=check_rho_x(rho_x), seed=seed)
     lams = np.concatenate([[0.0], np.logspace(lo, hi, int(n_points)), [np.inf]])
-    rows = []
+    rows, choices = [], []
     masks = [None]
     if prob.granularity == "cluster" and prob.n_units and prob.lossless.any():
         honest = members_exact_mask(prob)
         if honest is not None:
             masks.append(honest)
     for mask in masks:
-        for lam in lams:
-            ch = prob.argmin(lam, 1.0, mask=mask)
+        swept = [(lam, prob.argmin(lam, 1.0, mask=mask)) for lam in lams]
+        for lam, ch in swept + _refine(prob, swept, mask, int(n_points)):
             err, res = prob.evaluate(ch)
             counts = np.bincount(ch, weights=prob.unit_size, minlength=len(prob.names)) if prob.n_units else \
                 np.zeros(len(prob.names))
             rows.append((lam, 1.0, lam, err, 100 * err, res,
                          res / prob.R_dense if prob.R_dense > 0 else 0.0,
-                         kernel_mix(prob.names, counts), int(np.count_nonzero(counts)), mask is not None))
+                         kernel_mix(prob.names, counts), int(np.count_nonzero(counts)), mask is not None,
+                         False))
+            choices.append(ch)
+    corners = np.flatnonzero(non_dominated([r[3] for r in rows], [r[5] for r in rows]))
+    corners = corners[np.lexsort(([rows[i][3] for i in corners], [rows[i][5] for i in corners]))]
+    for a, b in zip(corners[:-1], corners[1:]):
+        rows += _between(prob, dict(choice=choices[a], restricted=rows[a][9]),
+                         dict(choice=choices[b], restricted=rows[b][9]), int(fill))
     points = pd.DataFrame(rows, columns=POINT_COLUMNS)
     mask = non_dominated(points["error"].to_numpy(), points["resource"].to_numpy())
     front = points[mask].sort_values(["resource", "error"]).reset_index(drop=True)

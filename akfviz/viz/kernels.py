@@ -262,21 +262,40 @@ def line_by_family(name: str, names) -> dict:
     return style
 
 
+PARETO_CUT_PCT = 50.0
+"""Pareto plans with a relative error above this (in %) are cut off the chart when two others remain."""
+
+
+def _span(name: str, values: np.ndarray, unit: str) -> str:
+    """``"error 99.3–100 %"`` for several distinct values, ``"error 100 %"`` for one."""
+    lo, hi = float(np.min(values)), float(np.max(values))
+    if f"{lo:.3g}" == f"{hi:.3g}":
+        return f"{name} {hi:.3g}{unit}"
+    return f"{name} {lo:.3g}–{hi:.3g}{unit}"
+
+
 def pareto_front(error, resource, current=None, labels=None, resource_name: str = "resource",
-                 height: int = 380) -> go.Figure:
+                 height: int = 380, between=None) -> go.Figure:
     """Error–resource Pareto front from the multiplier sweep, with the current plan marked.
 
-    The front usually ends in a plan that drops nearly everything (all SKIP: error ≈ 100 % at almost
-    no resource), which flattened every useful plan into a line at 0 %. When the largest error is
-    more than 10× the next one, the error axis stops above the next one and a note at the top says
-    where the cut-off points are."""
+    The front usually ends in plans that drop nearly everything (all SKIP: error ≈ 100 % at almost
+    no resource), which flattened every useful plan into a line at 0 % and, on the resource axis,
+    squeezed them into a sliver at its right end (``powerlaw`` 4096², T = 16: every plan under
+    23 % error between 0.069 and 0.072 × Dense, on an axis from 0). Such plans are cut off the
+    chart when at least two others remain: a largest error more than 10× the next one, and every
+    error over :data:`PARETO_CUT_PCT` (the plan lost more than half of ‖A‖_F). Both axes then span
+    the plans left in view and the current plan, and a note at the top says where the cut-off
+    plans are. The current plan is never cut. Every point stays in the trace (hover, export).
+    ``between`` (bool per point): plans between two corners of the multiplier sweep, drawn as small
+    dots; the corners as larger markers."""
     error = np.asarray(error, np.float64)
     resource = np.asarray(resource, np.float64)
     if error.size == 0:
         return empty_figure("No Pareto points.", height)
     order = np.argsort(resource)
+    size = 7 if between is None else np.where(np.asarray(between, dtype=bool)[order], 3, 7)
     fig = go.Figure(go.Scatter(x=resource[order], y=100 * error[order], mode="lines+markers", name="front",
-                               line=dict(color=NEUTRAL_DARK, shape="hv"),
+                               line=dict(color=NEUTRAL_DARK, shape="hv"), marker=dict(size=size),
                                text=None if labels is None else np.asarray(labels, dtype=object)[order],
                                hovertemplate=f"{resource_name} %{{x:.4g}}, error %{{y:.3g}} %<br>"
                                              "tiles per kernel: %{text}<extra></extra>"))
@@ -285,17 +304,31 @@ def pareto_front(error, resource, current=None, labels=None, resource_name: str 
                                  marker=dict(symbol="star", size=16, color="#e6194b")))
     fig.update_xaxes(title=resource_name)
     fig.update_yaxes(title="relative error ‖A−Â‖_F/‖A‖_F (%)")
-    levels = np.unique(100 * error[np.isfinite(error)])
-    outlier = levels.size >= 3 and levels[-2] > 0 and levels[-1] > 10 * levels[-2]
-    # the axis keeps the current plan in view: when it is the outlier, nothing is cut
-    top = 1.15 * max(levels[-2], 100 * current[0] if current is not None else 0.0) if outlier else np.inf
-    far = np.isfinite(error) & (100 * error > top)
+    finite = np.isfinite(error)
+    levels = np.unique(100 * error[finite])
+    keep = np.inf  # the largest error level left in view
+    if levels.size >= 3 and levels[-2] > 0 and levels[-1] > 10 * levels[-2]:
+        keep = levels[-2]
+    useful = levels[levels <= PARETO_CUT_PCT]
+    if useful.size >= 2 and useful[-1] > 0:
+        keep = min(keep, useful[-1])
+    # the axes keep the current plan in view: when it is among the cut-off plans, fewer are cut
+    top = 1.15 * max(keep, 100 * current[0] if current is not None else 0.0)
+    far = finite & (100 * error > top)
     if far.any():
         fig.update_yaxes(range=[-0.03 * top, top])
+        near = resource[~far & np.isfinite(resource)]
+        if current is not None and np.isfinite(current[1]):
+            near = np.append(near, current[1])
+        if near.size:
+            lo, hi = float(near.min()), float(near.max())
+            pad = 0.04 * (hi - lo) if hi > lo else 0.05 * max(abs(hi), 1e-12)
+            fig.update_xaxes(range=[lo - pad, hi + pad])
         fig.add_annotation(x=0, xref="paper", y=1, yref="paper", xanchor="left", yanchor="bottom",
                            showarrow=False, font=dict(size=11, color="#555"), align="left",
                            text=f"↑ {int(far.sum())} plan{'s' if far.sum() > 1 else ''} off the chart<br>"
-                                f"(error up to {levels[-1]:.3g} %, resource from {resource[far].min():.3g})")
+                                f"({_span('error', 100 * error[far], ' %')}, "
+                                f"{_span('resource', resource[far], '')})")
     # the legend below the axis title: at the top it ran into the cut-off note
     return styled(fig, "Error–resource Pareto front", height + 50,
                   legend=dict(orientation="h", y=-0.22, yanchor="top", x=1, xanchor="right"),

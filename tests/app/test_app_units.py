@@ -727,8 +727,11 @@ def test_pareto_front_cuts_the_drop_everything_plan_off_and_says_so():
                           resource_name="energy / Dense")
     lo, hi = fig.layout.yaxis.range
     assert 0.4 < hi < 1.0 and lo < 0
-    assert any("1 plan off the chart<br>(error up to 100 %, resource from 0)" in a.text
+    assert any("1 plan off the chart<br>(error 100 %, resource 0)" in a.text
                for a in fig.layout.annotations)
+    # the resource axis spans the plans left in view (0.3–1.0), not the cut-off one at 0
+    x_lo, x_hi = fig.layout.xaxis.range
+    assert 0.2 < x_lo < 0.3 and 1.0 < x_hi < 1.1
     # the legend sits below the plot, away from the note at the top (they overlapped at 1400 px)
     assert fig.layout.legend.y < 0 and fig.layout.legend.yanchor == "top"
     # every point is still in the figure (hover, export); nothing to cut without an outlier, or when
@@ -737,6 +740,34 @@ def test_pareto_front_cuts_the_drop_everything_plan_off_and_says_so():
     assert vk.pareto_front([0, 0.001, 0.004], [1.0, 0.5, 0.3]).layout.yaxis.range is None
     assert vk.pareto_front([0, 0.001, 0.004, 1.0], [1.0, 0.5, 0.3, 0.0], current=(1.0, 0.0)).layout.yaxis.range \
         is None
+
+
+def test_pareto_front_cuts_plans_that_lose_most_of_the_matrix_without_a_tenfold_gap():
+    """UX review (powerlaw 4096², T = 16, cycles): three plans at 99.3–100 % error and almost no
+    resource (no 10× gap between them) kept the resource axis from 0, squeezing every plan under
+    23 % error into 0.069–0.072 × Dense. Plans over 50 % error are cut when two others remain."""
+    from akfviz.viz import kernels as vk
+
+    err = [1.0, 0.9998, 0.993, 0.2249, 0.2169, 0.1018, 0.0207, 0.0]
+    res = [0.0, 3e-6, 3.1e-4, 0.06925, 0.06979, 0.07032, 0.07146, 0.07155]
+    fig = vk.pareto_front(err, res, current=(0.0499, 0.0711))
+    y_lo, y_hi = fig.layout.yaxis.range
+    assert y_hi == pytest.approx(1.15 * 22.49) and y_lo == pytest.approx(-0.03 * y_hi)
+    x_lo, x_hi = fig.layout.xaxis.range
+    pad = 0.04 * (0.07155 - 0.06925)
+    assert (x_lo, x_hi) == (pytest.approx(0.06925 - pad), pytest.approx(0.07155 + pad))
+    note = " ".join(a.text for a in fig.layout.annotations)
+    assert "3 plans off the chart<br>(error 99.3–100 %, resource 0–0.00031)" in note
+    assert len(fig.data[0].x) == 8  # the cut-off plans stay in the trace
+    # a current plan over 50 % stays in view: only plans above 1.15× its error are cut
+    fig = vk.pareto_front(err, res, current=(0.7, 0.01))
+    assert fig.layout.yaxis.range[1] == pytest.approx(1.15 * 70)
+    assert fig.layout.xaxis.range[0] < 0.01 < fig.layout.xaxis.range[1]
+    assert "3 plans off the chart" in " ".join(a.text for a in fig.layout.annotations)
+    # one plan under 50 % (the exact one) is not enough to zoom to
+    fig = vk.pareto_front([1.0, 0.99, 0.0], [0.0, 0.01, 0.5])
+    assert fig.layout.yaxis.range is None and fig.layout.xaxis.range is None
+    assert not fig.layout.annotations
 
 
 def test_fused_and_unfused_simulations_have_caches_of_their_own():

@@ -25,6 +25,10 @@ def pa():
     (dict(log_range=(-4, float("inf"))), "log_range must be two numbers"),
     (dict(log_range=(-4, 400)), "between -300 and 300"),
     (dict(n_points=True), "n_points"),
+    (dict(fill=-1), r"fill must be an integer in \[0, 1000\]"),
+    (dict(fill=1001), "fill must be"),
+    (dict(fill=2.0), "fill must be"),
+    (dict(fill=True), "fill must be"),
     (dict(plan="p"), "plan must be a FusionPlan"),
 ])
 def test_pareto_front_bad_arguments(pa, kw, words):
@@ -34,8 +38,15 @@ def test_pareto_front_bad_arguments(pa, kw, words):
 
 def test_pareto_front_accepts_numpy_log_range(pa):
     pf = pareto_front(pa, n_points=3, log_range=np.array([-2.0, 2.0]), seed=np.int64(1))
-    assert (~pf.points["restricted"]).sum() == 5      # λ = 0, three multipliers, λ = ∞
-    assert pf.points["restricted"].sum() in (0, 5)   # and the same again in cluster mode's second sweep
+    swept = pf.points[~pf.points["between"]]
+    grid = [0.0, 0.01, 1.0, 100.0, np.inf]     # λ = 0, three multipliers from 10**-2 … 10**2, λ = ∞
+    for restricted in (False, True):            # and the same again in cluster mode's second sweep
+        lams = swept.loc[swept["restricted"] == restricted, "multiplier"].to_numpy()
+        if restricted and lams.size == 0:
+            continue
+        assert all(np.isclose(lams, g, rtol=1e-12).any() for g in grid[1:-1])
+        assert 0.0 in lams and np.inf in lams
+        assert lams.size <= 5 + 3                # at most n_points refined multipliers per sweep
 
 
 @pytest.mark.parametrize("max_tiles", [-1, 0, "a", 2.5, True, None])
