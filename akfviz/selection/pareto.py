@@ -29,6 +29,7 @@ front, by less (docs/decisions.md, "The Pareto front is refined and filled betwe
 """
 from __future__ import annotations
 
+import heapq
 import math
 import numbers
 from dataclasses import dataclass
@@ -103,36 +104,76 @@ def non_dominated(error, resource) -> np.ndarray:
     return keep
 
 
+def _estimate(prob, ch, err: float, res: float) -> tuple:
+    """The selector's totals ``(Ê, R̂) = (Σ_u En[u, k_u], Σ_u Rn[u, k_u])`` of a choice. In tile mode
+    they are the measured ``(err², res / R_dense)`` (a tile's own error and resource), which saves
+    two gathers over every unit."""
+    if prob.granularity == "tile":
+        return err * err, (res / prob.R_dense if prob.R_dense > 0 else 0.0)
+    rows = np.arange(prob.n_units)
+    return float(prob.En[rows, ch].sum()), float(prob.Rn[rows, ch].sum())
+
+
 def _refine(prob, swept: list, mask, budget: int) -> list:
     """Multipliers between the swept ones that reach corners the log-spaced grid stepped over.
 
-    For two plans of adjacent multipliers with selector totals ``(Ê_a, R̂_a)``, ``(Ê_b, R̂_b)``
-    (``Ê = Σ_u En[u, k_u]``, ``R̂ = Σ_u Rn[u, k_u]``: what the argmin minimises, ``λ·Ê + R̂``) and
-    ``Ê_a > Ê_b``, the multiplier ``λ* = (R̂_b − R̂_a) / (Ê_a − Ê_b)`` prices both the same; the
-    argmin at ``λ*`` is a new corner when it costs less than both, and the two new gaps are
-    searched the same way (the non-inferior set estimation of Cohon et al.). At most ``budget``
-    argmins; returns ``[(λ*, choice), …]``.
+    ``swept``: ``(λ, choice, error, resource)`` of the sweep. For two plans of adjacent
+    multipliers with selector totals ``(Ê_a, R̂_a)``, ``(Ê_b, R̂_b)`` (what the argmin minimises
+    is ``λ·Ê + R̂``; :func:`_estimate`) and ``Ê_a > Ê_b``, the multiplier
+    ``λ* = (R̂_b − R̂_a) / (Ê_a − Ê_b)`` prices both the same; the argmin at ``λ*`` is a new corner
+    when it costs less than both, and the two new gaps are searched the same way (the non-inferior
+    set estimation of Cohon et al.). The widest gaps (in Ê and R̂, each scaled by its range over
+    the sweep) are tried first, at most ``budget`` argmins. Returns the new corners, measured, in
+    the same form as ``swept``.
     """
-    if prob.n_units == 0 or budget < 1:
+    if prob.n_units == 0 or budget < 1 or len(swept) < 2:
         return []
-    rows = np.arange(prob.n_units)
-    est = lambda ch: (float(prob.En[rows, ch].sum()), float(prob.Rn[rows, ch].sum()))  # noqa: E731
-    pts = sorted(((lam, ch) for lam, ch in swept), key=lambda t: t[0])
-    gaps = [(a, b) for a, b in zip(pts[:-1], pts[1:]) if not np.array_equal(a[1], b[1])]
+    pts = sorted(((lam, ch, (err, res), _estimate(prob, ch, err, res)) for lam, ch, err, res in swept),
+                 key=lambda t: t[0])
+    E_all = [p[3][0] for p in pts]
+    R_all = [p[3][1] for p in pts]
+    span_e = max(max(E_all) - min(E_all), 1e-300)
+    span_r = max(max(R_all) - min(R_all), 1e-300)
+    heap, tie = [], 0
+
+    def push(a, b):
+        nonlocal tie
+        (Ea, Ra), (Eb, Rb) = a[3], b[3]
+        if Ea > Eb and Rb > Ra and not np.array_equal(a[1], b[1]):
+            heapq.heappush(heap, (-((Ea - Eb) / span_e + (Rb - Ra) / span_r), tie, a, b))
+            tie += 1
+
+    for a, b in zip(pts[:-1], pts[1:]):
+        push(a, b)
     added = []
-    while gaps and len(added) < budget:
-        (la, ca), (lb, cb) = gaps.pop(0)
-        (Ea, Ra), (Eb, Rb) = est(ca), est(cb)
-        if not (Ea > Eb and Rb > Ra):
-            continue
+    tries = 0
+    while heap and tries < budget:
+        _, _, a, b = heapq.heappop(heap)
+        (Ea, Ra), (Eb, Rb) = a[3], b[3]
         lam = (Rb - Ra) / (Ea - Eb)
         ch = prob.argmin(lam, 1.0, mask=mask)
-        Ec, Rc = est(ch)
-        if lam * Ec + Rc >= (lam * Ea + Ra) * (1 - 1e-12):
+        tries += 1
+        err, res = prob.evaluate(ch)
+        c = (lam, ch, (err, res), _estimate(prob, ch, err, res))
+        if lam * c[3][0] + c[3][1] >= (lam * Ea + Ra) * (1 - 1e-12):
             continue  # nothing below the segment: a and b are adjacent corners
-        added.append((lam, ch))
-        gaps += [((la, ca), (lam, ch)), ((lam, ch), (lb, cb))]
+        added.append((lam, ch, err, res))
+        push(a, c)
+        push(c, b)
     return added
+
+
+#: Work (units × candidate kernels) of one argmin above which the refinement gets fewer than
+#: ``n_points`` multipliers: each argmin prices every (unit, kernel), 0.3 s for 951k tiles × 20.
+REFINE_WORK = 5e7
+
+
+def refine_budget(n_points: int, n_units: int, n_kernels: int) -> int:
+    """Refined multipliers per sweep: ``n_points``, or fewer (at least 4) when one argmin prices
+    more than :data:`REFINE_WORK` / ``n_points`` pairs, so the refinement costs about as much as
+    ``REFINE_WORK`` pair prices (951k tiles × 20 kernels, tile mode: 4 instead of 25)."""
+    work = max(n_units * n_kernels, 1)
+    return int(min(n_points, max(4, REFINE_WORK // work)))
 
 
 def _between(prob, lo, hi, fill: int) -> list:
@@ -152,32 +193,37 @@ def _between(prob, lo, hi, fill: int) -> list:
     if diff.size < 2 or fill < 1:
         return []
     k_lo, k_hi = ch_lo[diff], ch_hi[diff]
-    E = lambda ch: prob.member_error_sums(ch)[diff]  # noqa: E731 (cached per unit and kernel)
-    dE = E(ch_hi) - E(ch_lo)
+    if prob.granularity == "tile":  # a tile's own errors: no need to gather every unit
+        dE = prob.E[diff, k_hi] - prob.E[diff, k_lo]
+    else:
+        dE = prob.member_error_sums(ch_hi)[diff] - prob.member_error_sums(ch_lo)[diff]  # cached
     Rall = prob.member_resource_sums()
     dR = Rall[diff, k_hi] - Rall[diff, k_lo]
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(dR > 0, -dE / dR, np.where(dE <= 0, np.inf, -np.inf))
     order = np.argsort(-ratio, kind="stable")
-    err2 = prob.member_error_sums(ch_lo).sum() + np.cumsum(dE[order])
-    res = Rall[np.arange(prob.n_units), ch_lo].sum() + np.cumsum(dR[order])
+    err2 = lo["err2"] + np.cumsum(dE[order])
+    res = lo["res"] + np.cumsum(dR[order])
     fro2 = prob.fro2 if prob.fro2 > 0 else 1.0
     rel = np.sqrt(np.maximum(err2, 0.0) / fro2) if prob.fro2 > 0 else np.zeros(err2.size)
-    rel0 = float(np.sqrt(max(float(prob.member_error_sums(ch_lo).sum()), 0.0) / fro2)) if prob.fro2 > 0 else 0.0
-    res0 = float(res[0] - dR[order][0])
+    rel0 = float(np.sqrt(max(lo["err2"], 0.0) / fro2)) if prob.fro2 > 0 else 0.0
     span_e = max(abs(rel[-1] - rel0), 1e-300)
-    span_r = max(abs(res[-1] - res0), 1e-300)
-    length = np.cumsum(np.abs(np.diff(rel, prepend=rel0)) / span_e + np.abs(np.diff(res, prepend=res0)) / span_r)
+    span_r = max(abs(res[-1] - lo["res"]), 1e-300)
+    length = np.cumsum(np.abs(np.diff(rel, prepend=rel0)) / span_e
+                       + np.abs(np.diff(res, prepend=lo["res"])) / span_r)
     targets = length[-1] * np.arange(1, fill + 1) / (fill + 1)
     steps = np.unique(np.minimum(np.searchsorted(length, targets), diff.size - 2))
-    size = prob.unit_size[diff][order]
-    counts0 = np.bincount(ch_lo, weights=prob.unit_size, minlength=len(prob.names))
-    moved = np.empty((len(prob.names), steps.size))
-    for k in range(len(prob.names)):
-        moved[k] = np.cumsum(np.where(k_hi[order] == k, size, 0) - np.where(k_lo[order] == k, size, 0))[steps]
+    # kernel counts at the sampled steps: switch i belongs to the first step s ≥ i; the tile
+    # counts each segment moves, summed over the segments up to a step
+    K = len(prob.names)
+    size = prob.unit_size[diff][order].astype(np.float64)
+    seg = np.searchsorted(steps, np.arange(diff.size))          # steps.size: after the last step
+    moved = (np.bincount(seg * K + k_hi[order], weights=size, minlength=(steps.size + 1) * K)
+             - np.bincount(seg * K + k_lo[order], weights=size, minlength=(steps.size + 1) * K))
+    moved = np.cumsum(moved.reshape(steps.size + 1, K)[:-1], axis=0)
     rows = []
     for j, s in enumerate(steps):
-        counts = counts0 + moved[:, j]
+        counts = lo["counts"] + moved[j]
         e = float(rel[s])
         r = float(res[s])
         rows.append((np.nan, np.nan, np.nan, e, 100 * e, r, r / prob.R_dense if prob.R_dense > 0 else 0.0,
@@ -224,7 +270,8 @@ def pareto_front(pa, kernels=None, hw=None, *, resource="energy", granularity="c
     kernels, hw, resource, granularity, rho_x, seed
         As in :func:`akfviz.select`.
     n_points : int ≥ 2
-        Log-spaced multipliers (plus λ = 0 and λ = ∞), and at most as many refined ones per sweep.
+        Log-spaced multipliers (plus λ = 0 and λ = ∞), and at most as many refined ones per sweep
+        (fewer on very large problems: :func:`refine_budget`).
     log_range : (float, float)
         log10 of the smallest and largest multiplier.
     plan : FusionPlan, optional
@@ -262,18 +309,22 @@ def pareto_front(pa, kernels=None, hw=None, *, resource="energy", granularity="c
     prob = SelectionProblem(pa, resolve_candidates(kernels), hw, resource=check_resource(resource),
                             granularity=granularity, rho_x=check_rho_x(rho_x), seed=seed)
     lams = np.concatenate([[0.0], np.logspace(lo, hi, int(n_points)), [np.inf]])
-    rows, choices = [], []
+    rows, choices, totals = [], [], []
     masks = [None]
     if prob.granularity == "cluster" and prob.n_units and prob.lossless.any():
         honest = members_exact_mask(prob)
         if honest is not None:
             masks.append(honest)
     for mask in masks:
-        swept = [(lam, prob.argmin(lam, 1.0, mask=mask)) for lam in lams]
-        for lam, ch in swept + _refine(prob, swept, mask, int(n_points)):
-            err, res = prob.evaluate(ch)
+        swept = []
+        for lam in lams:
+            ch = prob.argmin(lam, 1.0, mask=mask)
+            swept.append((lam, ch, *prob.evaluate(ch)))
+        budget = refine_budget(int(n_points), prob.n_units, len(prob.names))
+        for lam, ch, err, res in swept + _refine(prob, swept, mask, budget):
             counts = np.bincount(ch, weights=prob.unit_size, minlength=len(prob.names)) if prob.n_units else \
                 np.zeros(len(prob.names))
+            totals.append((err * err * prob.fro2, res, counts))  # ‖A − Â‖² to rounding
             rows.append((lam, 1.0, lam, err, 100 * err, res,
                          res / prob.R_dense if prob.R_dense > 0 else 0.0,
                          kernel_mix(prob.names, counts), int(np.count_nonzero(counts)), mask is not None,
@@ -281,9 +332,10 @@ def pareto_front(pa, kernels=None, hw=None, *, resource="energy", granularity="c
             choices.append(ch)
     corners = np.flatnonzero(non_dominated([r[3] for r in rows], [r[5] for r in rows]))
     corners = corners[np.lexsort(([rows[i][3] for i in corners], [rows[i][5] for i in corners]))]
-    for a, b in zip(corners[:-1], corners[1:]):
-        rows += _between(prob, dict(choice=choices[a], restricted=rows[a][9]),
-                         dict(choice=choices[b], restricted=rows[b][9]), int(fill))
+    ends = [dict(choice=choices[i], restricted=rows[i][9], err2=totals[i][0], res=totals[i][1],
+                 counts=totals[i][2]) for i in corners]
+    for lo, hi in zip(ends[:-1], ends[1:]):
+        rows += _between(prob, lo, hi, int(fill))
     points = pd.DataFrame(rows, columns=POINT_COLUMNS)
     mask = non_dominated(points["error"].to_numpy(), points["resource"].to_numpy())
     front = points[mask].sort_values(["resource", "error"]).reset_index(drop=True)
