@@ -181,9 +181,10 @@ with right:
                    "(the front's corners), small dots plans between two corners, where units switch from one "
                    "corner's kernel to the other's (column `between` of the export); a budget mode can still "
                    "land below the line (it may also switch units to kernels neither corner uses). In cluster "
-                   "mode the sweep is run twice, the second time without kernels that are exact on a cluster's representative but not on all its members "
-                   "(column `restricted`). Plans over 50 % error (most of A dropped) are left off the axes "
-                   "when others remain; the note above the chart counts them and the export has every plan.")
+                   "mode the sweep is run twice, the second time without kernels that are exact on a "
+                   "cluster's representative but not on all its members (column `restricted`). Plans over "
+                   "50 % error (most of A dropped) are left off the axes when others remain; the note above "
+                   "the chart counts them and the export has every plan.")
         S.export_buttons("Pareto front", lambda: pts, f"pareto-{rep.measure}-T{pa.tile}", "exp_pareto",
                          what="one row per plan on the front")
 
