@@ -11,6 +11,7 @@ import zipfile
 
 import numpy as np
 import pytest
+from archive_builders import tar_bytes
 
 from akfviz.errors import InputError, ResourceLimitError
 from akfviz.workloads import DEFAULT_SAMPLE, LoadLimits, list_samples, load, load_sample, sample_path
@@ -26,13 +27,7 @@ DENSE = np.array([[1.5, 0, 0], [0, 0, -2], [0, 4, 0]])
 
 def _tar(members) -> bytes:
     """A plain tar of ``(name, bytes)`` regular files."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tf:
-        for name, data in members:
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tf.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
+    return tar_bytes(members)
 
 
 def test_gunzip_without_limits_accepts_output_of_exactly_max_bytes():

@@ -10,6 +10,7 @@ import tarfile
 
 import numpy as np
 import pytest
+from archive_builders import tar_bytes
 
 import akfviz
 from akfviz import load
@@ -175,13 +176,7 @@ def test_safetensors_header_of_0x5d_bytes_is_not_taken_for_lzma():
 
 
 def _tar(members) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tf:
-        for name, data in members:
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tf.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
+    return tar_bytes(members, format=tarfile.USTAR_FORMAT)
 
 
 def test_empty_tar_is_named_empty():

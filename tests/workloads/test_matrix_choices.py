@@ -4,10 +4,10 @@ import bz2
 import gzip
 import io
 import lzma
-import tarfile
 
 import numpy as np
 import pytest
+from archive_builders import tar_bytes
 import scipy.io
 import scipy.sparse as sp
 
@@ -31,13 +31,7 @@ def _savez():
 
 
 def _tar(members, mode="w:gz"):
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode=mode) as tf:
-        for name, data in members:
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tf.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
+    return tar_bytes(members, mode=mode)
 
 
 WRAPS = {"plain": lambda d, n: (d, n), "gz": lambda d, n: (gzip.compress(d), n + ".gz"),

@@ -3,11 +3,11 @@ import bz2
 import gzip
 import io
 import lzma
-import tarfile
 from fractions import Fraction
 
 import numpy as np
 import pytest
+from archive_builders import tar_bytes
 import scipy.io
 import scipy.sparse as sp
 
@@ -24,13 +24,7 @@ def _mtx_bytes(A) -> bytes:
 
 
 def _tar(members: dict, compress: bool) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz" if compress else "w") as tf:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tf.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
+    return tar_bytes(members, mode="w:gz" if compress else "w")
 
 
 @pytest.fixture(scope="module")
