@@ -19,13 +19,14 @@ log-spaced grid of them steps over many corners; the budget modes bisect the mul
 fill in between corners (:func:`.budgets._fill`), so a budget's plan could sit far below the front
 drawn for its resource — on ``powerlaw_4096`` (T = 16, cycles) the 5 % plan lay at half the error
 the front showed. So each sweep is refined where the grid stepped over corners (:func:`_refine`,
-up to ``n_points`` more multipliers), and between every two adjacent corners the front adds the plans met on
-the way from one to the other (:func:`_between`): the units whose kernels differ switch from the
-cheaper corner's kernel to the other's one at a time, most error saved per resource added first, and
-``fill`` of those plans, evenly spaced along the path, are measured like the corners (``between =
-True``, multiplier NaN). The front is taken over corners and paths. The budget modes' fill may
-also switch a unit to a kernel neither corner uses, so a budget's plan can still lie below the
-front, by less (docs/decisions.md, "The Pareto front is refined and filled between corners").
+up to ``n_points`` more multipliers), and between every two adjacent corners the front adds the
+plans met on the way from one to the other (:func:`_between`): the units whose kernels differ
+switch from the cheaper corner's kernel to the other's one at a time, most error saved per
+resource added first, and ``fill`` of those plans, evenly spaced along the path, are measured like
+the corners (``between = True``, multiplier NaN; ``restricted`` when both corners are). The front
+is taken over corners and paths. The budget modes' fill may also switch a unit to a kernel neither
+corner uses, so a budget's plan can still lie below the front, by less (docs/decisions.md, "The
+Pareto front is refined and filled between corners").
 """
 from __future__ import annotations
 
@@ -288,8 +289,8 @@ def pareto_front(pa, kernels=None, hw=None, *, resource="energy", granularity="c
     InputError
         A bad argument (checked before any plan is formed): ``hw`` not a HardwareConfig, ``seed``
         not a whole number ≥ 0, ``n_points`` outside 2 … 1000, ``fill`` outside 0 … 1000,
-        ``log_range`` not two numbers
-        low < high within ±300, ``plan`` not a FusionPlan, and the checks of :func:`akfviz.select`.
+        ``log_range`` not two numbers low < high within ±300, ``plan`` not a FusionPlan, and the
+        checks of :func:`akfviz.select`.
     """
     from ..execute.plan import FusionPlan
     from ..npu.hardware import as_hardware
