@@ -145,7 +145,10 @@ st.dataframe(table.drop(columns=["reason"]), hide_index=True, width="stretch",
                             "R_norm": st.column_config.NumberColumn(format="%.3e"),
                             "C": st.column_config.NumberColumn(format="%.3e")})
 st.caption(f"How to read this: E = squared Frobenius error on the tile(s), R = predicted resource ({r_unit}), "
-           "C = α·E_norm + β·R_norm; the lowest C wins (rank 1).")
+           "C = α·E_norm + β·R_norm; the lowest C wins (rank 1)."
+           + (" Here α/β = ∞ (the budget search ended at its error-only end: no error allowed, or a budget "
+              "that does not bind), so only the kernels with the least E compete, on R; the others' C is "
+              "infinite (Infinity)." if (table["C"] == float("inf")).any() else ""))
 with st.expander(f"All {per_unit.shape[0]} decision units ({units_label}s)"):
     st.dataframe(per_unit, hide_index=True, width="stretch")
 

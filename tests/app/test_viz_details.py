@@ -224,3 +224,27 @@ def test_design_space_bad_sweep_file_shows_an_error_not_a_traceback(app):
     app.file_uploader(key="sweep_upload").set_value(("bad.csv", b"this,is\nnot,a sweep\n", "text/csv")).run()
     assert not app.exception, [e.value for e in app.exception]
     assert app.error
+
+
+def test_kernels_page_says_why_some_costs_are_infinite(app):
+    """UX review: with a resource budget that does not bind (tile mode, 0.3 or 1.5 × Dense on the default
+    sample) the explanation table's C column read "Infinity" for every lossy kernel, unexplained."""
+    app.query_params.update({"mode": "resource", "rbudget": "1.5", "gran": "tile"})
+    app.run()
+    app.switch_page("pages/2_Kernels.py").run()
+    assert not app.exception, [e.value for e in app.exception]
+    table = next(d.value for d in app.dataframe if "C" in d.value.columns and "rank" in d.value.columns)
+    C = table["C"].to_numpy(np.float64)
+    assert np.isinf(C).any() and np.isfinite(C[table["chosen"].to_numpy(bool)]).all()
+    captions = " ".join(c.value for c in app.caption)
+    assert "α/β = ∞" in captions and "only the kernels with the least E compete" in captions
+
+
+def test_kernels_page_has_no_infinity_note_with_finite_weights(app):
+    """The note above is shown only when some C is infinite: with α = β = 1 every C is finite."""
+    app.run()
+    app.switch_page("pages/2_Kernels.py").run()
+    assert not app.exception, [e.value for e in app.exception]
+    table = next(d.value for d in app.dataframe if "C" in d.value.columns and "rank" in d.value.columns)
+    assert np.isfinite(table["C"].to_numpy(np.float64)).all()
+    assert "α/β = ∞" not in " ".join(c.value for c in app.caption)
