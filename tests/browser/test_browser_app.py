@@ -225,9 +225,10 @@ def test_energy_table_edit_sticks_and_reset_undoes_it(server, page):
     wait_idle(page)
     sidebar = page.locator('[data-testid="stSidebar"]')
 
-    def edit_first_value() -> bool:
+    def edit_first_value(settle: float) -> bool:
         """Type a new value into the first row's "value" cell; True once the app has taken it."""
-        time.sleep(1.0)                                        # the grid's canvas takes input after a moment
+        time.sleep(settle)                                     # the grid's canvas takes input after a moment
+        grid.scroll_into_view_if_needed()
         box = grid.bounding_box()
         page.mouse.click(box["x"] + 30, box["y"] + 35 + 17)   # first row, "action" column (read-only)
         page.keyboard.press("ArrowRight")                      # → its "value" cell
@@ -242,9 +243,12 @@ def test_energy_table_edit_sticks_and_reset_undoes_it(server, page):
             time.sleep(0.5)
         return False
 
-    # a click that lands before the grid takes input (a loaded machine) is tried once more; an
-    # edit the app undoes on its next run still fails the check below
-    assert edit_first_value() or edit_first_value(), "the energy table edit never reached the app"
+    # a click that lands before the grid takes input (a loaded machine: it failed twice in one
+    # fresh-clone run of the whole suite, and passed alone) is tried again, each time after a longer
+    # pause; an edit the app undoes on its next run still fails the check below
+    if not any(edit_first_value(settle) for settle in (1.0, 2.0, 4.0, 8.0)):
+        shoot(page, "energy-edit-failed")
+        raise AssertionError("the energy table edit never reached the app")
     time.sleep(2.0)   # a rerun that undid the edit would come here
     wait_idle(page)
     assert "edited energy table" in sidebar.inner_text()
