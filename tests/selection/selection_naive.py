@@ -49,3 +49,40 @@ def naive_tile_costs(pa, table, names, alpha, beta, R_dense, measure="energy"):
             R[t, j] = naive_table_value(table, k, cls, dens, scale, measure)
     C = alpha * E / fro2 + beta * R / R_dense
     return E, R, C
+
+
+def naive_front_corners(pf, prob):
+    """The choice vectors of a Pareto front's swept corners (non-dominated among the swept plans),
+    sorted by resource: each re-formed by ``prob.argmin`` at its multiplier, with the cluster-mode
+    second sweep's mask for ``restricted`` points."""
+    from akfviz.selection.budgets import members_exact_mask
+    from akfviz.selection.pareto import non_dominated
+
+    swept = pf.points[~pf.points["between"]]
+    mask = members_exact_mask(prob) if swept["restricted"].any() else None
+    err, res = swept["error"].to_numpy(), swept["resource"].to_numpy()
+    keep = np.flatnonzero(non_dominated(err, res))
+    keep = keep[np.lexsort((err[keep], res[keep]))]
+    return [prob.argmin(swept["multiplier"].iat[i], 1.0, mask=mask if swept["restricted"].iat[i] else None)
+            for i in keep]
+
+
+def naive_switch_path(prob, lo, hi):
+    """Every plan from choice ``lo`` to ``hi``, one differing unit switched at a time (``lo`` and
+    ``hi`` included), in order of error saved per resource added: a switch that saves both first,
+    one that costs both last, ties in unit order. Plain loops over member error and resource sums."""
+    diff = [u for u in range(prob.n_units) if lo[u] != hi[u]]
+    E_lo, E_hi = prob.member_error_sums(lo), prob.member_error_sums(hi)
+    R = prob.member_resource_sums()
+    keyed = []
+    for pos, u in enumerate(diff):
+        dE = E_hi[u] - E_lo[u]
+        dR = R[u, hi[u]] - R[u, lo[u]]
+        ratio = -dE / dR if dR > 0 else (np.inf if dE <= 0 else -np.inf)
+        keyed.append((-ratio, pos, u))
+    path = [lo.copy()]
+    for _, _, u in sorted(keyed):
+        ch = path[-1].copy()
+        ch[u] = hi[u]
+        path.append(ch)
+    return path

@@ -17,6 +17,7 @@ from akfviz.selection.budgets import _fill, solve_error_budget
 from akfviz.selection.costs import SelectionProblem, resolve_candidates
 from akfviz.selection.explain import explain
 from akfviz.selection.pareto import non_dominated, pareto_front
+from selection_naive import naive_front_corners, naive_switch_path
 
 
 @pytest.fixture(scope="module")
@@ -131,26 +132,13 @@ def test_plans_between_corners_are_spaced_evenly_along_the_scaled_path():
     pf = pareto_front(pa, granularity="tile", resource="cycles", fill=fill, n_points=6)
     prob = SelectionProblem(pa, resolve_candidates(None), HardwareConfig(), resource="cycles",
                             granularity="tile")
-    swept = pf.points[~pf.points["between"]]
-    keep = np.flatnonzero(non_dominated(swept["error"].to_numpy(), swept["resource"].to_numpy()))
-    keep = keep[np.lexsort((swept["error"].to_numpy()[keep], swept["resource"].to_numpy()[keep]))]
-    corners = [prob.argmin(swept["multiplier"].iat[i], 1.0) for i in keep]
+    corners = naive_front_corners(pf, prob)
     expected = []
     for lo, hi in zip(corners[:-1], corners[1:]):
-        diff = [u for u in range(prob.n_units) if lo[u] != hi[u]]
-        if len(diff) < 2:
+        if int((lo != hi).sum()) < 2:
             continue
-        keyed = []
-        for pos, u in enumerate(diff):
-            dE = prob.E[u, hi[u]] - prob.E[u, lo[u]]
-            dR = prob.R[u, hi[u]] - prob.R[u, lo[u]]
-            ratio = -dE / dR if dR > 0 else (np.inf if dE <= 0 else -np.inf)
-            keyed.append((-ratio, pos, u))
-        ch = lo.copy()
-        path = [prob.evaluate(ch)]
-        for _, _, u in sorted(keyed):
-            ch[u] = hi[u]
-            path.append(prob.evaluate(ch))
+        path = [prob.evaluate(ch) for ch in naive_switch_path(prob, lo, hi)]
+        switches = len(path) - 1
         e = np.array([p[0] for p in path])
         r = np.array([p[1] for p in path])
         span_e, span_r = max(abs(e[-1] - e[0]), 1e-300), max(abs(r[-1] - r[0]), 1e-300)
@@ -159,7 +147,7 @@ def test_plans_between_corners_are_spaced_evenly_along_the_scaled_path():
         for j in range(1, fill + 1):
             target = length[-1] * j / (fill + 1)
             s = next(i for i in range(len(length)) if length[i] >= target * (1 - 1e-12))
-            steps.add(min(s, len(diff) - 2))
+            steps.add(min(s, switches - 2))
         expected += [(e[s + 1], r[s + 1]) for s in sorted(steps)]
     between = pf.points[pf.points["between"]]
     got = sorted(zip(between["error"], between["resource"]))

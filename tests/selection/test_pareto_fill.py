@@ -10,7 +10,8 @@ import pytest
 import akfviz
 from akfviz.npu.hardware import HardwareConfig
 from akfviz.selection.costs import SelectionProblem, resolve_candidates
-from akfviz.selection.pareto import kernel_mix, non_dominated, pareto_front
+from akfviz.selection.pareto import kernel_mix, pareto_front
+from selection_naive import naive_front_corners, naive_switch_path
 
 
 def _staircase(front, resource):
@@ -57,32 +58,6 @@ def test_refinement_finds_every_corner_a_dense_multiplier_grid_finds():
     assert len({(e, r) for e, r in zip(few["error"], few["resource"])}) < len(dense)
 
 
-def _naive_paths(prob, corner_choices, fill):
-    """Slow reference of the plans between adjacent corners: explicit choice vectors, each measured
-    with ``evaluate`` (not the path's running sums), switches ordered by error saved per resource added."""
-    out = []
-    for lo, hi in zip(corner_choices[:-1], corner_choices[1:]):
-        diff = [u for u in range(prob.n_units) if lo[u] != hi[u]]
-        if len(diff) < 2 or fill < 1:
-            continue
-        Esum = {ch.tobytes(): prob.member_error_sums(ch) for ch in (lo, hi)}
-        R = prob.member_resource_sums()
-        keyed = []
-        for pos, u in enumerate(diff):
-            dE = Esum[hi.tobytes()][u] - Esum[lo.tobytes()][u]
-            dR = R[u, hi[u]] - R[u, lo[u]]
-            ratio = -dE / dR if dR > 0 else (np.inf if dE <= 0 else -np.inf)
-            keyed.append((-ratio, pos, u))
-        order = [u for _, _, u in sorted(keyed)]
-        plans = []
-        ch = lo.copy()
-        for u in order[:-1]:
-            ch[u] = hi[u]
-            plans.append(ch.copy())
-        out.append(plans)
-    return out
-
-
 @pytest.mark.parametrize("granularity", ["tile", "cluster"])
 def test_plans_between_corners_are_real_plans_measured_exactly(granularity):
     pa = akfviz.analyze(akfviz.generate("powerlaw", n=384, seed=2), tile=16)
@@ -90,28 +65,21 @@ def test_plans_between_corners_are_real_plans_measured_exactly(granularity):
     pf = pareto_front(pa, granularity=granularity, resource="cycles", fill=fill, n_points=6)
     prob = SelectionProblem(pa, resolve_candidates(None), HardwareConfig(), resource="cycles",
                             granularity=granularity)
-    swept = pf.points[~pf.points["between"]]
-    masks = {False: None}
-    if swept["restricted"].any():
-        from akfviz.selection.budgets import members_exact_mask
-        masks[True] = members_exact_mask(prob)
-    choices = [prob.argmin(r.multiplier, 1.0, mask=masks[bool(r.restricted)]) for r in swept.itertuples()]
-    keep = np.flatnonzero(non_dominated(swept["error"].to_numpy(), swept["resource"].to_numpy()))
-    keep = keep[np.lexsort((swept["error"].to_numpy()[keep], swept["resource"].to_numpy()[keep]))]
-    paths = _naive_paths(prob, [choices[i] for i in keep], fill)
+    corners = naive_front_corners(pf, prob)
     between = pf.points[pf.points["between"]]
     assert len(between) > 0 and between["multiplier"].isna().all()
     reference = []
-    for plans in paths:
-        # the path's plans taken at fill points evenly spaced by length: each must be one of these
-        for ch in plans:
+    for lo, hi in zip(corners[:-1], corners[1:]):
+        # the fill plans are taken along this path (its ends excluded): each must be one of these,
+        # measured here with ``evaluate`` on explicit choice vectors, not with the path's running sums
+        for ch in naive_switch_path(prob, lo, hi)[1:-1]:
             e, r = prob.evaluate(ch)
             counts = np.bincount(ch, weights=prob.unit_size, minlength=len(prob.names))
             reference.append((e, r, kernel_mix(prob.names, counts)))
     for row in between.itertuples():
         assert any(abs(row.error - e) <= 1e-12 * max(1.0, e) and abs(row.resource - r) <= 1e-9 * r
                    and row.kernel_mix == mix for e, r, mix in reference), row
-    assert len(between) <= fill * max(len(keep) - 1, 1)
+    assert len(between) <= fill * max(len(corners) - 1, 1)
     # the front is non-dominated over corners and the plans between them
     pts = pf.points
     for f in pf.front.itertuples():
