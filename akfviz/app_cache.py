@@ -333,4 +333,6 @@ def warm_up() -> float:
     plan.matvec(np.ones(A.shape[1]))
     akfviz.simulate(plan, akfviz.HardwareConfig(), rho_x=0.5)
     akfviz.compare(A, tile=32)
+    from .selection.pareto import pareto_front
+    pareto_front(pa, hw=akfviz.HardwareConfig(), n_points=2)  # the front's merge kernels
     return time.perf_counter() - t0

@@ -5,6 +5,7 @@ from akfviz import app_state as S
 from akfviz.viz import kernels as vk
 from akfviz.app_shell import figure_pair, flex_row, metric_row, page_end, page_start
 from akfviz.selection.perftable import MEASURE_UNITS
+from akfviz.selection.pareto import MERGE_MAX_UNITS
 
 page_start("Kernels",
            "Per tile or LSH cluster, the selector picks the kernel minimising "
@@ -181,9 +182,12 @@ with right:
             between=pts["between"])), key="pareto")
         st.caption("How to read this: each step is a plan that no other plan found beats on both error and "
                    "resource; the star is the current plan. Large markers are the multiplier sweep's plans "
-                   "(the front's corners), small dots plans between two corners, where units switch from one "
-                   "corner's kernel to the other's (column `between` of the export); a budget mode can still "
-                   "land below the line (it may also switch units to kernels neither corner uses). In cluster "
+                   "(the front's corners), small dots plans between two corners (column `between` of the export): "
+                   f"with up to {MERGE_MAX_UNITS:,} {'clusters' if rep.granularity == 'cluster' else 'tiles'}, "
+                   "every plan no other plan beats, found by merging the units' fronts one unit at a time "
+                   "(thinned to a few thousand points); with more, plans on the way from one corner to the "
+                   "next, where units switch from one corner's kernel to the other's, and a budget mode can "
+                   "land a little below the line. In cluster "
                    "mode the sweep is run twice, the second time without kernels that are exact on a "
                    "cluster's representative but not on all its members (column `restricted`). Plans over "
                    "50 % error (most of A dropped) are left off the axes when others remain; the note above "

@@ -303,6 +303,15 @@ class SelectionProblem:
             got = self._Esum[np.arange(nu), choice]
         return got
 
+    def member_error_matrix(self) -> np.ndarray:
+        """``Σ_{t ∈ unit} E(t, k)`` (n_units, K) for every (unit, kernel): ``E`` in tile mode; in cluster
+        mode every kernel's exact error on every member tile (about what tile mode's errors cost)."""
+        if self.granularity == "tile":
+            return self.E
+        for k in range(len(self.names)):
+            self.member_error_sums(np.full(self.n_units, k, dtype=np.int64))
+        return self._Esum
+
     def member_resource_sums(self) -> np.ndarray:
         """``Σ_{t ∈ unit} R(t, k)`` (n_units, K) from the table over every member."""
         if self.granularity == "tile":

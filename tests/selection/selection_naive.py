@@ -86,3 +86,26 @@ def naive_switch_path(prob, lo, hi):
         ch[u] = hi[u]
         path.append(ch)
     return path
+
+
+def naive_all_plans_front(E, R):
+    """Every plan of a small selection (one kernel per unit, all ``K ** n_units`` of them) and the
+    non-dominated ones by a double loop: ``[(err2, res, choice)]`` sorted by resource. A plan is
+    dropped when another has error and resource each ≤ with one <, or both equal and comes first."""
+    import itertools
+
+    nu, K = E.shape
+    plans = []
+    for choice in itertools.product(range(K), repeat=nu):
+        plans.append((sum(E[u, k] for u, k in enumerate(choice)), sum(R[u, k] for u, k in enumerate(choice)),
+                      choice))
+    front = []
+    for i, (e, r, ch) in enumerate(plans):
+        beaten = False
+        for j, (e2, r2, _) in enumerate(plans):
+            if j != i and e2 <= e and r2 <= r and (e2 < e or r2 < r or j < i):
+                beaten = True
+                break
+        if not beaten:
+            front.append((e, r, ch))
+    return sorted(front, key=lambda t: t[1])

@@ -129,7 +129,7 @@ def test_plans_between_corners_are_spaced_evenly_along_the_scaled_path():
     ones at ``j/(fill+1)`` of the length (the far corner excluded). Slow reference with explicit plans."""
     pa = akfviz.analyze(akfviz.generate("powerlaw", n=384, seed=2), tile=16)
     fill = 4
-    pf = pareto_front(pa, granularity="tile", resource="cycles", fill=fill, n_points=6)
+    pf = pareto_front(pa, granularity="tile", resource="cycles", fill=fill, n_points=6, merge=False)
     prob = SelectionProblem(pa, resolve_candidates(None), HardwareConfig(), resource="cycles",
                             granularity="tile")
     corners = naive_front_corners(pf, prob)

@@ -62,7 +62,7 @@ def test_refinement_finds_every_corner_a_dense_multiplier_grid_finds():
 def test_plans_between_corners_are_real_plans_measured_exactly(granularity):
     pa = akfviz.analyze(akfviz.generate("powerlaw", n=384, seed=2), tile=16)
     fill = 5
-    pf = pareto_front(pa, granularity=granularity, resource="cycles", fill=fill, n_points=6)
+    pf = pareto_front(pa, granularity=granularity, resource="cycles", fill=fill, n_points=6, merge=False)
     prob = SelectionProblem(pa, resolve_candidates(None), HardwareConfig(), resource="cycles",
                             granularity=granularity)
     corners = naive_front_corners(pf, prob)
