@@ -167,8 +167,12 @@ def tile_density_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 25
     z = np.where(grid > 0, np.log10(np.where(grid > 0, grid, 1.0)), np.nan).astype(np.float32)
     idx, _, _ = coarse_grid(bi, bj, np.arange(len(tiles)), (n_brows, n_bcols), cap, "first", fill=-1)
     lo, hi = float(np.nanmin(z)), float(np.nanmax(z))
-    hi = max(hi, lo + 1e-6)
-    ticks = np.asarray(log_ticks(lo, hi))
+    same = hi - lo < 1e-6
+    if same:  # one density everywhere (N:M, a stencil): its colour mid-scale, one decade around it
+        ticks = np.array([lo])
+        lo, hi = lo - 0.5, lo + 0.5
+    else:
+        ticks = np.asarray(log_ticks(lo, hi))
     fig = go.Figure(go.Heatmap(
         z=z, x0=(sc - 1) / 2, dx=sc, y0=(sr - 1) / 2, dy=sr,
         colorscale="Viridis", zmin=lo, zmax=hi, xgap=1 if n_bcols <= 64 else 0, ygap=1 if n_brows <= 64 else 0,
@@ -183,7 +187,10 @@ def tile_density_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 25
     fig.update_xaxes(range=[-0.5, n_bcols - 0.5], autorange=False)
     fig.update_yaxes(range=[n_brows - 0.5, -0.5], autorange=False)
     note = aggregation_note(sr, sc, "mean density over its area")
-    return styled(fig, f"Tile density — {len(tiles):,} nonempty tiles of {n_brows}×{n_bcols}"
+    if same:
+        note = (note.strip() + "; " if note else "") + f"every tile has density {10 ** ticks[0]:.3g}"
+    return styled(fig, f"Tile density — {len(tiles):,} nonempty tile{'s' if len(tiles) != 1 else ''} of "
+                       f"{n_brows}×{n_bcols}"
                        + (f"<br><span style='font-size:12px'>{note.strip()}</span>" if note else ""), height)
 
 
@@ -277,7 +284,7 @@ def cluster_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 256,
     _tile_axes(fig, n_brows, n_bcols, tile)
     n_cl = int(cl.max()) + 1 if cl.size else 0
     # the details on a second, smaller line: on one line the title was cut at a 900-px window
-    return styled(fig, f"LSH clusters — {n_cl} clusters<br><span style='font-size:12px'>colours repeat every {k}"
+    return styled(fig, f"LSH clusters — {n_cl} cluster{'s' if n_cl != 1 else ''}<br><span style='font-size:12px'>colours repeat every {k}"
                        + aggregation_note(sr, sc, "the cluster of its first nonempty tile") + "</span>", height)
 
 
@@ -346,7 +353,7 @@ def density_histogram(tiles, height: int = 320, bins_per_decade: int | None = No
     fig.update_xaxes(type="log", title="tile density (nnz / area)", tickvals=[10.0 ** t for t in ticks],
                      ticktext=[f"{10.0 ** t:.2g}" for t in ticks])
     fig.update_yaxes(title="tiles")
-    return styled(fig, f"Tile density histogram — {len(logd):,} tiles", height, barmode="stack",
+    return styled(fig, f"Tile density histogram — {len(logd):,} tile{'s' if len(logd) != 1 else ''}", height, barmode="stack",
                   showlegend=len(kinds) > 1,
                   legend=dict(title=dict(text=f"d range: bin b<br>{density_bin_formula(bpd)}", side="top")))
 

@@ -248,3 +248,34 @@ def test_kernels_page_has_no_infinity_note_with_finite_weights(app):
     table = next(d.value for d in app.dataframe if "C" in d.value.columns and "rank" in d.value.columns)
     assert np.isfinite(table["C"].to_numpy(np.float64)).all()
     assert "α/β = ∞" not in " ".join(c.value for c in app.caption)
+
+
+def test_tile_density_map_of_one_density_puts_it_mid_scale_and_says_so():
+    """N:M 2:4: every tile has density 0.5. The colour bar once ran from 0.5 to 0.5 + 1e-6 with one
+    tick at its bottom, every cell its darkest colour; now the value sits mid-scale (a decade around
+    it), is the one tick, and the title says every tile has it."""
+    pa = akfviz.analyze(akfviz.generate("nm", n=128, seed=0), tile=32)
+    assert np.unique(pa.tiles["density"]).size == 1
+    d = float(pa.tiles["density"].iat[0])
+    fig = vp.tile_density_map(pa.tiles, pa.tileset.n_brows, pa.tileset.n_bcols, 32)
+    hm = fig.data[0]
+    z = typed_array(hm.z)
+    assert hm.zmin == pytest.approx(np.log10(d) - 0.5) and hm.zmax == pytest.approx(np.log10(d) + 0.5)
+    assert np.allclose(z[np.isfinite(z)], (hm.zmin + hm.zmax) / 2, atol=1e-6)
+    assert list(hm.colorbar.ticktext) == [f"{d:.2g}"]
+    assert f"every tile has density {d:.3g}" in fig.layout.title.text
+    # two densities: the usual scale from the smallest to the largest, no such note
+    two = pa.tiles.copy()
+    two.loc[0, "density"] = d / 4
+    fig2 = vp.tile_density_map(two, pa.tileset.n_brows, pa.tileset.n_bcols, 32)
+    assert fig2.data[0].zmin == pytest.approx(np.log10(d / 4), abs=1e-6) and "every tile" not in fig2.layout.title.text
+
+
+def test_pattern_titles_count_one_tile_and_one_cluster_in_the_singular():
+    A = sp.csr_array(([1.0], ([0], [0])), shape=(8, 8))
+    pa = akfviz.analyze(A, tile=8)
+    tiles = pa.tiles
+    assert vp.tile_density_map(tiles, 1, 1, 8).layout.title.text.startswith("Tile density — 1 nonempty tile of")
+    assert vp.cluster_map(tiles, 1, 1, 8).layout.title.text.startswith("LSH clusters — 1 cluster<br>")
+    assert vp.density_histogram(tiles).layout.title.text.startswith(
+        "Tile density histogram — 1 tile")
