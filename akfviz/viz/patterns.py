@@ -39,6 +39,11 @@ def density_bin_formula(bins_per_decade: int) -> str:
     return f"b = ⌊{int(bins_per_decade)} · log10 d⌋"
 
 
+def _pct(x: float) -> str:
+    """A percentage with two significant digits, never in exponent form (100, not "1e+02")."""
+    return f"{x:.0f}" if x >= 10 else f"{x:.2g}"
+
+
 def density_bin_caption(bins, bins_per_decade: int, weights=None) -> str:
     """What the density bins of the Patterns page mean: the formula with the analysis' bins per
     decade, and one of ``bins`` (the most common, counting each entry ``weights`` times) as a range
@@ -54,7 +59,7 @@ def density_bin_caption(bins, bins_per_decade: int, weights=None) -> str:
         b = int(vals[np.argmax(counts)])
         lo, hi = density_bin_range(b, bpd)
         pct = (f"every entry nonzero" if lo >= 1.0 else
-               f"{100 * lo:.2g} % to {100 * hi:.2g} % of the tile's entries nonzero")
+               f"{_pct(100 * lo)} % to {_pct(100 * hi)} % of the tile's entries nonzero")
         text += f" E.g. bin {b} (the most common here): {density_bin_span(b, bpd)}, {pct}."
     return text
 
@@ -330,9 +335,13 @@ def density_histogram(tiles, height: int = 320, bins_per_decade: int | None = No
         return empty_figure("No nonempty tiles.", height)
     logd = np.log10(tiles["density"].to_numpy(dtype=np.float64))
     lo, hi = float(logd.min()), float(logd.max())
-    hi = max(hi, lo + 1e-4)                    # one density only: one narrow bar
-    n_bins = min(40, max(5, int(np.sqrt(len(logd))) + 1))
-    log_edges = np.linspace(lo, hi, n_bins + 1)
+    one = hi - lo < 1e-9
+    if one:  # one density only (N:M, a stencil): one bar in the middle of a decade
+        log_edges = np.array([lo - 0.04, lo + 0.04])
+        lo, hi = lo - 0.5, hi + 0.5
+    else:
+        n_bins = min(40, max(5, int(np.sqrt(len(logd))) + 1))
+        log_edges = np.linspace(lo, hi, n_bins + 1)
     edges = 10.0 ** log_edges
     centers = 10.0 ** ((log_edges[:-1] + log_edges[1:]) / 2)
     groups = tiles["density_bin"].to_numpy() if "density_bin" in tiles else np.zeros(len(logd), np.int64)
@@ -351,7 +360,7 @@ def density_histogram(tiles, height: int = 320, bins_per_decade: int | None = No
                                            "<br>density ≈ %{x:.3g}: %{y} tiles<extra></extra>"))
     ticks = log_ticks(lo, hi)
     fig.update_xaxes(type="log", title="tile density (nnz / area)", tickvals=[10.0 ** t for t in ticks],
-                     ticktext=[f"{10.0 ** t:.2g}" for t in ticks])
+                     ticktext=[f"{10.0 ** t:.2g}" for t in ticks], range=[lo, hi] if one else None)
     fig.update_yaxes(title="tiles")
     return styled(fig, f"Tile density histogram — {len(logd):,} tile{'s' if len(logd) != 1 else ''}", height, barmode="stack",
                   showlegend=len(kinds) > 1,

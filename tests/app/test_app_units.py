@@ -625,6 +625,13 @@ def test_density_histogram_of_one_density():
     tiles = pd.DataFrame({"density": [0.25] * 7, "density_bin": [-2] * 7})
     fig = patterns.density_histogram(tiles)
     assert sum(int(np.sum(t.y)) for t in fig.data) == 7
+    # one bar, centred on the density in a decade-wide axis (it was a ninth of an axis 1e-4 decades wide,
+    # at the left edge); the ticks label that decade
+    (bar,) = fig.data
+    assert len(bar.x) == 1 and bar.x[0] == pytest.approx(0.25)
+    lo, hi = fig.layout.xaxis.range
+    assert lo == pytest.approx(np.log10(0.25) - 0.5) and hi == pytest.approx(np.log10(0.25) + 0.5)
+    assert len(fig.layout.xaxis.tickvals) >= 2
 
 
 def test_convergence_plots_each_residual_at_its_iteration():

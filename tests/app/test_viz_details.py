@@ -271,6 +271,13 @@ def test_tile_density_map_of_one_density_puts_it_mid_scale_and_says_so():
     assert fig2.data[0].zmin == pytest.approx(np.log10(d / 4), abs=1e-6) and "every tile" not in fig2.layout.title.text
 
 
+def test_density_bin_caption_writes_100_percent_without_an_exponent():
+    """Bin -1 at 2 bins per decade is 0.32 ≤ d < 1: "32 % to 100 %" (it read "1e+02 %")."""
+    cap = vp.density_bin_caption([-1, -1], 2)
+    assert "32 % to 100 % of the tile's entries nonzero" in cap and "e+" not in cap
+    assert "3.2 % to 10 %" in vp.density_bin_caption([-3], 2)
+
+
 def test_pattern_titles_count_one_tile_and_one_cluster_in_the_singular():
     A = sp.csr_array(([1.0], ([0], [0])), shape=(8, 8))
     pa = akfviz.analyze(A, tile=8)
