@@ -578,8 +578,11 @@ def _mm_check_values(text: _MMText, M, start: int) -> None:
         summed = sp.csr_array(M)  # adds duplicates up, as loading does
         bad = np.flatnonzero(~np.isfinite(summed.data))
         if bad.size:
-            k = int(bad[0])
-            row = int(np.searchsorted(summed.indptr, k, side="right")) - 1
+            rows = np.searchsorted(summed.indptr, bad, side="right") - 1
+            # a symmetric file lists one triangle, the lower one by the standard; the mirror came first
+            lower = np.flatnonzero(rows >= summed.indices[bad])
+            pick = int(lower[0]) if lower.size else 0
+            k, row = int(bad[pick]), int(rows[pick])
             raise InputError(
                 f"{label} lists the entry at row {row + 1}, column {int(summed.indices[k]) + 1} more "
                 f"than once, and Matrix Market readers add duplicate entries up: their sum is {beyond}. "
@@ -903,6 +906,11 @@ def _npz_sparse(zf, headers, label, limits: LoadLimits):
                 f"declares {ptr_dtype} {tuple(ptr_shape)}; the file is corrupt.")
     arrays = {k: _npz_load_member(zf, k, headers, label, limits) for k in _SPARSE_KEYS[fmt]}
     data = arrays["data"]
+    half = data.dtype.kind == "f" and data.dtype.itemsize == 2
+    if not data.dtype.isnative or half:
+        # scipy's coo and bsr constructors refuse big-endian values (a file saved on a big-endian
+        # machine) and float16 of either byte order; both convert exactly (float16 → float32)
+        data = data.astype(np.float32 if half else data.dtype.newbyteorder("="))
     if fmt in ("csr", "csc"):
         major, minor = (rows, cols) if fmt == "csr" else (cols, rows)
         if data.ndim != 1:
@@ -1505,4 +1513,33 @@ def _guard(src: Source, key: str):
     except MemoryError:
         raise ResourceLimitError(f"Reading {src.label} needs more memory than is available.") from None
     except Exception as exc:  # any parser surprise becomes a readable InputError
-        raise InputError(f"Could not read {src.label} as {key}: {type(exc).__name__}: {exc}") from None
+        raise InputError(_plain_reason(exc, src.label, key)) from None
+
+
+def _plain_reason(exc: Exception, label: str, key: str) -> str:
+    """A sentence for a parser's exception (:func:`_guard`): what it says about the file, with the
+    parser's own words in brackets; "Could not read … as …: Type: text" when it says nothing we
+    can name. (A fuzzing probe met a negative seek, an encrypted or version-9.6 zip member, a
+    non-UTF-8 member name, a 100,000-deep JSON header and a tar size of 2⁹⁵, each reported as
+    the raw exception.)"""
+    import lzma
+    import tarfile
+
+    text = str(exc)
+    head = f"{_cap(label)} could not be read as {key}"
+    if isinstance(exc, RecursionError):
+        return f"{head}: its header nests lists or objects too deeply for a matrix file; it is corrupt."
+    if isinstance(exc, (RuntimeError, NotImplementedError)) and "encrypt" in text.lower():
+        return (f"{head}: it is encrypted (password-protected), which akfviz does not read. Save it again "
+                "without a password.")
+    if isinstance(exc, NotImplementedError):
+        return (f"{head}: it uses a zip feature Python's zipfile does not support ({text}). Save it again "
+                "with numpy.savez, scipy.sparse.save_npz or a standard zip tool.")
+    if isinstance(exc, UnicodeDecodeError):
+        return f"{head}: a name or header in it is not valid UTF-8 text; the file is corrupt."
+    if isinstance(exc, OverflowError):
+        return f"{head}: it declares an impossible size or count ({text}); the file is corrupt."
+    if isinstance(exc, (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, struct.error, tarfile.TarError,
+                        OSError)) or (isinstance(exc, ValueError) and "seek" in text):
+        return f"{head}: it is corrupt or truncated ({text})."
+    return f"Could not read {label} as {key}: {type(exc).__name__}: {text}"

@@ -60,14 +60,31 @@ def dense_to_csr(arr: np.ndarray, *, name: str = "matrix", limits=None) -> sp.cs
     m, n = arr.shape
     counts = np.zeros(m + 1, dtype=np.int64)
     bad = 0
+    over = 0
     floating = arr.dtype.kind == "f"
+    # long double (float128 / float96): counted and copied as the float64 values it becomes, so
+    # 1e400 is refused (not stored as inf) and 1e-4000 is dropped (not stored as an explicit 0)
+    extended = floating and arr.dtype.itemsize > 8
+
+    def as_f64(block):
+        with np.errstate(over="ignore", under="ignore"):
+            return block.astype(np.float64)
+
     for r0, r1 in _row_chunks(m, n):
         block = arr[r0:r1]
-        counts[r0 + 1:r1 + 1] = np.count_nonzero(block, axis=1)
-        if floating:
+        if extended:
+            finite = np.isfinite(block)
+            block = as_f64(block)
+            over += int(np.count_nonzero(finite & ~np.isfinite(block)))
+            bad += int(finite.size - np.count_nonzero(finite))
+        elif floating:
             bad += int(block.size - np.count_nonzero(np.isfinite(block)))
+        counts[r0 + 1:r1 + 1] = np.count_nonzero(block, axis=1)
     if bad:
         raise InputError(f"The {name} contains {bad} NaN or infinite value(s); every entry must be a finite number.")
+    if over:
+        raise InputError(f"The {name} has {over} value(s) beyond the range of float64 numbers (about ±1.8e308), "
+                         "in which akfviz computes; scale the matrix down first.")
     np.cumsum(counts, out=counts)
     nnz = int(counts[-1])
     if limits is not None and nnz > limits.max_nnz:
@@ -82,7 +99,7 @@ def dense_to_csr(arr: np.ndarray, *, name: str = "matrix", limits=None) -> sp.cs
     indices = np.empty(nnz, dtype=index_dtype)
     data = np.empty(nnz, dtype=np.float64)
     for r0, r1 in _row_chunks(m, n):
-        block = arr[r0:r1]
+        block = as_f64(arr[r0:r1]) if extended else arr[r0:r1]
         rows, cols = np.nonzero(block)            # row-major: sorted columns within each row
         lo, hi = counts[r0], counts[r1]
         indices[lo:hi] = cols
