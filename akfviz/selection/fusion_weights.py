@@ -24,6 +24,14 @@ preconditioning). The temperature anneals geometrically from ``t0`` and is exact
 quarter of the steps, so the weights end (near) one-hot; the plan takes ``argmax_k w_ck``.
 Without a binding SRAM constraint the minimiser is the per-unit argmin of ``C`` (the logits of cheaper
 kernels always grow faster from the uniform start), which the tests check.
+
+The penalty is applied only when the argmin plan overflows the chip (``S_arg > S_cap``, ``binding``).
+Otherwise the argmin one-hot point has no penalty and the least cost, so it minimises ``F`` at
+``T = 0``; but from the uniform start the expected footprint ``S(w)`` can exceed a small chip, and
+a large ``P`` pushed units off their argmin before the weights settled (a fuzzing probe: one tile's
+QUANT8, 94 B on a 159 B chip, became SKIP, 100 % error, at ``P = 10⁶``). Kernels outside
+``allowed`` have weight 0 from the start to the end (left out of the softmax): as a capped cost
+they were only discouraged, and a penalty of 10⁶ outweighed the cap.
 """
 from __future__ import annotations
 
@@ -85,8 +93,9 @@ class FusionResult:
 
 
 @njit_cached
-def _descend(Ch, b, s, z, cap, pen, lr, temps, rec_every, rec_units, C, traj, wtraj):
-    """Gradient descent on the logits ``z`` in place (see the module docstring)."""
+def _descend(Ch, b, s, z, ok, cap, pen, lr, temps, rec_every, rec_units, C, traj, wtraj):
+    """Gradient descent on the logits ``z`` in place (see the module docstring). A kernel with
+    ``ok[c, k]`` False has weight 0 throughout (left out of the softmax and of the steps)."""
     nu, K = Ch.shape
     N = 0.0
     for c in range(nu):
@@ -102,13 +111,13 @@ def _descend(Ch, b, s, z, cap, pen, lr, temps, rec_every, rec_units, C, traj, wt
         # softmax
         S = 0.0
         for c in range(nu):
-            m = z[c, 0]
-            for k in range(1, K):
-                if z[c, k] > m:
+            m = -np.inf
+            for k in range(K):
+                if ok[c, k] and z[c, k] > m:
                     m = z[c, k]
             tot = 0.0
             for k in range(K):
-                e = np.exp(z[c, k] - m)
+                e = np.exp(z[c, k] - m) if ok[c, k] else 0.0
                 w[c, k] = e
                 tot += e
             inv = 1.0 / tot
@@ -141,13 +150,16 @@ def _descend(Ch, b, s, z, cap, pen, lr, temps, rec_every, rec_units, C, traj, wt
         for c in range(nu):
             gbar = 0.0
             for k in range(K):
+                if not ok[c, k]:
+                    continue
                 gk = Ch[c, k] + lam * b[c, k]
                 if T > 0.0:
                     gk += T * (z[c, k] - lse[c] + 1.0)
                 g[k] = gk
                 gbar += w[c, k] * gk
             for k in range(K):
-                z[c, k] -= lr * w[c, k] * (g[k] - gbar)
+                if ok[c, k]:
+                    z[c, k] -= lr * w[c, k] * (g[k] - gbar)
     return r
 
 
@@ -245,7 +257,9 @@ def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 1
         allowed = np.asarray(allowed, dtype=bool)
         if allowed.shape != (nu, K) or (nu and not allowed[ar, argmin].all()):
             raise InputError("allowed must have the shape of C and allow every unit's argmin.")
-        Ch = np.where(allowed, Ch, COST_CAP)
+    ok = np.ascontiguousarray(np.ones((nu, K), dtype=np.bool_) if allowed is None else allowed)
+    # the penalty acts only when the argmin overflows the chip (see the module docstring)
+    binding = bool(0 < cap < S_arg)
     z = np.zeros((nu, K))
     n_anneal = max(1, (3 * int(steps)) // 4)
     temps = np.zeros(int(steps))
@@ -254,10 +268,11 @@ def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 1
     n_rec = int(steps) // int(record_every) + 2
     traj = np.zeros((n_rec, 6))
     wtraj = np.zeros((n_rec, rec_units.size, K))
-    r = _descend(Ch, b, s, z, cap, float(penalty), float(lr), temps, int(record_every), rec_units, C,
-                 traj, wtraj)
-    zmax = z.max(axis=1, keepdims=True) if nu else z
-    w = np.exp(z - zmax)
+    r = _descend(Ch, b, s, z, ok, cap, float(penalty) if binding else 0.0, float(lr), temps, int(record_every),
+                 rec_units, C, traj, wtraj)
+    zok = np.where(ok, z, -np.inf)
+    zmax = zok.max(axis=1, keepdims=True) if nu else zok
+    w = np.exp(zok - zmax)           # 0 outside ``allowed``
     w /= w.sum(axis=1, keepdims=True) if nu else 1.0
     choice = np.argmax(w, axis=1).astype(np.int64) if nu else np.zeros(0, np.int64)
     if nu:
@@ -271,5 +286,5 @@ def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 1
     traj_df["step"] = traj_df["step"].astype(np.int64)
     return FusionResult(weights=w, choice=choice, argmin=argmin, trajectory=traj_df,
                         weights_trajectory=wtraj[:r], recorded_units=rec_units, capacity=cap,
-                        sram_bytes_argmin=S_arg, sram_bytes_final=S_fin, binding=bool(0 < cap < S_arg),
+                        sram_bytes_argmin=S_arg, sram_bytes_final=S_fin, binding=binding,
                         steps=int(steps), penalty=float(penalty))
