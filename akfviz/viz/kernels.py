@@ -295,7 +295,11 @@ def pareto_front(error, resource, current=None, labels=None, resource_name: str 
     order = np.argsort(resource)
     size = 7 if between is None else np.where(np.asarray(between, dtype=bool)[order], 3, 7)
     fig = go.Figure(go.Scatter(x=resource[order], y=100 * error[order], mode="lines+markers", name="front",
-                               line=dict(color=NEUTRAL_DARK, shape="hv"), marker=dict(size=size),
+                               # sizes per point make plotly.js draw "bubbles": opacity 0.7 and a
+                               # white 1-px outline, which turned a thousand 3-px dots between
+                               # corners into a pale band over the line; solid, unoutlined dots here
+                               line=dict(color=NEUTRAL_DARK, shape="hv"),
+                               marker=dict(size=size, color=NEUTRAL_DARK, opacity=1.0, line=dict(width=0)),
                                text=None if labels is None else np.asarray(labels, dtype=object)[order],
                                hovertemplate=f"{resource_name} %{{x:.4g}}, error %{{y:.3g}} %<br>"
                                              "tiles per kernel: %{text}<extra></extra>"))

@@ -744,6 +744,11 @@ def test_pareto_front_cuts_the_drop_everything_plan_off_and_says_so():
     # every point is still in the figure (hover, export); nothing to cut without an outlier, or when
     # the current plan is the outlier
     assert list(fig.data[0].y) == [100.0, 0.4, 0.1, 0.0]
+    # the markers share the line's dark colour (a thousand small dots in the palette's first colour
+    # drew the merged front as a pale band over its line)
+    assert fig.data[0].marker.color == fig.data[0].line.color
+    between = vk.pareto_front([0.0, 0.001, 0.004], [1.0, 0.5, 0.3], between=[False, True, False]).data[0].marker
+    assert list(between.size) == [7, 3, 7] and between.opacity == 1.0 and between.line.width == 0
     assert vk.pareto_front([0, 0.001, 0.004], [1.0, 0.5, 0.3]).layout.yaxis.range is None
     assert vk.pareto_front([0, 0.001, 0.004, 1.0], [1.0, 0.5, 0.3, 0.0], current=(1.0, 0.0)).layout.yaxis.range \
         is None
