@@ -744,8 +744,8 @@ def test_pareto_front_cuts_the_drop_everything_plan_off_and_says_so():
     # every point is still in the figure (hover, export); nothing to cut without an outlier, or when
     # the current plan is the outlier
     assert list(fig.data[0].y) == [100.0, 0.4, 0.1, 0.0]
-    # the markers share the line's dark colour (a thousand small dots in the palette's first colour
-    # drew the merged front as a pale band over its line)
+    # the markers are solid dots in the line's dark colour: with a size per point plotly.js draws
+    # bubbles (opacity 0.7, white outline), and the merged front's thousand small dots were a pale band
     assert fig.data[0].marker.color == fig.data[0].line.color
     between = vk.pareto_front([0.0, 0.001, 0.004], [1.0, 0.5, 0.3], between=[False, True, False]).data[0].marker
     assert list(between.size) == [7, 3, 7] and between.opacity == 1.0 and between.line.width == 0
