@@ -298,7 +298,8 @@ def _clustered(rng, n, m, limits, *, blocks, min_block, max_block, density, nois
     """Clustered blocks (akf-spec §1): ``blocks`` dense-ish blocks plus uniform noise.
 
     Block ``b`` has height ``h_b`` and width ``w_b`` uniform in ``[min_block, max_block]``
-    (clipped to ``n`` and ``m``), top-left corner uniform among the positions that fit, and each
+    (clipped to ``n`` and ``m``; given the other way round, ``min_block > max_block``, the two
+    are swapped), top-left corner uniform among the positions that fit, and each
     of its ``h_b·w_b`` entries is kept with probability ``density``; then ``round(noise·n·m)``
     distinct uniform background positions are added. Positions hit twice are kept once;
     values are N(0, 1).
