@@ -183,11 +183,12 @@ with right:
         st.caption("How to read this: each step is a plan that no other plan found beats on both error and "
                    "resource; the star is the current plan. Large markers are the multiplier sweep's plans "
                    "(the front's corners), small dots plans between two corners (column `between` of the export): "
-                   f"with up to {MERGE_MAX_UNITS:,} {'clusters' if rep.granularity == 'cluster' else 'tiles'}, "
-                   "every plan no other plan beats, found by merging the units' fronts one unit at a time "
-                   "(thinned to a few thousand points); with more, plans on the way from one corner to the "
-                   "next, where units switch from one corner's kernel to the other's, and a budget mode can "
-                   "land a little below the line. In cluster "
+                   + ("every plan no other plan beats, found by merging the units' fronts one unit at a time "
+                      "(thinned to a few thousand points). " if rep.units.size <= MERGE_MAX_UNITS else
+                      f"with more than {MERGE_MAX_UNITS:,} {units_label}s, plans on the way from one corner to "
+                      "the next, where units switch from one corner's kernel to the other's, so a budget mode "
+                      "can land a little below the line. ")
+                   + "In cluster "
                    "mode the sweep is run twice, the second time without kernels that are exact on a "
                    "cluster's representative but not on all its members (column `restricted`). Plans over "
                    "50 % error (most of A dropped) are left off the axes when others remain; the note above "

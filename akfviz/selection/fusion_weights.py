@@ -221,7 +221,7 @@ def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 1
     allowed : bool ndarray (n_units, K), optional
         Kernels a unit may move to (default all). The selector allows only kernels no less accurate
         than the unit's argmin, so that the SRAM penalty trades resource, never accuracy; the others
-        get the capped cost (:data:`COST_CAP` gaps above the unit's best).
+        have weight 0 throughout (left out of the softmax).
     """
     C = np.ascontiguousarray(C, dtype=np.float64)
     if C.ndim != 2:

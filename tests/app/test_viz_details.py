@@ -250,6 +250,19 @@ def test_kernels_page_has_no_infinity_note_with_finite_weights(app):
     assert "α/β = ∞" not in " ".join(c.value for c in app.caption)
 
 
+@pytest.mark.parametrize("query, merged", [({}, True), ({"sample": "uniform_2048", "gran": "tile"}, False)])
+def test_kernels_pareto_caption_names_the_method_that_drew_the_dots(app, query, merged):
+    """The caption described both ways of filling between corners whatever the selection; it now says
+    the one used: the merged front for the default sample's 2 clusters, the switch path for 4,061 tiles."""
+    app.query_params.update(query)
+    app.run()
+    app.switch_page("pages/2_Kernels.py").run()
+    assert not app.exception, [e.value for e in app.exception]
+    captions = " ".join(c.value for c in app.caption)
+    assert ("merging the units' fronts" in captions) is merged
+    assert ("with more than 2,000 tiles, plans on the way from one corner" in captions) is not merged
+
+
 def test_tile_density_map_of_one_density_puts_it_mid_scale_and_says_so():
     """N:M 2:4: every tile has density 0.5. The colour bar once ran from 0.5 to 0.5 + 1e-6 with one
     tick at its bottom, every cell its darkest colour; now the value sits mid-scale (a decade around
