@@ -487,8 +487,12 @@ def sample_provenance(name: str) -> str:
     parts = [str(r.get("title", ""))]
     for col, label in (("source", "source"), ("pruning", "pruning"), ("seed", "seed"), ("licence", "licence")):
         v = r.get(col)
-        if v is not None and not (isinstance(v, float) and math.isnan(v)) and str(v):
-            parts.append(f"{label}: {v}")
+        if (v is None or type(v).__name__ == "NAType"  # pandas' missing value (not imported here)
+                or (isinstance(v, float) and math.isnan(v)) or not str(v)):
+            continue
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)  # a whole number read back through a float column (seed 0, not 0.0)
+        parts.append(f"{label}: {v}")
     return "; ".join(p for p in parts if p)
 
 

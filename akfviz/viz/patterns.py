@@ -288,9 +288,14 @@ def cluster_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 256,
     ))
     _tile_axes(fig, n_brows, n_bcols, tile)
     n_cl = int(cl.max()) + 1 if cl.size else 0
-    # the details on a second, smaller line: on one line the title was cut at a 900-px window
-    return styled(fig, f"LSH clusters — {n_cl} cluster{'s' if n_cl != 1 else ''}<br><span style='font-size:12px'>colours repeat every {k}"
-                       + aggregation_note(sr, sc, "the cluster of its first nonempty tile") + "</span>", height)
+    # the details on a second, smaller line: on one line the title was cut at a 900-px window;
+    # the palette's repeat is said only when some colour stands for two clusters
+    details = ((f"colours repeat every {k}" if n_cl > k else "")
+               + aggregation_note(sr, sc, "the cluster of its first nonempty tile")).strip()
+    title = f"LSH clusters — {n_cl} cluster{'s' if n_cl != 1 else ''}"
+    if details:
+        title += f"<br><span style='font-size:12px'>{details}</span>"
+    return styled(fig, title, height)
 
 
 def representative_gallery(dense_tiles: list, labels: list[str], cols: int = 4,
@@ -359,8 +364,11 @@ def density_histogram(tiles, height: int = 320, bins_per_decade: int | None = No
                              hovertemplate=f"density bin {int(g)}: {density_bin_span(int(g), bpd)}"
                                            "<br>density ≈ %{x:.3g}: %{y} tiles<extra></extra>"))
     ticks = log_ticks(lo, hi)
+    # a little room at both ends: with the axis ending exactly at the largest density, plotly
+    # dropped the tick there (a narrow range then read "0.67" alone, at its left end)
+    pad = 0.0 if one else 0.03 * (hi - lo)
     fig.update_xaxes(type="log", title="tile density (nnz / area)", tickvals=[10.0 ** t for t in ticks],
-                     ticktext=[f"{10.0 ** t:.2g}" for t in ticks], range=[lo, hi] if one else None)
+                     ticktext=[f"{10.0 ** t:.2g}" for t in ticks], range=[lo - pad, hi + pad])
     fig.update_yaxes(title="tiles")
     return styled(fig, f"Tile density histogram — {len(logd):,} tile{'s' if len(logd) != 1 else ''}", height, barmode="stack",
                   showlegend=len(kinds) > 1,
@@ -380,6 +388,7 @@ def cluster_sizes(clusters, height: int = 320) -> go.Figure:
         x=[str(i) for i in c.index], y=c["size"], marker=dict(color=jac, colorscale=VIRIDIS_ON_WHITE, cmin=0, cmax=1,
                                                              colorbar=dict(title="Jaccard")),
         hovertemplate="cluster %{x}: %{y} tiles<br>Jaccard %{marker.color:.2f}<extra></extra>"))
-    fig.update_xaxes(title="cluster (largest 60)", type="category")
+    shown = "cluster" if len(clusters) <= 60 else f"cluster (the largest 60 of {len(clusters):,})"
+    fig.update_xaxes(title=shown, type="category")
     fig.update_yaxes(title="tiles")
     return styled(fig, "Cluster sizes and quality", height)

@@ -38,9 +38,13 @@ def _catalogue() -> tuple:
 
 def list_samples() -> pd.DataFrame:
     """The shipped samples, one row each: ``name, title, description, file, shape (tuple),
-    nnz, source, pruning, seed, licence``, in catalogue order."""
+    nnz, source, pruning, seed, licence``, in catalogue order (``seed`` is a nullable integer,
+    ``<NA>`` for the real weights)."""
     rows = [dict(e, shape=tuple(e["shape"])) for e in _catalogue()]
-    return pd.DataFrame(rows, columns=_COLUMNS)
+    table = pd.DataFrame(rows, columns=_COLUMNS)
+    # a nullable integer: the real weights have no seed, and a float column would show 0.0
+    table["seed"] = table["seed"].astype("Int64")
+    return table
 
 
 def sample_path(name: str) -> pathlib.Path:

@@ -634,6 +634,22 @@ def test_density_histogram_of_one_density():
     assert len(fig.layout.xaxis.tickvals) >= 2
 
 
+def test_density_histogram_axis_holds_both_end_ticks():
+    """A narrow range (0.67–0.74, no 1-2-5 step inside) is labelled at both ends, and the axis
+    reaches a little past them: ending exactly at the largest density, plotly dropped its tick
+    and the axis read "0.67" alone."""
+    import pandas as pd
+
+    d = np.linspace(0.6689, 0.7354, 64)
+    fig = patterns.density_histogram(pd.DataFrame({"density": d, "density_bin": [-1] * 64}))
+    assert list(fig.layout.xaxis.ticktext) == ["0.67", "0.74"]
+    lo, hi = fig.layout.xaxis.range
+    ticks = np.log10(np.asarray(fig.layout.xaxis.tickvals, np.float64))
+    span = np.log10(d[-1]) - np.log10(d[0])
+    assert lo < ticks.min() - 0.02 * span and hi > ticks.max() + 0.02 * span
+    assert lo > np.log10(d[0]) - 0.05 * span and hi < np.log10(d[-1]) + 0.05 * span
+
+
 def test_convergence_plots_each_residual_at_its_iteration():
     """Entry k of the curves is the residual after iteration k + 1: it was drawn at x = k."""
     import akfviz

@@ -187,10 +187,22 @@ def test_kernels_page_says_why_the_descent_did_not_run(app, monkeypatch):
 
 # --------------------------------------------------------------------------- Patterns
 def test_cluster_map_title_wraps_its_details():
+    """The details go on a second line; the palette's repeat is named only when some colour
+    stands for two clusters (a one-cluster map said "colours repeat every 16")."""
+    k = len(patterns.CLUSTER_PALETTE)
     tiles = pd.DataFrame({"bi": [0, 2], "bj": [1, 0], "density": [0.1, 1.0], "cluster": [0, 1], "nnz": [3, 9]})
     fig = patterns.cluster_map(tiles, 3, 2, 8)
-    first = fig.layout.title.text.split("<br>")[0]
-    assert first == "LSH clusters — 2 clusters" and "colours repeat" in fig.layout.title.text
+    assert fig.layout.title.text == "LSH clusters — 2 clusters"
+    n = k + 1
+    many = pd.DataFrame({"bi": np.arange(n), "bj": np.arange(n), "density": np.full(n, 0.5),
+                         "cluster": np.arange(n), "nnz": np.full(n, 4)})
+    fig = patterns.cluster_map(many, n, n, 8)
+    first, second = fig.layout.title.text.split("<br>")
+    assert first == f"LSH clusters — {n} clusters" and f"colours repeat every {k}" in second
+    fig = patterns.cluster_map(tiles, 600, 600, 8, cap=256)   # aggregated: the note alone
+    first, second = fig.layout.title.text.split("<br>")
+    assert first == "LSH clusters — 2 clusters" and "each cell: 3×3 tiles" in second
+    assert "repeat" not in second and "(each cell" in second
 
 
 # --------------------------------------------------------------------------- page layout and headings

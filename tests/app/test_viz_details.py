@@ -83,6 +83,9 @@ def test_cluster_sizes_shows_the_largest_clusters_largest_first():
     shown = np.asarray(fig.data[0].y)
     assert shown.tolist() == sorted(sizes.tolist(), reverse=True)[:60]
     assert [int(x) for x in fig.data[0].x] == [int(i) for i in np.argsort(-sizes, kind="stable")[:60]]
+    assert fig.layout.xaxis.title.text == "cluster (the largest 60 of 70)"
+    # all shown: the axis does not speak of "the largest 60" (it did for a one-cluster matrix)
+    assert vp.cluster_sizes(clusters.head(3)).layout.xaxis.title.text == "cluster"
 
 
 def test_kernel_mix_adds_up_the_given_weights_per_kernel():
@@ -296,6 +299,6 @@ def test_pattern_titles_count_one_tile_and_one_cluster_in_the_singular():
     pa = akfviz.analyze(A, tile=8)
     tiles = pa.tiles
     assert vp.tile_density_map(tiles, 1, 1, 8).layout.title.text.startswith("Tile density — 1 nonempty tile of")
-    assert vp.cluster_map(tiles, 1, 1, 8).layout.title.text.startswith("LSH clusters — 1 cluster<br>")
+    assert vp.cluster_map(tiles, 1, 1, 8).layout.title.text == "LSH clusters — 1 cluster"
     assert vp.density_histogram(tiles).layout.title.text.startswith(
         "Tile density histogram — 1 tile")

@@ -22,6 +22,24 @@ def test_catalogue_fields_and_listing():
     assert len(df.name.unique()) == len(df)
 
 
+def test_seed_column_is_whole_numbers_or_missing():
+    """The generated samples' seed reads 0, not 0.0 (a float column, because the real weights
+    have none), in the listing and in the app's provenance line."""
+    from akfviz.app_state import sample_provenance
+
+    df = list_samples()
+    assert str(df["seed"].dtype) == "Int64"
+    for e in CATALOGUE:
+        got = df.loc[df.name == e["name"], "seed"].iloc[0]
+        line = sample_provenance(e["name"])
+        if e["seed"] is None:
+            assert got is __import__("pandas").NA
+            assert "seed:" not in line
+        else:
+            assert got == e["seed"]
+            assert f"; seed: {e['seed']};" in line and "seed: 0.0" not in line
+
+
 @pytest.mark.parametrize("entry", CATALOGUE, ids=lambda e: e["name"])
 def test_every_sample_loads_and_matches_its_record(entry):
     A = load_sample(entry["name"])
