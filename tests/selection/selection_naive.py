@@ -109,3 +109,23 @@ def naive_all_plans_front(E, R):
         if not beaten:
             front.append((e, r, ch))
     return sorted(front, key=lambda t: t[1])
+
+
+class Units:
+    """A tile-mode problem reduced to what the budgets' greedy fill reads: per-unit squared errors
+    and resources (``E``, ``R`` of shape (n_units, K))."""
+
+    granularity = "tile"
+
+    def __init__(self, E, R, fro2=1.0):
+        self.E = np.asarray(E, dtype=np.float64)
+        self.R = np.asarray(R, dtype=np.float64)
+        self.n_units, K = self.E.shape
+        self.names = tuple(f"K{k}" for k in range(K))
+        self.fro2 = fro2
+
+    def member_error_sums(self, choice):
+        return self.E[np.arange(self.n_units), np.asarray(choice)]
+
+    def member_resource_sums(self):
+        return self.R

@@ -15,6 +15,7 @@ from akfviz.npu.hardware import HardwareConfig
 from akfviz.selection.budgets import _fill, solve_error_budget, solve_resource_budget
 from akfviz.selection.costs import SelectionProblem, resolve_candidates
 from akfviz.selection.hull_chains import hull_chains, unit_chains
+from selection_naive import Units as _Units
 
 
 # ------------------------------------------------------------------ the hull walk against a slow reference
@@ -72,25 +73,6 @@ def test_unit_chains_orders_steps_by_efficiency_and_keeps_each_units_walk():
 
 
 # ------------------------------------------------------------------ the fill on hand-worked problems
-class _Units:
-    """Per-unit squared errors and resources, what the fill reads (tile mode)."""
-
-    granularity = "tile"
-
-    def __init__(self, E, R, fro2=1.0):
-        self.E = np.asarray(E, dtype=np.float64)
-        self.R = np.asarray(R, dtype=np.float64)
-        self.n_units, K = self.E.shape
-        self.names = tuple(f"K{k}" for k in range(K))
-        self.fro2 = fro2
-
-    def member_error_sums(self, choice):
-        return self.E[np.arange(self.n_units), np.asarray(choice)]
-
-    def member_resource_sums(self):
-        return self.R
-
-
 def test_error_budget_fill_never_takes_a_switch_that_adds_resource():
     """Start K0 (E 1, R 10) on both units; K1 is lossless at more resource (E 0, R 12), K2 cheap and
     lossy (E 3, R 2). Budget: squared error ≤ 8. The old fill ranked K1 as free (less error), took

@@ -17,7 +17,7 @@ from akfviz.selection.budgets import _fill, solve_error_budget
 from akfviz.selection.costs import SelectionProblem, resolve_candidates
 from akfviz.selection.explain import explain
 from akfviz.selection.pareto import non_dominated, pareto_front
-from selection_naive import naive_front_corners, naive_switch_path
+from selection_naive import Units as _Units, naive_front_corners, naive_switch_path
 
 
 @pytest.fixture(scope="module")
@@ -26,21 +26,6 @@ def uniform_pa():
 
 
 # ------------------------------------------------------------------ budgets
-class _Units:
-    """A tile-mode problem reduced to what the greedy fill reads: per-unit errors and resources."""
-
-    def __init__(self, E, R, fro2=1.0):
-        self.E = np.asarray(E, dtype=np.float64)
-        self.R = np.asarray(R, dtype=np.float64)
-        self.n_units, K = self.E.shape
-        self.names = tuple(f"K{k}" for k in range(K))
-        self.fro2 = fro2
-
-    def member_error_sums(self, choice):
-        return self.E[np.arange(self.n_units), np.asarray(choice)]
-
-    def member_resource_sums(self):
-        return self.R
 
 
 def test_resource_budget_fill_takes_the_most_error_saved_per_resource_first():
