@@ -460,11 +460,15 @@ def cmd_calibrate(args):
 
 
 def cmd_sweep(args):
-    from .dse.sweep import parse_grid, run_sweep, save_sweep
+    from .dse.sweep import SWEEP_PARAMETERS, check_sweep, parse_grid, run_sweep, save_sweep
 
     if not any(v.strip() for v in args.vary or []):
         raise InputError("Give at least one --vary name=v1,v2,… (e.g. --vary alpha=0.1,1,10).")
     grid = parse_grid(args.vary)
+    SWEEP_PARAMETERS["tile"].check(args.tile, label="--tile")
+    # the grid, --tile, the hardware and --static are refused before the matrix is loaded or made
+    check_sweep(grid, base={"tile": args.tile}, hw=_hw(args), baselines=args.baselines,
+                static_kernel=args.static_kernel)
     A, _ = _matrix(args)
 
     def progress(done, total, point):
@@ -612,7 +616,12 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp, selector=False, seeds=(gen, table, "the input x", "the annealing placement"),
            out_help="write the sweep table to this .csv or .parquet file (one row per configuration)")
     sp.add_argument("--vary", action="append", metavar="NAME=V1,V2,…",
-                    help="a swept parameter, repeatable (e.g. --vary alpha=0.1,1,10)")
+                    help="a swept parameter, repeatable (e.g. --vary alpha=0.1,1,10), or several in one "
+                         "separated by ';' (--vary 'tile=16,32;beta=0.1,1'). Names: tile; alpha, beta, "
+                         "error_budget, resource_budget ('none' = no budget), granularity (cluster, tile), "
+                         "resource (energy, cycles, bytes, mix); rho_x; hardware: rows, cols, "
+                         "sram_bytes_per_pe, mac_lanes, dram_bytes_per_cycle, hop_latency_cycles. The "
+                         "points are every combination, at most 400")
     sp.add_argument("--scheduler", choices=["local", "dask"], default="local")
     sp.add_argument("--baselines", action="store_true",
                     help="also simulate the Block-sparse and Static-sparse baselines at every point and add "

@@ -162,9 +162,14 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
     rho_x = check_rho_x(rho_x)
     static = get_kernel(static_kernel).name
     seed = check_seed(seed)
-    if plan is None:  # the selector's weights: refused before the three baselines are simulated
-        check_real(alpha, "alpha")
-        check_real(beta, "beta")
+    if plan is None:  # the selector's settings: refused before the three baselines are simulated
+        from .selection.costs import check_granularity
+
+        a, b = check_real(alpha, "alpha"), check_real(beta, "beta")
+        if a == 0 and b == 0:
+            # (the CLI printed three baseline steps, seconds of work, before select refused this)
+            raise InputError("alpha and beta are both 0, so every kernel costs nothing; make at least one > 0.")
+        check_granularity(granularity)
     if plan is not None:
         if not isinstance(plan, FusionPlan):
             raise InputError(f"plan must be an akfviz FusionPlan (from akfviz.select), got {type(plan).__name__}.")

@@ -75,33 +75,34 @@ class SweepParameter:
     help: str = ""
     optional: bool = False
 
-    def check(self, value):
-        """Return ``value`` converted to the parameter's type, or raise InputError."""
+    def check(self, value, label: str | None = None):
+        """Return ``value`` converted to the parameter's type, or raise InputError; ``label``
+        names the value in messages (default ``"Sweep parameter 'NAME'"``; the command line
+        passes ``"--tile"`` for its base tile)."""
+        who = label or f"Sweep parameter '{self.name}'"
         if value is None:
             if self.optional:
                 return None
-            raise InputError(f"Sweep parameter '{self.name}' needs a value, got None.")
+            raise InputError(f"{who} needs a value, got None.")
         if self.choices is not None:
             if not isinstance(value, str) or value not in self.choices:
-                raise InputError(
-                    f"Sweep parameter '{self.name}' cannot be {value!r}; choose from {list(self.choices)}."
-                )
+                raise InputError(f"{who} cannot be {value!r}; choose from {list(self.choices)}.")
             return value
         if isinstance(value, (bool, np.bool_)):
-            raise InputError(f"Sweep parameter '{self.name}' needs a number, got {value!r}.")
+            raise InputError(f"{who} needs a number, got {value!r}.")
         if self.kind is int and isinstance(value, (float, np.floating)) and not float(value).is_integer():
-            raise InputError(f"Sweep parameter '{self.name}' needs a whole number, got {value!r}.")
+            raise InputError(f"{who} needs a whole number, got {value!r}.")
         try:
             v = self.kind(value)
         except (TypeError, ValueError, OverflowError):
             what = "a whole number" if self.kind is int else "a number"
-            raise InputError(f"Sweep parameter '{self.name}' needs {what}, got {value!r}.") from None
+            raise InputError(f"{who} needs {what}, got {value!r}.") from None
         if self.kind is float and not np.isfinite(v):
-            raise InputError(f"Sweep parameter '{self.name}' must be finite, got {value!r}.")
+            raise InputError(f"{who} must be finite, got {value!r}.")
         if (self.low is not None and v < self.low) or (self.high is not None and v > self.high):
+            # the converted value: a whole-number parameter read as 3.0 is echoed as 3
             raise InputError(
-                f"Sweep parameter '{self.name}' = {value!r} is outside "
-                f"[{_fmt(self.low)}, {_fmt(self.high)}] (the allowed range)."
+                f"{who} = {_fmt(v)} is outside [{_fmt(self.low)}, {_fmt(self.high)}] (the allowed range)."
             )
         return v
 
@@ -177,8 +178,14 @@ COLUMN_HELP = {
 REQUIRED_COLUMNS = ["cycles", "energy_pj", "error_pct"]
 
 
+#: The largest ``max_points`` accepted: far beyond any sweep that could run (each point is a
+#: simulation), and small enough for ``itertools.islice`` (a ``max_points`` of 2**63 raised its
+#: plain ValueError instead of an InputError — held-out CLI probe).
+MAX_POINTS_LIMIT = 10**9
+
+
 def _check_max_points(max_points) -> int:
-    return check_whole(max_points, "max_points", 1)
+    return check_whole(max_points, "max_points", 1, MAX_POINTS_LIMIT)
 
 
 def _value_list(name: str, vals, max_points: int) -> list:
@@ -436,6 +443,78 @@ def _hardware_configs(hw0, defaults: Mapping, values: Mapping, points) -> dict:
     return configs
 
 
+def _checked_sweep(grid, *, base=None, hw=None, seed=0, scheduler="local", progress=None, max_points=400,
+                   baselines=False, static_kernel="CSC"):
+    """Every check of :func:`run_sweep` that does not need the matrix: ``(seed, points, values,
+    defaults, hw_configs, static)``, ``static`` None without baselines."""
+    from ..arguments import check_flag
+    from ..kernels.registry import get_kernel
+
+    seed = check_seed(seed)
+    if not isinstance(scheduler, str) or scheduler not in ("local", "dask"):
+        raise InputError(f"scheduler must be 'local' or 'dask', not {scheduler!r}.")
+    if progress is not None and not callable(progress):
+        raise InputError(
+            f"progress must be a function called as progress(done, total, point), or None; "
+            f"got {progress!r}."
+        )
+    max_points = _check_max_points(max_points)
+    baselines = check_flag(baselines, "baselines")
+    # checked with or without baselines: a misspelt --static was silently ignored (exit 0)
+    static = get_kernel(static_kernel).name
+    if not baselines:
+        static = None
+    hw0 = as_hardware(hw)
+    values = _checked_grid(grid, max_points)
+    points = [dict(zip(values, combo)) for combo in itertools.product(*values.values())]
+    defaults = {"tile": 32, "alpha": 1.0, "beta": 1.0, "error_budget": None, "resource_budget": None,
+                "granularity": "cluster", "resource": "energy", "rho_x": 1.0}
+    if base is not None:
+        if not isinstance(base, _MappingABC):
+            raise InputError(
+                "base must be a dict of parameter name -> one value, e.g. {'tile': 16}; "
+                f"got a {type(base).__name__}."
+            )
+        for k, v in base.items():
+            if not isinstance(k, str) or k not in SWEEP_PARAMETERS:
+                raise InputError(f"'{k}' is not a sweep parameter; choose from {sorted(SWEEP_PARAMETERS)}.")
+            defaults[k] = SWEEP_PARAMETERS[k].check(v)
+    hw_configs = _hardware_configs(hw0, defaults, values, points)
+    for point in points:
+        p = {**defaults, **point}
+        if p["error_budget"] is not None and p["resource_budget"] is not None:
+            raise InputError(
+                f"At the sweep point {point}, both an error_budget and a resource_budget are set; "
+                "the selector takes one of the two (set the other to None)."
+            )
+        if p["alpha"] == 0 and p["beta"] == 0 and p["error_budget"] is None and p["resource_budget"] is None:
+            raise InputError(
+                f"At the sweep point {point}, alpha and beta are both 0 (and there is no "
+                "error_budget), so every kernel would cost nothing; make alpha or beta > 0 there."
+            )
+    return seed, points, values, defaults, hw_configs, static
+
+
+def check_sweep(grid: Mapping[str, Sequence], *, base: Mapping | None = None, hw=None,
+                max_points: int = 400, baselines: bool = False, static_kernel: str = "CSC") -> int:
+    """Check a sweep's settings as :func:`run_sweep` does, without a matrix: the command line
+    calls it before loading or generating one, so a grid of too many points or a misspelt
+    kernel is refused at once (it came after seconds of generating — held-out CLI probe).
+
+    Returns
+    -------
+    int
+        The number of points of the grid.
+
+    Raises
+    ------
+    InputError
+        As :func:`run_sweep` for these arguments.
+    """
+    return len(_checked_sweep(grid, base=base, hw=hw, max_points=max_points, baselines=baselines,
+                              static_kernel=static_kernel)[1])
+
+
 def run_sweep(
     A,
     grid: Mapping[str, Sequence],
@@ -499,54 +578,17 @@ def run_sweep(
         A bad argument, grid, base value or hardware value (before any point runs).
     """
     from ..analysis.pattern import analyze
-    from ..arguments import check_flag
     from ..compare import kernel_mix_of
     from ..compare import compare as compare_plans
-    from ..kernels.registry import get_kernel
     from ..npu.simulate import simulate, simulate_dense
     from ..selection.selector import select
     from ..workloads.validate import as_csr
 
     # ---- every check first: nothing below may fail half-way through the sweep
-    seed = check_seed(seed)
-    if not isinstance(scheduler, str) or scheduler not in ("local", "dask"):
-        raise InputError(f"scheduler must be 'local' or 'dask', not {scheduler!r}.")
-    if progress is not None and not callable(progress):
-        raise InputError(
-            f"progress must be a function called as progress(done, total, point), or None; "
-            f"got {progress!r}."
-        )
-    max_points = _check_max_points(max_points)
-    baselines = check_flag(baselines, "baselines")
-    static = get_kernel(static_kernel).name if baselines else None
-    hw0 = as_hardware(hw)
-    values = _checked_grid(grid, max_points)
-    points = [dict(zip(values, combo)) for combo in itertools.product(*values.values())]
-    defaults = {"tile": 32, "alpha": 1.0, "beta": 1.0, "error_budget": None, "resource_budget": None,
-                "granularity": "cluster", "resource": "energy", "rho_x": 1.0}
-    if base is not None:
-        if not isinstance(base, _MappingABC):
-            raise InputError(
-                "base must be a dict of parameter name -> one value, e.g. {'tile': 16}; "
-                f"got a {type(base).__name__}."
-            )
-        for k, v in base.items():
-            if not isinstance(k, str) or k not in SWEEP_PARAMETERS:
-                raise InputError(f"'{k}' is not a sweep parameter; choose from {sorted(SWEEP_PARAMETERS)}.")
-            defaults[k] = SWEEP_PARAMETERS[k].check(v)
-    hw_configs = _hardware_configs(hw0, defaults, values, points)
-    for point in points:
-        p = {**defaults, **point}
-        if p["error_budget"] is not None and p["resource_budget"] is not None:
-            raise InputError(
-                f"At the sweep point {point}, both an error_budget and a resource_budget are set; "
-                "the selector takes one of the two (set the other to None)."
-            )
-        if p["alpha"] == 0 and p["beta"] == 0 and p["error_budget"] is None and p["resource_budget"] is None:
-            raise InputError(
-                f"At the sweep point {point}, alpha and beta are both 0 (and there is no "
-                "error_budget), so every kernel would cost nothing; make alpha or beta > 0 there."
-            )
+    seed, points, values, defaults, hw_configs, static = _checked_sweep(
+        grid, base=base, hw=hw, seed=seed, scheduler=scheduler, progress=progress,
+        max_points=max_points, baselines=baselines, static_kernel=static_kernel)
+    baselines = static is not None
     A = as_csr(A)
 
     analyses: dict = {}
@@ -701,8 +743,10 @@ def save_sweep(df: pd.DataFrame, path: str | Path) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise InputError(f"save_sweep needs a file name such as 'sweep.csv', got {path!r}.")
     path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in (".csv", ".parquet", ".pq"):
+    # by the name's ending, as the command line checks it: Path('.csv').suffix is '' (a hidden
+    # file), so '--out DIR/.csv' ran every point and then failed with a self-contradicting message
+    suffix = next((s for s in (".csv", ".parquet", ".pq") if path.name.lower().endswith(s)), "")
+    if not suffix:
         raise InputError(f"Cannot write a sweep to '{path.name}': use a .csv or .parquet file name.")
     folder = path.parent
     if not folder.is_dir():
@@ -721,7 +765,9 @@ def save_sweep(df: pd.DataFrame, path: str | Path) -> Path:
 
 
 def _check_csv_rows(data: bytes) -> None:
-    """Refuse a CSV whose rows have fewer fields than its header (e.g. a file cut off mid-row)."""
+    """Refuse a CSV whose rows have fewer fields than its header (e.g. a file cut off mid-row) or
+    more (pandas then read the extra leading fields as the index and shifted every value: a row
+    ``1,2,3,4,5`` under ``cycles,energy_pj,error_pct`` loaded as cycles 3 — held-out CLI probe)."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -736,6 +782,11 @@ def _check_csv_rows(data: bytes) -> None:
                 raise InputError(
                     f"Line {reader.line_num} of the sweep file has {len(row)} of the {len(header)} "
                     "columns: the file looks cut off or damaged. Save the sweep again."
+                )
+            if len(row) > len(header):
+                raise InputError(
+                    f"Line {reader.line_num} of the sweep file has {len(row)} fields, more than the "
+                    f"{len(header)} columns of its header: the file is damaged or not a sweep table."
                 )
     except csv.Error as exc:
         raise InputError(f"Could not read the sweep file (CSV error: {exc}).") from None

@@ -25,6 +25,11 @@ COUNTERS = ("busy", "events", "macs", "macs_int8", "decodes", "sram_bytes", "fli
 
 _KIND_NAMES = {0: "setup", 1: "compute", 2: "reduce"}
 
+#: How a counter is named where users read it (tables, JSON): the raw ``"macs"`` counts fp32 MACs
+#: only, while :attr:`SimResult.macs` is fp32 + int8, so a per-PE column named ``macs`` summed to
+#: 0 beside ``simulation.macs = 163`` for an all-QUANT8 plan (held-out CLI probe).
+EXPORTED = {k: ("macs_fp32" if k == "macs" else k) for k in COUNTERS}
+
 
 @dataclass(eq=False)
 class SimResult:
@@ -155,11 +160,12 @@ class SimResult:
                              "share": [v / tot if tot else 0.0 for v in e.values()]})
 
     def pe_frame(self) -> pd.DataFrame:
-        """One row per PE: ``pe, row, col``, every counter, ``idle`` and ``utilization``."""
+        """One row per PE: ``pe, row, col``, every counter (the fp32 MACs as ``macs_fp32``, beside
+        ``macs_int8``: :data:`EXPORTED`), ``idle`` and ``utilization``."""
         P = self.hw.n_pes
         pe = np.arange(P)
         cols = {"pe": pe, "row": pe // self.hw.cols, "col": pe % self.hw.cols}
-        cols.update((k, np.asarray(self.counters[k])) for k in COUNTERS)
+        cols.update((EXPORTED[k], np.asarray(self.counters[k])) for k in COUNTERS)
         cols["idle"] = self.cycles - cols["busy"]
         cols["utilization"] = self.utilization.ravel()
         return pd.DataFrame(cols)  # one construction (a column insert each cost 6 ms in all)
@@ -172,7 +178,7 @@ class SimResult:
         pe = np.flatnonzero(busy > 0)
         pe = pe[np.lexsort((pe, -busy[pe]))][:max(int(k), 0)]
         cols = {"pe": pe, "row": pe // self.hw.cols, "col": pe % self.hw.cols}
-        cols.update((c, np.asarray(self.counters[c])[pe]) for c in COUNTERS)
+        cols.update((EXPORTED[c], np.asarray(self.counters[c])[pe]) for c in COUNTERS)
         cols["idle"] = self.cycles - cols["busy"]
         cols["utilization"] = self.utilization.ravel()[pe]
         return pd.DataFrame(cols)
@@ -219,7 +225,7 @@ class SimResult:
             "energy_pj": {k: float(v) for k, v in self.energy_pj.items()},
             "energy_total_pj": self.energy_total_pj,
             "events": self.events, "macs": self.macs, "dram_bytes": self.dram_bytes,
-            "totals": {k: self.total(k) for k in COUNTERS},
+            "totals": {EXPORTED[k]: self.total(k) for k in COUNTERS},  # macs = macs_fp32 + macs_int8
             "utilization_mean": float(u.mean()), "utilization_max": float(u.max()),
             "pes_busy": int((self.counters["busy"] > 0).sum()),
             "config_hash": self.config_hash, "hardware_preset": self.hw.preset,
@@ -235,7 +241,7 @@ class SimResult:
         d["per_iteration"] = [{k: (v.item() if isinstance(v, np.generic) else v) for k, v in r.items()}
                               for r in d["per_iteration"]]
         if arrays:
-            d["counters"] = {k: v.tolist() for k, v in self.counters.items()}
+            d["counters"] = {EXPORTED.get(k, k): v.tolist() for k, v in self.counters.items()}
             d["utilization"] = u.tolist()
         return d
 

@@ -433,17 +433,18 @@ def test_stable_order_equals_numpy_stable_argsort(n, hi):
 def test_pe_frame_matches_counters():
     # one row per PE of the grid, in PE order: position, every counter, idle cycles, utilisation
     import akfviz
-    from akfviz.npu.results import COUNTERS
+    from akfviz.npu.results import COUNTERS, EXPORTED
 
     A = akfviz.generate("banded", n=200, bandwidth=3, seed=1)
     hw = HardwareConfig(rows=6, cols=5)
     res = simulate(akfviz.select(akfviz.analyze(A, tile=16), hw=hw), hw)
     pf = res.pe_frame()
-    assert list(pf.columns) == ["pe", "row", "col", *COUNTERS, "idle", "utilization"]
+    assert list(pf.columns) == ["pe", "row", "col", *(EXPORTED[k] for k in COUNTERS), "idle", "utilization"]
+    assert EXPORTED["macs"] == "macs_fp32"
     assert len(pf) == 30 and pf["pe"].tolist() == list(range(30))
     assert pf["row"].tolist() == [p // 5 for p in range(30)] and pf["col"].tolist() == [p % 5 for p in range(30)]
     for k in COUNTERS:
-        np.testing.assert_array_equal(pf[k].to_numpy(), res.counters[k])
+        np.testing.assert_array_equal(pf[EXPORTED[k]].to_numpy(), res.counters[k])
     np.testing.assert_array_equal(pf["idle"].to_numpy(), res.cycles - res.counters["busy"])
     np.testing.assert_array_equal(pf["utilization"].to_numpy(), res.utilization.ravel())
     assert pf["busy"].sum() > 0

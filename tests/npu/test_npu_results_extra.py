@@ -15,3 +15,19 @@ def test_busiest_pes_equals_the_sorted_head_of_pe_frame():
         pd.testing.assert_frame_equal(got.reset_index(drop=True), ref.reset_index(drop=True), check_dtype=False)
     assert (res.busiest_pes(10_000)["busy"] > 0).all()
     assert len(res.busiest_pes(10_000)) == int(np.count_nonzero(pf["busy"]))
+
+
+def test_exported_counters_name_fp32_macs_so_the_columns_add_up_to_macs():
+    """Held-out CLI probe: an all-QUANT8 plan exported ``simulation.macs = 163`` beside a per-PE
+    ``macs`` column (fp32 only) that summed to 0. The tables and JSON totals now say macs_fp32."""
+    import akfviz
+
+    A = akfviz.generate("uniform", n=128, seed=0)
+    plan = akfviz.select(akfviz.analyze(A, tile=16), kernels=["QUANT8"])
+    res = akfviz.simulate(plan, akfviz.HardwareConfig(rows=8, cols=8))
+    pf, top = res.pe_frame(), res.busiest_pes(5)
+    assert "macs" not in pf and "macs" not in top
+    assert pf["macs_fp32"].sum() == 0 and pf["macs_int8"].sum() == res.macs > 0
+    d = res.to_dict(arrays=True)
+    assert d["macs"] == d["totals"]["macs_fp32"] + d["totals"]["macs_int8"] == res.macs
+    assert "macs" not in d["totals"] and sum(d["counters"]["macs_int8"]) == res.macs
