@@ -90,7 +90,8 @@ if plan is not None:
                      "cpu-timings", "exp_cpu", what="median wall time of one call, measured now on this machine")
     st.caption(f"How to read this: median of {reps} calls on this machine, measured now on the same x "
                f"(scipy / AKF = {cpu['scipy_ms'] / cpu['plan_ms']:.2f}×). The plan computes Â x (relative error "
-               f"{100 * plan.relative_error:.3g} % in A); on a seeded x its result agrees with scipy's Â x "
-               f"to {chk['vs_approx']:.1e}.")
+               f"{100 * plan.relative_error:.3g} % in A); on a seeded x its result "
+               + ("equals scipy's Â x bit for bit." if chk["vs_approx"] == 0 else
+                  f"agrees with scipy's Â x to a relative {chk['vs_approx']:.1e}."))
 
 page_end()

@@ -87,7 +87,8 @@ baselines = S.widget(st.checkbox, "Also simulate the Block-sparse and Static-spa
                           "runs one kernel on every nonempty tile. Simulated as on the Compare page, once per "
                           "tile size and hardware; about twice the time of a sweep without them.")
 if grid is not None:
-    st.caption(f"{len(points)} point(s): {sweep.grid_in_words(grid)}. Same at every point: {fixed_settings()}.")
+    st.caption(f"{len(points)} point{'s' if len(points) != 1 else ''}: {sweep.grid_in_words(grid)}. "
+               f"Same at every point: {fixed_settings()}.")
     if mode in ("error", "resource") and {"alpha", "beta"} & swept_names and not (
             {"error_budget", "resource_budget"} & swept_names):
         st.info(f"The Kernels page selects with a{'n error' if mode == 'error' else ' resource'} budget, which "

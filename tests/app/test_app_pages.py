@@ -520,6 +520,13 @@ def test_compare_shows_a_dash_where_the_paper_makes_no_claim(app):
     app.run()
     _ok(app)
     assert not app.get("progress")
+    # the CPU check: "bit for bit" when the difference is 0 (it read "agrees … to 0.0e+00")
+    import re
+
+    cap = next(c.value for c in app.caption if "on a seeded x its result" in c.value)
+    assert "0.0e+00" not in cap
+    assert ("equals scipy's Â x bit for bit." in cap
+            or re.search(r"agrees with scipy's Â x to a relative \d\.\de[-+]\d+\.", cap)), cap
 
 
 def test_selected_tile_of_a_larger_matrix_is_moved_into_range(app):

@@ -118,7 +118,7 @@ def test_the_designers_sweep_shows_each_baseline_and_says_why_nothing_changes(ap
     assert "Block-sparse = Dense at every point" in notes and "every tile slot of this matrix is nonempty" in notes
     assert "SRAM per PE does not change" in notes
     assert len(app.get("plotly_chart")) >= 3          # scatter, AKF against each baseline, parallel coordinates
-    fixed = next(c for c in captions if c.startswith("6 point(s)")).split("Same at every point:")[1]
+    fixed = next(c for c in captions if c.startswith("6 points: ")).split("Same at every point:")[1]
     assert "SRAM" not in fixed and "256×256" not in fixed and "256 PE columns" in fixed
     # the export holds the same columns (the table the buttons write)
     assert "speedup_vs_blocksparse" in df.columns and "static_kernel" in df.columns
@@ -133,7 +133,7 @@ def test_the_sweep_uses_the_selection_mode_budget_and_rho_x_of_the_other_pages(a
     _ok(app)
     df = _sweep_table(app)
     assert len(df) == 6 and (df["error_pct"] <= 0.1 + 1e-12).all(), df["error_pct"].tolist()
-    caption = next(c.value for c in app.caption if c.value.startswith("6 point(s)"))
+    caption = next(c.value for c in app.caption if c.value.startswith("6 points: "))
     fixed = caption.split("Same at every point:")[1]
     assert "error budget 0.001" in fixed and "ρ_x = 0.5" in fixed
     assert "T = " not in fixed and "β =" not in fixed   # tile and beta are swept, not fixed
@@ -201,3 +201,12 @@ def test_baseline_bars_draw_each_baselines_own_speedup_and_energy_ratio():
     assert set(got) == set(want)
     for key, col in want.items():
         assert got[key] == df[col].tolist(), key
+
+
+def test_a_one_point_sweep_says_point_in_the_singular(app):
+    app.query_params["sweep"] = "tile=16"
+    app.run()
+    app.switch_page(PAGE).run()
+    _ok(app)
+    assert any(c.value.startswith("1 point: tile 16.") for c in app.caption), [c.value[:40] for c in app.caption]
+    assert not any("point(s)" in c.value for c in app.caption)
