@@ -998,3 +998,21 @@ def test_kernels_pareto_front_and_table_are_priced_at_the_plans_x_density(app):
     ones = pareto_front(pa, hw=akfviz.HardwareConfig(), rho_x=1.0).front
     assert sorted(ref["resource_share"]) != sorted(ones["resource_share"])   # so the check above can fail
     assert any("ρ_x = 0.3" in c.value for c in app.caption)
+
+
+def test_npu_page_says_why_the_greedy_placement_ran_instead_of_the_annealed_one(app):
+    """The default sample on 256² PEs: annealing finds a placement better in its objective, the
+    engine runs it slower than the greedy start, so the greedy placement is used, and the caption
+    gives both cycle counts (the same as the mapping's engine check)."""
+    from akfviz.npu.simulate import plan_mapping
+    from akfviz.workloads.samples import DEFAULT_SAMPLE, load_sample
+
+    app.run()
+    app.switch_page("pages/3_NPU.py").run()
+    _ok(app)
+    plan = akfviz.select(akfviz.analyze(load_sample(DEFAULT_SAMPLE), tile=32))
+    check = plan_mapping(plan, akfviz.HardwareConfig()).engine_check
+    assert check["kept"] == "greedy"
+    cap = next(c.value for c in app.caption if "placement objective" in c.value)
+    assert (f"the engine ran it in {check['anneal_cycles']:,} cycles against the greedy start's "
+            f"{check['greedy_cycles']:,}") in cap and "so the greedy placement is kept" in cap

@@ -262,7 +262,8 @@ def test_speedup_and_energy_ratios_against_each_baseline_point_the_right_way(uni
     df = run_sweep(uniform_matrix, {"tile": [16, 32]}, baselines=True)
     for _, r in df.iterrows():
         for b in ("blocksparse", "staticsparse"):
-            assert r[f"{b}_cycles"] != r["cycles"] and r[f"{b}_energy_pj"] != r["energy_pj"], b
+            # a plan that differs from the baseline (the two can tie on cycles alone)
+            assert r[f"{b}_energy_pj"] != r["energy_pj"], b
             assert r[f"speedup_vs_{b}"] == r[f"{b}_cycles"] / r["cycles"]
             assert r[f"energy_rel_vs_{b}"] == r["energy_pj"] / r[f"{b}_energy_pj"]
         assert r["speedup"] == r["dense_cycles"] / r["cycles"]
