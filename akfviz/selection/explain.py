@@ -92,26 +92,7 @@ def explain(plan, tile=None, cluster=None) -> pd.DataFrame:
             context = context or f"tile {tile}"
         else:
             # cluster mode: this tile's own numbers, beside the kernel its representative chose
-            from .perftable import MEASURE_NAMES, MIX_WEIGHTS, tile_scale
-
-            idx = np.array([tile], dtype=np.int64)
-            E = np.zeros(K)
-            for j, n in enumerate(names):
-                k = get_kernel(n)
-                if not rep.lossless[j]:
-                    E[j] = max(0.0, float(np.asarray(k.batch_error(pa.tileset, idx))[0]))
-            grid = int(getattr(getattr(pa, "lsh", None), "grid", 8))
-            cls = classify_tiles(tiles, grid=grid, idx=idx)
-            dens = tiles["density"].to_numpy(np.float64)[idx]
-            sc = tile_scale(tiles, pa.tile)[idx]
-            if rep.measure == "mix":
-                R = np.zeros(K)
-                for m in MEASURE_NAMES:
-                    d = rep.R_dense_by_measure[m]
-                    if d > 0:
-                        R += MIX_WEIGHTS[m] * rep.table.evaluate(names, cls, dens, sc, measure=m)[0] / d
-            else:
-                R = rep.table.evaluate(names, cls, dens, sc, measure=rep.measure)[0]
+            E, R = _summed(rep, pa, tiles, np.array([tile], dtype=np.int64), range(K))
             En = E / rep.fro2 if rep.fro2 > 0 else np.zeros(K)
             Rn = R / rep.R_dense if rep.R_dense > 0 else np.zeros(K)
             row = (E, R, En, Rn)
@@ -133,8 +114,46 @@ def explain(plan, tile=None, cluster=None) -> pd.DataFrame:
         "E": E, "E_norm": En, "R": R, "R_norm": Rn, "C": C, "chosen": np.arange(K) == chosen, "rank": rank,
         "reason": [""] * K,
     })
-    df.loc[chosen, "reason"] = _reason(rep, names, En, Rn, C, rank, chosen, argmin, context)
+    members = None
+    if cluster is not None and rep.granularity == "cluster" and rep.mode != "weights":
+        # a budget counts every member: the sums of the chosen kernel and of the cheapest one
+        idx = np.flatnonzero(tiles["cluster"].to_numpy() == cluster)
+        best = int(order[0])
+        E2, R2 = _summed(rep, pa, tiles, idx, (chosen, best))
+        members = (idx.size, best, E2, R2)
+    df.loc[chosen, "reason"] = _reason(rep, names, En, Rn, C, rank, chosen, argmin, context, members)
     return df.sort_values("rank").reset_index(drop=True)[COLUMNS]
+
+
+def _summed(rep, pa, tiles, idx, kernels):
+    """``(E, R)`` of the candidates ``kernels`` (indices into ``rep.candidates``) summed over the
+    tiles ``idx``: exact errors, the table's resources (arrays of length K, zero elsewhere)."""
+    from ..kernels.registry import get_kernel
+    from .perftable import MEASURE_NAMES, MIX_WEIGHTS, tile_scale
+    from .structure import classify_tiles
+
+    names = list(rep.candidates)
+    K = len(names)
+    kernels = list(kernels)
+    E = np.zeros(K)
+    R = np.zeros(K)
+    for j in kernels:
+        if not rep.lossless[j]:
+            E[j] = float(np.maximum(np.asarray(get_kernel(names[j]).batch_error(pa.tileset, idx),
+                                               dtype=np.float64), 0.0).sum())
+    grid = int(getattr(getattr(pa, "lsh", None), "grid", 8))
+    cls = classify_tiles(tiles, grid=grid, idx=idx)
+    dens = tiles["density"].to_numpy(np.float64)[idx]
+    sc = tile_scale(tiles, pa.tile)[idx]
+    sub = [names[j] for j in kernels]
+    if rep.measure == "mix":
+        for m in MEASURE_NAMES:
+            d = rep.R_dense_by_measure[m]
+            if d > 0:
+                R[kernels] += MIX_WEIGHTS[m] * rep.table.evaluate(sub, cls, dens, sc, measure=m).sum(axis=0) / d
+    else:
+        R[kernels] = rep.table.evaluate(sub, cls, dens, sc, measure=rep.measure).sum(axis=0)
+    return E, R
 
 
 def _cost(rep, En, Rn):
@@ -143,7 +162,7 @@ def _cost(rep, En, Rn):
     return rep.alpha * En + rep.beta * Rn
 
 
-def _reason(rep, names, En, Rn, C, rank, chosen, argmin, context) -> str:
+def _reason(rep, names, En, Rn, C, rank, chosen, argmin, context, members=None) -> str:
     k = names[chosen]
     err = "at zero error" if En[chosen] == 0 else f"with error {_pct(En[chosen])} of ‖A‖²"
     what = f"resource {_pct(Rn[chosen])} of Dense {rep.measure} {err}"
@@ -175,8 +194,23 @@ def _reason(rep, names, En, Rn, C, rank, chosen, argmin, context) -> str:
             head += (f"{names[best]} costs less but is lossy here, and error_budget = 0 allows only kernels "
                      "that reproduce every member tile bit for bit")
         elif rep.mode != "weights":
-            head += (f"{names[best]} costs less per tile, but the plan as a whole had to meet the "
-                     f"{rep.mode.replace('_', ' ')} ({rep.error_budget if rep.mode == 'error_budget' else rep.resource_budget:g})")
+            budget = f"{rep.mode.replace('_', ' ')} ({rep.error_budget if rep.mode == 'error_budget' else rep.resource_budget:g})"
+            worse = None
+            if members is not None and members[1] == best:
+                n_m, _, E2, R2 = members
+                fro2 = rep.fro2 if rep.fro2 > 0 else 1.0
+                if rep.mode == "resource_budget" and E2[best] > E2[chosen]:
+                    # the budget minimises error over every member, not the representative's cost
+                    worse = (f"{names[best]} costs less on the representative, but over the cluster's {n_m:,} "
+                             f"members it leaves error {_pct(E2[best] / fro2)} of ‖A‖² against "
+                             f"{_pct(E2[chosen] / fro2)} for {k}, and the {budget} asks for the least "
+                             "error that fits")
+                elif rep.mode == "error_budget" and R2[best] > R2[chosen]:
+                    worse = (f"{names[best]} costs less on the representative, but over the cluster's {n_m:,} "
+                             f"members it needs more resource than {k}, and the {budget} asks for the "
+                             "least resource within it")
+            head += worse or (f"{names[best]} costs less per tile, but the plan as a whole had to meet the "
+                              f"{budget}")
         elif rep.fusion is not None and rep.fusion.binding and argmin != chosen:
             head += (f"{names[best]} costs less, but the plan's SRAM demand exceeds the chip "
                      f"({rep.fusion.sram_bytes_argmin:.3g} B > {rep.fusion.capacity:.3g} B) and the fusion "
