@@ -331,7 +331,9 @@ class SelectionProblem:
         if self.n_units == 0:
             return 0.0, 0.0
         err2 = float(self.member_error_sums(choice).sum())
-        rel = float(np.sqrt(err2 / self.fro2)) if self.fro2 > 0 else 0.0
+        # every kernel's E(t) ≤ ‖t‖²_F (SKIP's is equal), so err2 > ‖A‖² only by rounding: the
+        # all-SKIP plan summed to 1.0000000000000002 in cluster mode and missed error_budget = 1
+        rel = float(np.sqrt(min(err2, self.fro2) / self.fro2)) if self.fro2 > 0 else 0.0
         res = float(self.member_resource_sums()[np.arange(self.n_units), choice].sum())
         return rel, res
 

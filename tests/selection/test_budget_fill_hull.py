@@ -172,3 +172,15 @@ def test_resource_budgets_reach_the_brute_force_optimum_on_small_cluster_problem
         fits = res <= share * prob.R_dense * (1 + 1e-12)
         assert got.resource <= share * prob.R_dense * (1 + 1e-12)
         assert got.error == pytest.approx(err[fits].min(), rel=1e-9, abs=1e-12), share
+
+
+def test_an_error_budget_of_one_gives_the_all_skip_plan_in_cluster_mode_too():
+    """Held-out probe: the all-SKIP plan's member errors summed to 1.0000000000000002 of ‖A‖² in
+    cluster mode, so error_budget = 1 refused it and returned PRUNE25 / SKIP at resource 11,717
+    (tile mode gave all-SKIP at 0). Every kernel's E(t) ≤ ‖t‖², so the sum is capped at ‖A‖²."""
+    A = akfviz.generate("llm_magnitude", n=160, density=0.3, seed=1)
+    pa = akfviz.analyze(A, tile=16)
+    for granularity in ("tile", "cluster"):
+        plan = akfviz.select(pa, error_budget=1.0, granularity=granularity)
+        assert set(plan.tile_kernels) == {"SKIP"} and plan.resource == 0.0
+        assert plan.relative_error == 1.0
