@@ -160,9 +160,14 @@ with right:
                    f"and {pa.tileset.n_tiles:,} tile{'s' if pa.tileset.n_tiles != 1 else ''} there is no "
                    "other placement to try, so the greedy placement is kept.")
     else:
+        tr = mp.trajectory
+        # "climbs" only when it shows: from the hop-scale temperature most searches fall from the start
+        course = ("it climbs above its start while the temperature is high and accepts worse moves"
+                  if len(tr) and float(tr.max()) > 1.01 * float(tr[0]) else
+                  "worse moves are accepted less and less as the temperature falls")
         st.caption(f"How to read this: the placement objective (makespan + γ·hops + δ·overflow, lower is better) "
-                   f"of the annealer's current placement ({mp.iterations:,} proposals); it climbs above its start "
-                   f"while the temperature is high and accepts worse moves. {kept[0].upper() + kept[1:]}.")
+                   f"of the annealer's current placement ({mp.iterations:,} proposals); {course}. "
+                   f"{kept[0].upper() + kept[1:]}.")
 
 if res_unfused is not None:
     S.chart(S.figure_cached(f"fused|{sim_key}", lambda: vn.fused_vs_unfused(

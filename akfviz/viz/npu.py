@@ -310,7 +310,7 @@ def annealing_trajectory(proposals, objective, greedy: float | None = None, kept
     """Simulated-annealing objective against the proposals evaluated (akf-spec §6).
 
     ``proposals``, ``objective``: ``Mapping.trajectory_proposals`` and ``Mapping.trajectory`` — the
-    search's current placement, which climbs above its start while the temperature is high.
+    search's current placement, which can climb above its start while the temperature is high.
     The greedy start is a reference line; ``kept`` (``Mapping.objective``), the placement kept
     (the best visited, or the greedy start when annealing found nothing better), is another,
     so the chart does not read as "annealing made it worse".
