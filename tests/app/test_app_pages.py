@@ -1029,3 +1029,23 @@ def test_npu_page_says_why_the_greedy_placement_ran_instead_of_the_annealed_one(
     tr = plan_mapping(plan, akfviz.HardwareConfig()).trajectory
     assert tr.max() <= 1.01 * tr[0] and tr[-1] < tr[0] and "climbs above its start" not in cap
     assert "worse moves are accepted less and less as the temperature falls" in cap
+
+
+def test_compare_caption_says_bit_for_bit_when_the_cpu_check_differs_by_zero(app, monkeypatch):
+    """Mutation probe: the 'bit for bit' branch was never reached by the default state.
+    matvec_check is made to report vs_approx = 0; the caption says so in words."""
+    import streamlit as st
+
+    import akfviz.execute.cpu as cpu
+
+    monkeypatch.setattr(cpu, "matvec_check", lambda plan, x, A=None: dict(vs_approx=0.0, output_error=0.0,
+                                                                           max_abs=0.0))
+    st.cache_data.clear()
+    try:
+        app.run()
+        app.switch_page("pages/4_Compare.py").run()
+        _ok(app)
+        cap = next(c.value for c in app.caption if "on a seeded x its result" in c.value)
+        assert "equals scipy's Â x bit for bit." in cap and "0.0e+00" not in cap, cap
+    finally:
+        st.cache_data.clear()      # the patched check must not serve other tests

@@ -210,3 +210,13 @@ def test_a_one_point_sweep_says_point_in_the_singular(app):
     _ok(app)
     assert any(c.value.startswith("1 point: tile 16.") for c in app.caption), [c.value[:40] for c in app.caption]
     assert not any("point(s)" in c.value for c in app.caption)
+
+
+def test_design_space_counts_points_not_swept_parameters(app):
+    """Mutation probe: one swept parameter with two values is '2 points' (the plural must come
+    from the points, not from the number of parameters)."""
+    app.query_params["sweep"] = "tile=16,32"
+    app.run()
+    app.switch_page(PAGE).run()
+    _ok(app)
+    assert any(c.value.startswith("2 points: ") for c in app.caption), [c.value[:40] for c in app.caption]

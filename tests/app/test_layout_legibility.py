@@ -205,6 +205,23 @@ def test_cluster_map_title_wraps_its_details():
     assert "repeat" not in second and "(each cell" in second
 
 
+def test_cluster_map_with_exactly_one_palette_of_clusters_does_not_say_colours_repeat():
+    """Mutant V1 (patterns.py cluster_map: ``n_cl >= k``). With as many clusters as colours, no
+    colour stands for two clusters."""
+    from akfviz.viz.patterns import CLUSTER_PALETTE, cluster_map
+
+    k = len(CLUSTER_PALETTE)
+    n = int(np.ceil(np.sqrt(k)))
+    bi, bj = np.divmod(np.arange(k), n)
+    tiles = pd.DataFrame({"bi": bi, "bj": bj, "cluster": np.arange(k), "nnz": 1, "density": 0.1})
+    title = cluster_map(tiles, n, n, 16).layout.title.text
+    assert f"{k} clusters" in title
+    assert "repeat" not in title
+    tiles2 = pd.DataFrame({"bi": [0] * (k + 1), "bj": np.arange(k + 1), "cluster": np.arange(k + 1),
+                           "nnz": 1, "density": 0.1})
+    assert f"repeat every {k}" in cluster_map(tiles2, 1, k + 1, 16).layout.title.text
+
+
 # --------------------------------------------------------------------------- page layout and headings
 def _headings(app):
     return [h.value for h in app.header], [h.value for h in app.subheader]

@@ -112,3 +112,18 @@ def test_sweep_help_names_every_sweep_parameter_and_the_point_limit():
         assert name in text, name
     limit = inspect.signature(run_sweep).parameters["max_points"].default
     assert f"at most {limit}" in text and "';'" in text and "'none'" in text
+
+
+def test_sweep_refuses_an_unknown_preset_before_making_the_matrix(monkeypatch, capsys):
+    """Mutant D8 (cli.py cmd_sweep: check_sweep(hw=None)): --preset is checked with the other
+    settings, before the matrix is loaded or generated."""
+    import akfviz.cli as cli
+
+    def boom(args):
+        raise AssertionError("the matrix was made before the settings were checked")
+
+    monkeypatch.setattr(cli, "_matrix", boom)
+    code = cli.main(["sweep", "--vary", "alpha=1", "--preset", "NOSUCH-preset"])
+    out, err = capsys.readouterr()
+    assert code != 0
+    assert "NOSUCH" in err + out

@@ -322,3 +322,45 @@ def test_simulate_never_runs_an_annealed_placement_slower_than_greedy(name, grid
         assert annealed.cycles == greedy.cycles
     else:
         assert annealed.cycles == check["anneal_cycles"]
+
+
+def test_engine_check_keeps_the_annealed_placement_on_a_tie(monkeypatch):
+    """Mutant S2 (simulate.py _engine_checked: ``<`` for ``<=``). The docstring: the annealed
+    placement is kept when its (cycles, energy) is not larger than the greedy one's."""
+    import akfviz.npu.simulate as sim
+    from akfviz.npu.hardware import HardwareConfig
+    from akfviz.npu.mapping import map_tiles
+
+    plan = akfviz.select(akfviz.analyze(akfviz.generate("uniform", n=256, density=0.05, seed=0), tile=32))
+    hw = HardwareConfig()
+    mp = map_tiles(plan.npu_work(), hw, seed=0)
+
+    class _Run:
+        cycles, energy_total_pj = 100, 5.0
+
+    monkeypatch.setattr(sim, "simulate", lambda *a, **k: _Run())
+    monkeypatch.setattr(sim, "cached_map_tiles", lambda *a, **k: map_tiles(plan.npu_work(), hw, method="greedy"))
+    got = sim._engine_checked(plan.npu_work(), hw, mp, rho_x=1.0, seed=0, n_brows=8, n_bcols=8,
+                              shape=plan.shape, tile=32, tile_rows=32)
+    assert got.engine_check["kept"] == "anneal"
+    assert got.objective == mp.objective
+
+
+@pytest.mark.parametrize("seed, rho_x", [(0, 1.0), (3, 0.3)])
+def test_engine_check_runs_the_placement_on_the_input_and_geometry_simulate_uses(seed, rho_x):
+    """Mutants S5 (simulate.py simulate: shape/tile/tile_rows not passed to cached_map_tiles) and
+    S6 (_engine_checked: ``seed=0`` in its runs). On 200 × 200 with T = 32 whose last 50 rows and
+    columns are empty (the tiles' extent is not the matrix: x has another length) the engine
+    check's cycles of the kept placement must be those of the simulate call that asked for it
+    (same x, same geometry; record=False does not change cycles)."""
+    from akfviz.npu.simulate import _MAPPING_CACHE, simulate
+
+    _MAPPING_CACHE.clear()
+    A = akfviz.generate("llm_magnitude", n=200, density=0.3, seed=0).tolil()
+    A[150:, :] = 0
+    A[:, 150:] = 0          # the last column and row blocks empty: the tiles end before the matrix
+    plan = akfviz.select(akfviz.analyze(A.tocsr(), tile=32))
+    r = simulate(plan, rho_x=rho_x, seed=seed)
+    m = r.mapping
+    assert "engine_kept" in m, "the annealed placement was not better than greedy: no engine check ran"
+    assert r.cycles == m[f"engine_{m['engine_kept']}_cycles"]

@@ -184,3 +184,26 @@ def test_an_error_budget_of_one_gives_the_all_skip_plan_in_cluster_mode_too():
         plan = akfviz.select(pa, error_budget=1.0, granularity=granularity)
         assert set(plan.tile_kernels) == {"SKIP"} and plan.resource == 0.0
         assert plan.relative_error == 1.0
+
+
+def test_fill_error_budget_counts_a_units_error_once_when_it_moves_on():
+    """Mutant B5 (budgets.py _State.fits: ``e_new = self.err2 + E[j, k]``, the unit's current error
+    not subtracted). Error budget: squared error ≤ 15. Start K1 on unit 0 (E 8, R 6) and K2 on
+    unit 1 (E 4, R 5): E 12, R 11. Least resource within the budget (every plan enumerated): unit 0
+    to K2 (E 6, R 5), unit 1 to K1 (E 8, R 1): E 14, R 6 — also the least resource of any plan.
+    With the current error counted twice, unit 1's move to K1 looks like E 18 > 15."""
+    prob = _Units(E=[[0, 8, 6, 4], [8, 8, 4, 6]], R=[[7, 6, 5, 9], [8, 1, 5, 8]])
+    got = _fill(prob, [1, 2], [2, 3], lambda e, r: e * e <= 15.0, spend_resource=False)
+    assert got.tolist() == [2, 1]
+
+
+def test_fill_resource_budget_counts_the_current_kernels_resource_after_a_step():
+    """Mutant B6 (budgets.py _State.fits: ``r_new = … - R[j, start[diff[j]]]``: the resource of the
+    unit's start, not its current kernel, taken off). Resource budget R ≤ 8 from K3 on both units
+    (E 18, R 7). Every plan enumerated: the least error within R ≤ 8 is K2 on both (E 6 + 8 = 14,
+    R 4 + 3 = 7); the result must also fit the budget."""
+    E = np.array([[1, 9, 6, 9], [7, 2, 8, 9]], dtype=float)
+    R = np.array([[8, 4, 4, 3], [5, 8, 3, 4]], dtype=float)
+    got = _fill(_Units(E, R), [3, 3], [0, 0], lambda e, r: r <= 8.0, spend_resource=True)
+    assert R[[0, 1], got].sum() <= 8.0
+    assert got.tolist() == [2, 2]

@@ -230,3 +230,50 @@ def test_budget_explanation_in_cluster_mode_compares_the_members_not_the_represe
     assert (f"QUANT8 costs less on the representative, but over the cluster's {members.size:,} members it "
             f"leaves error {100 * e_q8:.3g} % of ‖A‖² against 0 % for CSC") in row.reason
     assert "had to meet" not in row.reason
+
+
+def _budget_case():
+    A = akfviz.generate("llm_magnitude", n=160, density=0.3, seed=1)
+    pa = akfviz.analyze(A, tile=16)
+    return pa, akfviz.select(pa, error_budget=0.5)
+
+
+def test_summed_over_members_equals_the_sum_of_each_tiles_row():
+    """Mutant X2 (explain.py _summed: the table's resources of the first tile, not their sum).
+    Naive reference: explain(plan, tile=t) of every member tile, summed."""
+    from akfviz.selection.explain import _summed, explain
+
+    pa, plan = _budget_case()
+    rep = plan.selection
+    tiles = pa.tiles_as_analysed()
+    idx = np.flatnonzero(tiles["cluster"].to_numpy() == 0)
+    assert idx.size > 1
+    K = len(rep.candidates)
+    E, R = _summed(rep, pa, tiles, idx, range(K))
+    want_E = np.zeros(K)
+    want_R = np.zeros(K)
+    names = list(rep.candidates)
+    for t in idx:
+        df = explain(plan, tile=int(t)).set_index("kernel").loc[names]
+        want_E += df["E"].to_numpy()
+        want_R += df["R"].to_numpy()
+    np.testing.assert_allclose(E, want_E, rtol=1e-9, atol=0)
+    np.testing.assert_allclose(R, want_R, rtol=1e-9, atol=0)
+
+
+def test_error_budget_explanation_says_the_cheaper_kernel_needs_more_resource_over_the_members():
+    """Mutant X4 (explain.py _reason: ``R2[best] < R2[chosen]`` for ``>``). llm_magnitude 160²,
+    T = 16, error budget 0.5, cluster 0: QUANT8 costs less on the representative but, summed over
+    the cluster's members (per-tile explain rows), needs more resource than the chosen PRUNE25."""
+    from akfviz.selection.explain import explain
+
+    pa, plan = _budget_case()
+    df = explain(plan, cluster=0)
+    chosen = df.loc[df.chosen, "kernel"].iloc[0]
+    reason = df.loc[df.chosen, "reason"].iloc[0]
+    members = np.flatnonzero(pa.tiles_as_analysed()["cluster"].to_numpy() == 0)
+    R = sum(explain(plan, tile=int(t)).set_index("kernel")["R"] for t in members)
+    assert chosen == "PRUNE25"
+    assert R["QUANT8"] > R["PRUNE25"]                      # the naive member sums
+    assert "QUANT8 costs less on the representative" in reason
+    assert f"needs more resource than {chosen}" in reason
