@@ -279,6 +279,14 @@ def compare_cached(analysis_key: str, plan_key: str, hw_key: str, _hw, static_ke
         bar.empty()
 
 
+@st.cache_data(max_entries=32, show_spinner=False)
+def explain_cached(key: str, _plan, cluster: int | None = None, tile: int | None = None):
+    """:func:`akfviz.selection.explain.explain` of one cluster or tile, once per plan (``key``) and
+    unit: in a cluster-mode budget it sums two kernels over every member tile (≈ 170 ms for the
+    largest cluster of the 1M-nonzero uniform matrix), which every rerun of the Kernels page paid."""
+    return stage("selection.explain", "explain")(_plan, cluster=cluster, tile=tile)
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
 def cpu_check_cached(key: str, _plan, _A) -> dict:
     """:func:`akfviz.execute.cpu.matvec_check` of the plan on a seeded standard-normal ``x``

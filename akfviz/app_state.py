@@ -37,7 +37,7 @@ from .plain import to_plain
 from .app_url import (FIELDS, Field, GEN_PREFIX, JS_MAX_INT, MAX_APP_SIDE, MAX_GENERATED_DENSE,
     MAX_GENERATED_NNZ, MAX_GRID_SIDE, coerce_gen_value, form_number, parse_query, shorten, to_query)  # noqa: F401 (re-exported)
 from .app_cache import (MAX_RECORDED_INTERVALS, analyze_cached, bytes_digest, compare_cached, frame_digest,
-    cpu_check_cached, generate_cached, input_vector, load_cached, mapping_cached, matrix_choices_cached,
+    cpu_check_cached, explain_cached, generate_cached, input_vector, load_cached, mapping_cached, matrix_choices_cached,
     matrix_digest, pareto_cached, perftable_cached, prediction_error_cached, sample_cached, select_cached,
     simulate_cached, solver_cached, stage, warm_up)  # noqa: F401 (re-exported)
 

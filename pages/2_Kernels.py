@@ -131,10 +131,10 @@ units_label = "cluster" if rep.granularity == "cluster" else "tile"
 st.header(f"Why each {units_label} got its kernel")
 if rep.granularity == "cluster":
     csel = S.widget(st.number_input, "Cluster", "csel", min_value=0, max_value=max(pa.n_clusters - 1, 0), step=1)
-    table = S.stage("selection.explain", "explain")(plan, cluster=int(min(csel, pa.n_clusters - 1)))
+    table = S.explain_cached(pkey, plan, cluster=int(min(csel, pa.n_clusters - 1)))
 else:
     tsel = S.widget(st.number_input, "Tile", "tsel", min_value=0, max_value=max(len(pa.tiles) - 1, 0), step=1)
-    table = S.stage("selection.explain", "explain")(plan, tile=int(min(tsel, len(pa.tiles) - 1)))
+    table = S.explain_cached(pkey, plan, tile=int(min(tsel, len(pa.tiles) - 1)))
 reason = table.loc[table["chosen"], "reason"]
 if len(reason):
     st.success(str(reason.iloc[0]))

@@ -106,3 +106,26 @@ def test_compare_new_static_kernel_simulates_only_the_static_sparse_plan(app, mo
     assert calls == {"StaticSparse": 1}, dict(calls)
     mixes = [str(v) for df in app.dataframe if "kernel_mix" in df.value for v in df.value["kernel_mix"]]
     assert any(m.startswith(box.value + " 100") for m in mixes), mixes
+
+
+def test_kernels_page_explains_a_unit_once_per_plan(app, monkeypatch):
+    """The explanation of a cluster-mode budget sums two kernels over every member tile (≈ 170 ms
+    for the largest cluster of a 1M-nonzero matrix); it ran on every rerun of the Kernels page."""
+    import importlib
+
+    import streamlit as st
+
+    ex = importlib.import_module("akfviz.selection.explain")   # the package also exports the function
+    st.cache_data.clear()
+    app.query_params.update({"mode": "resource", "rbudget": "0.3"})
+    app.run()
+    app.switch_page("pages/2_Kernels.py").run()
+    _ok(app)
+    calls = _count(monkeypatch, ex, ["explain"])
+    app.run()
+    _ok(app)
+    assert not calls, dict(calls)
+    assert any("costs" in s.value or "lowest cost" in s.value for s in app.success)
+    app.number_input(key="w:csel").set_value(1).run()      # another cluster: explained once
+    _ok(app)
+    assert calls["explain"] == 1
