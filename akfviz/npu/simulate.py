@@ -320,11 +320,14 @@ def _engine_checked(work, hw, mp, *, rho_x, seed, n_brows, n_bcols, shape, tile,
 
     greedy = cached_map_tiles(work, hw, rho_x=rho_x, method="greedy", seed=seed, n_brows=n_brows,
                               n_bcols=n_bcols)
-    runs = {}
-    for name, m in (("anneal", mp), ("greedy", greedy)):
+    def run(m):
+        # two numbers only: a whole SimResult holds per-PE counters (≈ 1 GB at 4096² PEs), and the
+        # first would otherwise stay alive while the second runs
         r = simulate(work, hw, rho_x=rho_x, seed=seed, mapping=m, record=False, shape=shape,
                      tile=tile, tile_rows=tile_rows)
-        runs[name] = (int(r.cycles), float(r.energy_total_pj))
+        return int(r.cycles), float(r.energy_total_pj)
+
+    runs = {"anneal": run(mp), "greedy": run(greedy)}
     check = dict(anneal_cycles=runs["anneal"][0], greedy_cycles=runs["greedy"][0],
                  anneal_energy_pj=runs["anneal"][1], greedy_energy_pj=runs["greedy"][1],
                  anneal_objective=float(mp.objective))
