@@ -18,15 +18,15 @@ a cluster has too many distinct signatures are seeded samples used (see
 :func:`cluster_tiles`). Random numbers inside numba come from a splitmix64 stream seeded
 per cluster from ``LSHConfig.seed``, so results do not depend on thread scheduling.
 
-From :data:`PARALLEL_MIN_TILES` tiles the per-tile passes (pair ids, cluster gather,
-counting sort by cluster) run on one chunk of tiles per thread; the chunks' pair ids are
-renumbered so that every output is the same bit for bit as one serial pass
-(:func:`_merge_chunk_pairs`; tested for many chunkings). Per-chunk counters are padded so
-that two threads never write the same cache line (unpadded, the shared line made the gather
-slower on two threads than on one).
+From :data:`PARALLEL_MIN_TILES` tiles the pair ids are computed on one chunk of tiles per
+thread; the chunks' pair ids are renumbered so that every output is the same bit for bit as
+one serial pass (:func:`_merge_chunk_pairs`; tested for many chunkings). Steps 2–5 work on
+the pairs and are shared with :func:`akfviz.analyze`, which gets its pairs from its eager pass
+(:func:`akfviz.analysis.pairclust.cluster_pairs`).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, fields
 
 import numba
@@ -34,9 +34,6 @@ import numpy as np
 
 from .._jit import njit_cached, njit_parallel, serial_twin
 from ..errors import InputError, checked_init
-from ..memory import check_memory
-from .minhash import minhash_signatures
-from .arena import Arena
 from .tiling import _popcount64
 
 #: From this many tiles the per-tile clustering passes run on the worker threads.
@@ -274,171 +271,6 @@ NEAR_MEDOID = 0.05
 
 
 @njit_cached
-def _typical_member(s, e, order, uid, near, density, top_mass, dn_sum, dn_sq, tm_sum, tm_sq):
-    """Among the cluster's tiles whose signature is flagged in ``near`` (near-medoids), the one
-    whose (density, top-q mass share) lies nearest the cluster's means, in standard deviations
-    (L1; a feature that is the same on every member does not count); ties: tile order. (Density,
-    not its log: a cluster's tiles share one log-density bin.)"""
-    m = e - s
-    dn_mu = dn_sum / m
-    tm_mu = tm_sum / m
-    dn_sd = np.sqrt(max(dn_sq / m - dn_mu * dn_mu, 0.0))
-    tm_sd = np.sqrt(max(tm_sq / m - tm_mu * tm_mu, 0.0))
-    # a spread of a millionth of the mean is rounding in Σx² / m − μ² (identical members), not data
-    if dn_sd <= 1e-6 * abs(dn_mu):
-        dn_sd = np.inf
-    if tm_sd <= 1e-6 * abs(tm_mu):
-        tm_sd = np.inf
-    if dn_sd == np.inf and tm_sd == np.inf:
-        return -1      # members alike in both: the caller keeps the medoid's first tile (no scan)
-    who = -1
-    best_d = np.inf
-    for p in range(s, e):
-        t = order[p]
-        if near[uid[t]] == 0:
-            continue
-        dist = abs(density[t] - dn_mu) / dn_sd + abs(top_mass[t] - tm_mu) / tm_sd
-        if dist < best_d:
-            best_d = dist
-            who = t
-    return who
-
-
-@njit_cached
-def _cluster_range(c0, c1, order, cptr, uid, usig, seed, jpairs, rep, jmean, mark, firstt,
-                   dlist, density, dsum, top_mass, near):
-    has_density = density.shape[0] > 0
-    typical = has_density and top_mass.shape[0] > 0
-    ccost = np.empty(129, dtype=np.float64)   # medoid candidates' costs and signatures
-    cid = np.empty(129, dtype=np.int64)
-    for cl in range(c0, c1):
-        s = cptr[cl]
-        e = cptr[cl + 1]
-        m = e - s
-        # distinct signatures of the cluster, in first-appearance order, with multiplicities;
-        # the density sum adds the members in tile order (as np.bincount does: same bits)
-        d = 0
-        ds = 0.0
-        dn_sum = 0.0
-        dn_sq = 0.0
-        tm_sum = 0.0
-        tm_sq = 0.0
-        for p in range(s, e):
-            t = order[p]
-            if has_density:
-                ds += density[t]
-            if typical:
-                dn = density[t]
-                dn_sum += dn
-                dn_sq += dn * dn
-                tm_sum += top_mass[t]
-                tm_sq += top_mass[t] * top_mass[t]
-            u = uid[t]
-            if mark[u] == 0:
-                dlist[d] = u
-                firstt[u] = t
-                d += 1
-            mark[u] += 1
-        state = _mix64(seed ^ _mix64(np.uint64(cl) + np.uint64(0x632BE59BD9B4E019)))
-        # medoid
-        best = -1
-        best_cost = np.inf
-        nc = 0
-        scale = 0.0   # the costs are sums of this many Jaccard distances
-        if d <= 128:
-            scale = m
-            for i in range(d):
-                si = usig[dlist[i]]
-                cost = 0.0
-                for j in range(d):
-                    cost += mark[dlist[j]] * (1.0 - _jaccard(si, usig[dlist[j]]))
-                ccost[nc] = cost
-                cid[nc] = dlist[i]
-                nc += 1
-                if cost < best_cost:
-                    best_cost = cost
-                    best = dlist[i]
-        else:
-            scale = 256.0
-            # candidates: the most frequent signature + 64 seeded draws; others: 256 tiles
-            top = dlist[0]
-            for i in range(d):
-                if mark[dlist[i]] > mark[top]:
-                    top = dlist[i]
-            others = np.empty(256, dtype=np.uint64)
-            for j in range(256):
-                state, q = _rand_below(state, m)
-                others[j] = usig[uid[order[s + q]]]
-            for i in range(65):
-                if i == 0:
-                    cand = top
-                else:
-                    state, q = _rand_below(state, d)
-                    cand = dlist[q]
-                si = usig[cand]
-                cost = 0.0
-                for j in range(256):
-                    cost += 1.0 - _jaccard(si, others[j])
-                ccost[nc] = cost
-                cid[nc] = cand
-                nc += 1
-                if cost < best_cost or (cost == best_cost and firstt[cand] < firstt[best]):
-                    best_cost = cost
-                    best = cand
-        if typical and m > 1:
-            for k in range(nc):
-                if ccost[k] <= best_cost + NEAR_MEDOID * scale:
-                    near[cid[k]] = 1
-            who = _typical_member(s, e, order, uid, near, density, top_mass, dn_sum, dn_sq,
-                                  tm_sum, tm_sq)
-            rep[cl] = who if who >= 0 else firstt[best]
-            for k in range(nc):
-                near[cid[k]] = 0
-        else:
-            rep[cl] = firstt[best]
-        dsum[cl] = ds
-        # within-cluster Jaccard
-        if m == 1:
-            jmean[cl] = 1.0
-        elif d * (d + 1) // 2 <= jpairs or m * (m - 1) // 2 <= jpairs:
-            # exact over all tile pairs via distinct signatures:
-            # sum_{ordered pairs of distinct tiles} J = sum_{a,b} n_a n_b J(a,b) - m
-            tot = 0.0
-            for i in range(d):
-                si = usig[dlist[i]]
-                ni = mark[dlist[i]]
-                tot += ni * (ni - 1.0)
-                for j in range(i + 1, d):
-                    tot += 2.0 * ni * mark[dlist[j]] * _jaccard(si, usig[dlist[j]])
-            jmean[cl] = tot / (m * (m - 1.0))
-        else:
-            tot = 0.0
-            for q in range(jpairs):
-                state, i = _rand_below(state, m)
-                state, j = _rand_below(state, m - 1)
-                if j >= i:
-                    j += 1
-                tot += _jaccard(usig[uid[order[s + i]]], usig[uid[order[s + j]]])
-            jmean[cl] = tot / jpairs
-        for i in range(d):
-            mark[dlist[i]] = 0
-
-
-@njit_parallel
-def _cluster_stats(order, cptr, uid, usig, seed, jpairs, n_chunks, rep, jmean, density, dsum, top_mass):
-    n_clusters = cptr.shape[0] - 1
-    U = usig.shape[0]
-    for ch in numba.prange(n_chunks):
-        mark = np.zeros(U, dtype=np.int64)
-        firstt = np.empty(U, dtype=np.int64)
-        dlist = np.empty(U, dtype=np.int64)
-        near = np.zeros(U, dtype=np.int8)
-        _cluster_range(ch * n_clusters // n_chunks, (ch + 1) * n_clusters // n_chunks,
-                       order, cptr, uid, usig, seed, jpairs, rep, jmean, mark, firstt, dlist,
-                       density, dsum, top_mass, near)
-
-
-@njit_cached
 def _cluster_keys(root, uid, dbin, bmin, nbins):
     n = uid.shape[0]
     keys = np.empty(n, dtype=np.uint64)
@@ -524,40 +356,7 @@ def _pair_ids_chunks(sig, dbin, bmin, nbins, bounds, pid, first, m):
         m[ch] = _pair_ids_range(sig, dbin, bmin, nbins, bounds[ch], bounds[ch + 1], pid, first)
 
 
-@njit_parallel
-def _gather_chunks(bounds, pid, goff, gid, pair_uid, pair_cluster, pair_bin, uid, cluster,
-                   ccount, bcount):
-    """Per tile of each chunk (``prange``): its global pair ``p = gid[goff[ch] + pid[t]]``,
-    unique-signature id ``uid[t]`` and ``cluster[t]``; counts the tiles per cluster into
-    ``ccount`` and per density bin (``pair_bin``, from 0) into ``bcount`` (zeros on entry):
-    row ``ch``, or row 0 for every chunk when the arrays have one row (run serially then)."""
-    for ch in numba.prange(bounds.shape[0] - 1):
-        g0 = goff[ch]
-        row = np.int64(ch) if ccount.shape[0] > 1 else np.int64(0)
-        for t in range(bounds[ch], bounds[ch + 1]):
-            p = gid[g0 + pid[t]]
-            c = pair_cluster[p]
-            uid[t] = pair_uid[p]
-            cluster[t] = c
-            ccount[row, c] += 1
-            bcount[row, pair_bin[p]] += 1
-
-
-@njit_parallel
-def _scatter_chunks(bounds, cluster, pos, order):
-    """Stable counting sort of the tiles by cluster (``prange`` over chunks): ``pos[ch, c]``
-    is where chunk ``ch``'s first tile of cluster ``c`` goes (one row: shared, serial)."""
-    for ch in numba.prange(bounds.shape[0] - 1):
-        row = np.int64(ch) if pos.shape[0] > 1 else np.int64(0)
-        for t in range(bounds[ch], bounds[ch + 1]):
-            c = cluster[t]
-            order[pos[row, c]] = t
-            pos[row, c] += 1
-
-
 _pair_ids_chunks_serial = serial_twin(_pair_ids_chunks)
-_gather_chunks_serial = serial_twin(_gather_chunks)
-_scatter_chunks_serial = serial_twin(_scatter_chunks)
 
 
 def _tile_chunks(n: int):
@@ -649,18 +448,15 @@ def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig
     could be an outlier in values: on a 512² LLM-like matrix at T = 16, relabelling the tile
     blocks gave plans with 0.96 % or 23 % error, by which tile the medoid sample found.)
     """
-    import time
+    from .pairclust import cluster_pairs
 
-    timings = {}
-    n = signature.shape[0]
     t0 = time.perf_counter()
+    n = signature.shape[0]
     signature = np.ascontiguousarray(signature, dtype=np.uint64)
     density_bin = np.ascontiguousarray(density_bin, dtype=np.int64)
-    # the four per-tile arrays in one allocation (see arena.Arena: huge pages)
-    arena = Arena([n] * 4)
-    pid, uid, cluster, order = (arena.take(n, np.int64) for _ in range(4))
-    # the per-tile passes run on chunks of tiles, in parallel for large inputs; every result
-    # is the same bit for bit for any number of chunks (see _merge_chunk_pairs)
+    pid = np.empty(n, dtype=np.int64)
+    # pair ids per chunk of tiles, in parallel for large inputs; every result is the same bit for
+    # bit for any number of chunks (see _merge_chunk_pairs)
     par, n_chunks = _tile_chunks(n)
     bounds = np.arange(n_chunks + 1, dtype=np.int64) * n // n_chunks
     if n:
@@ -668,69 +464,29 @@ def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig
         nbins = int(density_bin.max()) - bmin + 1
         pfirst, goff, gid = _merge_chunk_pairs(signature, density_bin, bmin, nbins, bounds, pid, par)
     else:
-        bmin, nbins = 0, 1
         pfirst = np.empty(0, np.int64)
-    psig = signature[pfirst]
-    pbin = density_bin[pfirst]
-    # unique signatures: first appearance over pairs = first appearance over tiles
-    puid, ufirst = _first_appearance(psig)
-    usig = psig[ufirst]
-    t1 = time.perf_counter()
-    # (U, K) uint64 MinHash values: not in analyze's up-front estimate, which cannot know U (the
-    # distinct outlines) before the tiling pass; 753k outlines × 1024 hashes asked for 5.7 GB
-    check_memory(8 * usig.size * cfg.num_hashes + 16 * usig.size,
-                 f"The MinHash values of {usig.size:,} distinct tile outlines × {cfg.num_hashes} hashes",
-                 "Use fewer hashes (lsh num_hashes), a coarser grid (lsh grid) or a larger tile side T.")
-    mh = minhash_signatures(usig, cfg.num_hashes, cfg.seed, universe=cfg.grid * cfg.grid)
-    t2 = time.perf_counter()
-    root = _band_components(mh, cfg.bands) if n else np.empty(0, np.int64)
-    if n:
-        keys = _cluster_keys(root, puid, pbin, bmin, nbins)
-        pcluster, _ = _first_appearance(keys)
-        n_clusters = int(pcluster.max()) + 1
-        # per-chunk count rows while they are small beside the tiles; else one shared row
-        # (the passes then go through the chunks one after the other, in order)
-        rows = n_chunks if par and n_clusters * n_chunks <= n else 1
-        # rows padded by 64 bytes: two threads never write one cache line
-        ccount = np.zeros((rows, n_clusters + 8), np.int64)
-        bcount = np.zeros((rows, nbins + 8), np.int64)
-        gather = _gather_chunks if rows > 1 else _gather_chunks_serial
-        gather(bounds, pid, goff, gid, puid, pcluster, pbin - bmin, uid, cluster, ccount, bcount)
-        ccount = ccount[:, :n_clusters]
-        counts = ccount.sum(axis=0)
-        cptr = np.zeros(n_clusters + 1, np.int64)
-        np.cumsum(counts, out=cptr[1:])
-        pos = np.zeros((rows, n_clusters + 8), np.int64)  # padded as above
-        pos[:, :n_clusters] = cptr[:-1] + (np.cumsum(ccount, axis=0) - ccount)  # chunks' first slots
-        (_scatter_chunks if rows > 1 else _scatter_chunks_serial)(bounds, cluster, pos, order)
-        bin_counts = bcount[:, :nbins].sum(axis=0)
-    else:
-        n_clusters = 0
-        cptr = np.zeros(1, np.int64)
-        bin_counts = np.empty(0, np.int64)
-    t3 = time.perf_counter()
-    rep = np.empty(n_clusters, dtype=np.int64)
-    jmean = np.empty(n_clusters, dtype=np.float64)
-    dsum = np.zeros(n_clusters, dtype=np.float64)
-    dens = np.empty(0, np.float64) if density is None else \
-        np.ascontiguousarray(density, dtype=np.float64)
-    tmass = np.empty(0, np.float64) if top_mass is None else \
-        np.ascontiguousarray(top_mass, dtype=np.float64)
-    if n_clusters:
-        seed = np.uint64(np.random.default_rng(cfg.seed).integers(0, 2**63, dtype=np.int64))
-        # one O(U) scratch per chunk: keep the chunk count at the thread count
-        if par and n_clusters > 1:
-            n_ch = min(n_clusters, numba.get_num_threads())
-            _cluster_stats(order, cptr, uid, usig, seed, cfg.jaccard_pairs, n_ch, rep, jmean,
-                           dens, dsum, tmass)
-        else:
-            U = usig.shape[0]
-            _cluster_range(0, n_clusters, order, cptr, uid, usig, seed, cfg.jaccard_pairs,
-                           rep, jmean, np.zeros(U, np.int64), np.empty(U, np.int64),
-                           np.empty(U, np.int64), dens, dsum, tmass, np.zeros(U, np.int8))
-    t4 = time.perf_counter()
-    timings.update(unique=t1 - t0, minhash=t2 - t1, lsh=t3 - t2, medoid_jaccard=t4 - t3)
-    return dict(cluster=cluster, n_clusters=n_clusters, order=order, cptr=cptr,
-                representative=rep, jaccard_mean=jmean, unique_signatures=usig,
-                minhash=mh, tile_unique=uid, component=root, density_sum=dsum,
-                bin_min=bmin, bin_counts=bin_counts, timings=timings)
+        goff = np.zeros(n_chunks + 1, np.int64)
+        gid = np.empty(0, np.int64)
+    dens = np.empty(0, np.float64) if density is None else np.ascontiguousarray(density, dtype=np.float64)
+    top = np.empty(0, np.float64) if top_mass is None else np.ascontiguousarray(top_mass, dtype=np.float64)
+    pairs = dict(sig=signature[pfirst], bin=density_bin[pfirst], first=pfirst,
+                 dens=dens[pfirst] if dens.size else np.zeros(pfirst.size),
+                 tm=top[pfirst] if top.size else np.zeros(pfirst.size),
+                 uniform=np.ones(pfirst.size, dtype=np.bool_))
+    if dens.size and top.size and n:
+        _pair_uniform(bounds, goff, gid, pid, dens, top, pairs["dens"], pairs["tm"], pairs["uniform"])
+    res = cluster_pairs(pairs, goff, gid, pid, bounds, cfg, dens, top, t_start=t0)
+    res["tile_unique"] = res["pairs"]["uid"][pid] if n else np.empty(0, np.int64)
+    res["timings"]["unique"] = res["timings"].pop("pairs")
+    return res
+
+
+@njit_cached
+def _pair_uniform(bounds, goff, gid, pid, dens, top, pdens, ptm, uniform):
+    """``uniform[p]`` False when a tile of pair ``p`` differs from its first tile in density or
+    top share (tile ``t`` of chunk ``ch`` is pair ``gid[goff[ch] + pid[t]]``)."""
+    for ch in range(bounds.shape[0] - 1):
+        for t in range(bounds[ch], bounds[ch + 1]):
+            p = gid[goff[ch] + pid[t]]
+            if dens[t] != pdens[p] or top[t] != ptm[p]:
+                uniform[p] = False

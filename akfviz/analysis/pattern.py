@@ -9,6 +9,7 @@ histogram and the time spent per stage.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -17,11 +18,12 @@ import numpy as np
 import pandas as pd
 
 from .features import FLOAT_FEATURES, INT_FEATURES
-from .lsh import LSHConfig, cluster_tiles
-from .tilepass import canonical_csr, tiles_and_features
+from .lsh import LSHConfig
+from .pairclust import cluster_scan
+from .scanpass import scan_tiles
+from .tilepass import _index, canonical_csr, tiles_and_features
 from .tiling import TileSet, check_tile
 from ..errors import InputError, checked_call
-from ..frozen import read_only
 
 #: Column order of ``PatternAnalysis.tiles`` (the contract in docs/architecture.md).
 TILE_COLUMNS = ("bi", "bj", "h", "w", "nnz", "density", "rows_nonempty", "cols_nonempty",
@@ -37,6 +39,96 @@ FRO_MIN, FRO_MAX = 1e-140, 1e140
 HIST_COLUMNS = ("bin_left", "bin_right", "count")
 
 
+class FullPass:
+    """The deferred full pass of an analysis: every entry moved to its tile and every feature.
+
+    :func:`analyze` computes eagerly only what clustering and the selector's cluster mode read
+    (:mod:`.scanpass`). The rest — the TileSet's ``ptr``, ``r``, ``c``, ``v`` and the feature
+    columns of ``pa.tiles`` — comes from :func:`.tilepass.tiles_and_features`, run here once, on
+    first use, under a lock (an analysis is shared between the app's sessions). Same arrays,
+    bit for bit, as an eager run (tested).
+    """
+
+    def __init__(self, M, rb_count, T, cfg):
+        self._args = (M, rb_count, int(T), int(cfg.grid), float(cfg.top_q), int(cfg.bins_per_decade))
+        self._result = None
+        self._lock = threading.Lock()
+
+    def __getstate__(self):
+        return {"_args": self._args, "_result": self._result}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    @property
+    def done(self) -> bool:
+        """Whether the pass has run."""
+        return self._result is not None
+
+    def _run(self) -> dict:
+        if self._result is None:
+            with self._lock:
+                if self._result is None:
+                    M, rb_count, T, grid, top_q, bpd = self._args
+                    ts, ints, floats, sig, dbin = tiles_and_features(
+                        M, _index(M.indptr), _index(M.indices), rb_count, T, grid, top_q, bpd)
+                    res = {k: getattr(ts, k) for k in TileSet._GEOMETRY + TileSet._ENTRIES}
+                    res.update(ints=ints, floats=floats, sig=sig, dbin=dbin)
+                    for arr in res.values():
+                        arr.setflags(write=False)
+                    self._result = res
+        return self._result
+
+    def csr(self) -> tuple:
+        """``(indptr, indices, data)`` of the analysed canonical matrix (``pa.A``)."""
+        M = self._args[0]
+        return M.indptr, M.indices, M.data
+
+    def entries(self) -> dict:
+        """``bi, bj, h, w, ptr, r, c, v`` of the TileSet."""
+        return self._run()
+
+    def features(self) -> tuple:
+        """``(ints (n, 9), floats (n, 3), signature, density_bin)`` as
+        :func:`.tilepass.tiles_and_features` returns them."""
+        res = self._run()
+        return res["ints"], res["floats"], res["sig"], res["dbin"]
+
+
+@dataclass(frozen=True, eq=False)
+class CompactTiles:
+    """Per-tile arrays of the eager pass (:mod:`.scanpass`), in tile order.
+
+    Attributes
+    ----------
+    col_block : int32 (or int64 for ≥ 2³¹ column blocks)
+        ``bj``.
+    nnz : int32
+    cls : int8
+        Structure class (:mod:`akfviz.selection.structure`, grid of the analysis' LSH settings).
+    fro2, top, density : float64
+        ``Σ v²``, the top-q mass share and ``nnz / (h·w)`` (``tiles.fro2``, ``tiles.top_mass``,
+        ``tiles.density``).
+    cluster : int64
+    pair : int32
+        Row of ``pairs`` (the tile's distinct signature and density bin).
+    pairs : dict
+        Per pair: ``sig``, ``bin``, ``first`` tile, ``count``, ``cluster``, ``k``/``area``/``tm``
+        of its first tile and ``uniform``.
+    """
+
+    col_block: np.ndarray
+    nnz: np.ndarray
+    cls: np.ndarray
+    fro2: np.ndarray
+    top: np.ndarray
+    density: np.ndarray
+    cluster: np.ndarray
+    pair: np.ndarray
+    pairs: dict = field(repr=False, default_factory=dict)
+
+
 @dataclass(frozen=True, eq=False)
 class PatternAnalysis:
     """Result of :func:`analyze` (picklable, so Streamlit can cache it).
@@ -48,7 +140,8 @@ class PatternAnalysis:
     tile : int
         Tile side T.
     tileset : TileSet
-        The nonempty tiles and their entries.
+        The nonempty tiles and their entries (deferred: the entries are moved to their tiles
+        on first use, see :class:`FullPass`).
     tiles : pandas.DataFrame
         One row per nonempty tile in TileSet order, columns :data:`TILE_COLUMNS`
         (int64, except ``density``, ``fro2``, ``top_mass`` float64 and ``signature``
@@ -63,7 +156,7 @@ class PatternAnalysis:
         :func:`akfviz.select` reads).
     n_clusters : int
     signatures : ndarray of uint64
-        Per-tile coarse occupancy signature (same as ``tiles.signature``).
+        Per-tile coarse occupancy signature (same as ``tiles.signature``; from the full pass).
     lsh : LSHConfig
     fro_norm : float
         ``‖A‖_F``.
@@ -75,6 +168,9 @@ class PatternAnalysis:
     cluster_order, cluster_ptr : ndarray of int64
         Tile indices grouped by cluster: members of ``c`` are
         ``cluster_order[cluster_ptr[c]:cluster_ptr[c+1]]`` (in tile order).
+    compact : CompactTiles
+        The eager per-tile arrays (what the selector's cluster mode and the plan read without
+        running the full pass).
     """
 
     A: object
@@ -82,16 +178,26 @@ class PatternAnalysis:
     tileset: TileSet
     _clusters: pd.DataFrame = field(repr=False)
     n_clusters: int
-    signatures: np.ndarray
     lsh: LSHConfig
     fro_norm: float
     density_hist: pd.DataFrame
     timings: dict
     cluster_order: np.ndarray = field(repr=False)
     cluster_ptr: np.ndarray = field(repr=False)
-    #: Feature arrays behind ``tiles``: (int features (n, 9), float features (n, 3),
-    #: density_bin, cluster), all computed by :func:`analyze`.
-    _features: tuple = field(repr=False, default=())
+    compact: CompactTiles = field(repr=False, default=None)
+    _full: FullPass = field(repr=False, default=None)
+
+    @property
+    def signatures(self) -> np.ndarray:
+        """Per-tile coarse occupancy signature (uint64; runs the full pass on first use)."""
+        return self._full.features()[2]
+
+    @property
+    def _features(self) -> tuple:
+        """Feature arrays behind ``tiles``: (int features (n, 9), float features (n, 3),
+        density_bin, cluster)."""
+        ints, floats, _, dbin = self._full.features()
+        return ints, floats, dbin, self.compact.cluster
 
     @cached_property
     def _table(self) -> pd.DataFrame:
@@ -256,28 +362,20 @@ def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
     cfg = LSHConfig.from_any(lsh)
     M, indptr, indices, rb_count = canonical_csr(A, T)
     t0 = time.perf_counter()
-    ts, ints, floats, sig, dbin = tiles_and_features(M, indptr, indices, rb_count, T,
-                                                     cfg.grid, cfg.top_q, cfg.bins_per_decade)
+    scan = scan_tiles(M, indptr, indices, rb_count, T, cfg.grid, cfg.top_q, cfg.bins_per_decade)
     t1 = time.perf_counter()
-    t2 = t1  # features are computed in the tiling pass (see tilepass.py)
-    cl = cluster_tiles(sig, dbin, cfg, density=floats[:, 0], top_mass=floats[:, 2])
+    cl = cluster_scan(scan, cfg)
     t3 = time.perf_counter()
 
-    n = ts.n_tiles
-    cluster = cl["cluster"]
+    n = int(scan.bj.shape[0])
     nc = cl["n_clusters"]
     cptr = cl["cptr"]
     size = np.diff(cptr)
     rep = cl["representative"]
-    if nc:
-        mean_density = cl["density_sum"] / size  # sums in tile order, as np.bincount would
-        cbin = dbin[rep]
-    else:
-        mean_density = np.empty(0, np.float64)
-        cbin = np.empty(0, np.int64)
+    mean_density = cl["density_sum"] / size if nc else np.empty(0, np.float64)
     clusters = pd.DataFrame(
         {"size": size.astype(np.int64), "representative": rep.astype(np.int64),
-         "density_bin": cbin.astype(np.int64), "mean_density": mean_density,
+         "density_bin": cl["density_bin"].astype(np.int64), "mean_density": mean_density,
          "jaccard_mean": cl["jaccard_mean"]},
         index=pd.RangeIndex(nc, name="cluster"))
 
@@ -291,22 +389,29 @@ def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
         edges = np.zeros(1)
     density_hist = pd.DataFrame({"bin_left": edges[:-1], "bin_right": edges[1:],
                                  "count": counts})
-    fro_norm = math.sqrt(float(floats[:, 1].sum())) if n else 0.0
+    fro_norm = math.sqrt(float(scan.fro2.sum())) if n else 0.0
     if n:
         _check_scale(fro_norm, M)
     t4 = time.perf_counter()
     timings = {"validate": t0 - t_start, "tiling_features": t1 - t0}
     timings.update(cl["timings"])
-    timings.update(clustering=t3 - t2, tables=t4 - t3, total=t4 - t_start)
+    timings.update(clustering=t3 - t1, tables=t4 - t3, total=t4 - t_start)
+    compact = CompactTiles(col_block=scan.bj, nnz=scan.nnz, cls=scan.cls, fro2=scan.fro2,
+                           top=scan.top, density=scan.dens, cluster=cl["cluster"], pair=scan.pid, pairs=cl["pairs"])
+    full = FullPass(M, rb_count, T, cfg)
+    ts = TileSet(shape=M.shape, tile=T, n_brows=rb_count.shape[0], n_bcols=-(-M.shape[1] // T),
+                 rb_ptr=scan.rb_ptr, n_tiles=n, nnz=int(M.nnz), col_block=scan.bj, source=full)
     # everything a plan reads later (pa.A for output_error and packing, the tiles, the clusters) is
     # read-only: analyses are shared through caches, and an edit would change later selections and
     # plans already built (held-out probe); ``arr.copy()`` gives a writable copy. pa.A is a copy of
     # the input (canonical_csr), so the caller's own arrays stay writable.
-    for arr in (M.data, M.indices, M.indptr, sig, cl["order"], cptr, ints, floats, dbin, cluster):
+    for arr in (M.data, M.indices, M.indptr, cl["order"], cptr, scan.rb_ptr, scan.bj, scan.nnz,
+                scan.cls, scan.fro2, scan.top, scan.dens, scan.pid, cl["cluster"], rb_count):
         arr.setflags(write=False)
-    read_only(ts)
+    for arr in cl["pairs"].values():
+        arr.setflags(write=False)
     return PatternAnalysis(A=M, tile=T, tileset=ts, _clusters=clusters,
-                           n_clusters=int(nc), signatures=sig, lsh=cfg, fro_norm=fro_norm,
+                           n_clusters=int(nc), lsh=cfg, fro_norm=fro_norm,
                            density_hist=density_hist, timings=timings,
                            cluster_order=cl["order"], cluster_ptr=cptr,
-                           _features=(ints, floats, dbin, cluster))
+                           compact=compact, _full=full)

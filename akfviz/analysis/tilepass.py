@@ -50,43 +50,56 @@ def _n_chunks(nnz: int, n_brows: int) -> int:
 # --------------------------------------------------------------------------- pass 1
 
 @njit_cached
-def _count_range(indptr, indices, data, n_rows, n_cols, T, sh, b0, b1, stamp, rb_count):
-    """Distinct column blocks of row blocks ``b0:b1``; returns False if not canonical."""
-    ok = True
+def _count_range(indptr, indices, data, n_rows, n_cols, T, sh, b0, b1, stamp, rb_count,
+                 ind_out, dat_out):
+    """Distinct column blocks of row blocks ``b0:b1``; returns False if not canonical.
+
+    When ``ind_out`` / ``dat_out`` are non-empty the entries are copied there on the way (the
+    analysis keeps a copy of the matrix: one read serves the check, the count and the copy).
+    The checks are branch-free (``bad`` accumulates them) and the loops index with unsigned
+    integers, which lets numba skip its negative-index test."""
+    copy = ind_out.shape[0] > 0
+    ush = np.uint64(sh if sh >= 0 else 0)
+    uT = np.uint64(T)
     for b in range(b0, b1):
         r0 = b * T
         r1 = min(r0 + T, n_rows)
+        ub = np.uint64(b)
         d = 0
+        bad = False
         for row in range(r0, r1):
             s = indptr[row]
             e = indptr[row + 1]
-            if e < s:
+            if e < s or s < 0 or e > indices.shape[0]:
                 return False
             prev = -1
-            for k in range(s, e):
+            for k in range(np.uint64(s), np.uint64(e)):
                 col = indices[k]
                 x = data[k]
-                if col <= prev or col >= n_cols or x == 0.0 or not math.isfinite(x):
-                    ok = False
+                # not increasing, out of range, zero, or not finite (x − x is NaN for ±inf / NaN)
+                bad |= (col <= prev) | (col >= n_cols) | (x == 0.0) | (not (x - x == 0.0))
                 prev = col
-                j = (col >> sh) if sh >= 0 else col // T
-                if ok and stamp[j] != b:
-                    stamp[j] = b
-                    d += 1
-            if not ok:
-                return False
+                if copy:
+                    ind_out[k] = col
+                    dat_out[k] = x
+                uc = np.uint64(col) if 0 <= col < n_cols else np.uint64(0)  # (bad already)
+                j = (uc >> ush) if sh >= 0 else uc // uT
+                d += stamp[j] != ub
+                stamp[j] = ub
+        if bad:
+            return False
         rb_count[b] = d
-    return ok
+    return True
 
 
 @njit_parallel
 def _count_tiles(indptr, indices, data, n_rows, n_cols, T, sh, n_brows, n_bcols, n_chunks,
-                 rb_count, ok):
+                 rb_count, ok, ind_out, dat_out):
     for ch in numba.prange(n_chunks):
-        stamp = np.full(n_bcols, -1, dtype=np.int64)
+        stamp = np.full(n_bcols, np.uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64)
         ok[ch] = _count_range(indptr, indices, data, n_rows, n_cols, T, sh,
                               ch * n_brows // n_chunks, (ch + 1) * n_brows // n_chunks,
-                              stamp, rb_count)
+                              stamp, rb_count, ind_out, dat_out)
 
 
 # --------------------------------------------------------------------------- pass 2
@@ -359,7 +372,7 @@ def _shift(T: int) -> int:
     return T.bit_length() - 1 if T & (T - 1) == 0 else -1
 
 
-def _count(M_indptr, M_indices, data, shape, T):
+def _count(M_indptr, M_indices, data, shape, T, ind_out=None, dat_out=None):
     n_rows, n_cols = shape
     n_brows = -(-n_rows // T)
     n_bcols = -(-n_cols // T)
@@ -373,13 +386,16 @@ def _count(M_indptr, M_indices, data, shape, T):
                  "cols = np.unique(A.indices)) when most of them are empty.")
     rb_count = np.zeros(n_brows, dtype=np.int64)
     ok = np.zeros(n_chunks, dtype=np.bool_)
+    if ind_out is None:
+        ind_out = np.zeros(0, dtype=M_indices.dtype)
+        dat_out = np.zeros(0, dtype=np.float64)
     if n_chunks > 1:
         _count_tiles(M_indptr, M_indices, data, n_rows, n_cols, T, _shift(T), n_brows,
-                     n_bcols, n_chunks, rb_count, ok)
+                     n_bcols, n_chunks, rb_count, ok, ind_out, dat_out)
     else:
-        stamp = np.full(n_bcols, -1, dtype=np.int64)
+        stamp = np.full(n_bcols, np.uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64)
         ok[0] = _count_range(M_indptr, M_indices, data, n_rows, n_cols, T, _shift(T), 0,
-                             n_brows, stamp, rb_count)
+                             n_brows, stamp, rb_count, ind_out, dat_out)
     return bool(ok.all()), rb_count
 
 
@@ -407,20 +423,30 @@ def canonical_csr(A, T: int):
             and A.indptr[-1] == A.indices.shape[0] == A.data.shape[0]):
         indptr = _index(A.indptr)
         indices = _index(A.indices)
-        ok, rb_count = _count(indptr, indices, A.data, A.shape, T)
+        check_memory(indptr.nbytes + indices.nbytes + A.data.nbytes, "A copy of the matrix",
+                     "Free memory or analyse a smaller matrix.")
+        ind_out = np.empty_like(indices)
+        dat_out = np.empty_like(A.data)
+        ok, rb_count = _count(indptr, indices, A.data, A.shape, T, ind_out, dat_out)
         if ok:
-            check_memory(indptr.nbytes + indices.nbytes + A.data.nbytes, "A copy of the matrix",
-                         "Free memory or analyse a smaller matrix.")
-            M = sp.csr_array((A.data.copy(), indices.copy(), indptr.copy()),
-                             shape=A.shape, copy=False)
+            M = sp.csr_array((dat_out, ind_out, indptr.copy()), shape=A.shape, copy=False)
             M.has_canonical_format = True
             return M, M.indptr, M.indices, rb_count
+        del ind_out, dat_out
     M = as_csr(A)
     indptr = _index(M.indptr)
     indices = _index(M.indices)
     ok, rb_count = _count(indptr, indices, M.data, M.shape, T)
     assert ok, "as_csr returned a non-canonical matrix"
     return M, indptr, indices, rb_count
+
+
+def row_block_pointers(rb_count) -> np.ndarray:
+    """``rb_ptr`` (int64, ``n_brows + 1``): the tiles of row block ``b`` are ``rb_ptr[b]:rb_ptr[b+1]``."""
+    rb_ptr = np.empty(rb_count.shape[0] + 1, dtype=np.int64)
+    rb_ptr[0] = 0
+    np.cumsum(rb_count, out=rb_ptr[1:])
+    return rb_ptr
 
 
 def tiles_and_features(M, indptr, indices, rb_count, T: int, grid: int = 8,
@@ -446,9 +472,7 @@ def tiles_and_features(M, indptr, indices, rb_count, T: int, grid: int = 8,
     n_brows = rb_count.shape[0]
     n_bcols = -(-n_cols // T)
     nnz = int(M.nnz)
-    rb_ptr = np.empty(n_brows + 1, dtype=np.int64)
-    rb_ptr[0] = 0
-    np.cumsum(rb_count, out=rb_ptr[1:])
+    rb_ptr = row_block_pointers(rb_count)
     n = int(rb_ptr[-1])
     # this pass's outputs (8 bytes per item) plus the clustering's four per-tile arrays
     check_memory(8 * (19 * n + 3 * nnz) + 32 * n,

@@ -7,8 +7,6 @@ slots but at most nnz nonempty tiles).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numba
 import numpy as np
 import scipy.sparse as sp
@@ -22,7 +20,6 @@ from ..workloads.validate import as_csr
 TILE_MIN, TILE_MAX = 4, 256
 
 
-@dataclass(frozen=True, eq=False)
 class TileSet:
     """The nonempty tiles of a canonical CSR matrix.
 
@@ -49,31 +46,140 @@ class TileSet:
         Values.
     rb_ptr : ndarray of int64, shape (n_brows + 1,)
         The tiles of row block ``b`` are ``rb_ptr[b]:rb_ptr[b+1]``.
+
+    Notes
+    -----
+    A TileSet made by :func:`akfviz.analyze` is *deferred*: it knows the tiles (``rb_ptr`` and
+    the column blocks) from the analysis' eager pass, derives ``bi``, ``bj``, ``h``, ``w`` on
+    first access, and moves the entries to their tiles (``ptr``, ``r``, ``c``, ``v``) only when
+    one of those is first read (:class:`akfviz.analysis.pattern.FullPass`). Geometry —
+    ``shape``, ``tile``, ``n_brows``, ``n_bcols``, ``rb_ptr``, ``n_tiles``, ``nnz`` — never
+    triggers that work. Instances are immutable; every array is read-only once handed out by
+    an analysis.
     """
 
-    shape: tuple
-    tile: int
-    n_brows: int
-    n_bcols: int
-    bi: np.ndarray
-    bj: np.ndarray
-    h: np.ndarray
-    w: np.ndarray
-    ptr: np.ndarray
-    r: np.ndarray
-    c: np.ndarray
-    v: np.ndarray
-    rb_ptr: np.ndarray
+    _GEOMETRY = ("bi", "bj", "h", "w")
+    _ENTRIES = ("ptr", "r", "c", "v")
+
+    def __init__(self, shape, tile, n_brows, n_bcols, bi=None, bj=None, h=None, w=None, ptr=None,
+                 r=None, c=None, v=None, rb_ptr=None, *, n_tiles=None, nnz=None, col_block=None,
+                 source=None):
+        d = self.__dict__
+        d["shape"] = tuple(int(x) for x in shape)
+        d["tile"] = int(tile)
+        d["n_brows"] = int(n_brows)
+        d["n_bcols"] = int(n_bcols)
+        d["rb_ptr"] = rb_ptr
+        d["_source"] = source
+        d["_col_block"] = col_block  # a narrower copy of bj (deferred TileSets)
+        for name, arr in (("bi", bi), ("bj", bj), ("h", h), ("w", w), ("ptr", ptr), ("r", r),
+                          ("c", c), ("v", v)):
+            if arr is not None:
+                d[name] = arr
+        if n_tiles is None:
+            n_tiles = (bj if bj is not None else col_block).shape[0]
+        if nnz is None:
+            nnz = v.shape[0]
+        d["_n_tiles"] = int(n_tiles)
+        d["_nnz"] = int(nnz)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"TileSet is immutable (cannot set {name!r})")
+
+    def __getattr__(self, name):
+        # called only for attributes not yet in __dict__: the deferred arrays
+        d = self.__dict__
+        if name in self._GEOMETRY and d.get("_col_block") is not None:
+            self._derive_geometry()
+            return d[name]
+        if name in self._GEOMETRY + self._ENTRIES and d.get("_source") is not None:
+            arrays = d["_source"].entries()
+            for key in self._GEOMETRY + self._ENTRIES:
+                d.setdefault(key, arrays[key])
+            return d[name]
+        raise AttributeError(f"'TileSet' object has no attribute {name!r}")
+
+    def _derive_geometry(self):
+        """``bi``, ``bj``, ``h``, ``w`` from ``rb_ptr`` and the column blocks (int64, read-only)."""
+        d = self.__dict__
+        T = d["tile"]
+        n_rows, n_cols = d["shape"]
+        bj = d.get("bj")
+        if bj is None:
+            bj = d["_col_block"].astype(np.int64)
+        bi = np.repeat(np.arange(d["n_brows"], dtype=np.int64), np.diff(d["rb_ptr"]))
+        h = np.minimum(T, n_rows - bi * T)
+        w = np.minimum(T, n_cols - bj * T)
+        for name, arr in (("bi", bi), ("bj", bj), ("h", h), ("w", w)):
+            arr.setflags(write=False)
+            d.setdefault(name, arr)
+
+    def __getstate__(self):
+        return dict(self.__dict__)
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def __repr__(self):
+        return (f"<TileSet {self.shape[0]}×{self.shape[1]} T={self.tile} tiles={self.n_tiles} "
+                f"nnz={self.nnz}>")
+
+    @property
+    def entries_ready(self) -> bool:
+        """Whether the entries (``ptr``, ``r``, ``c``, ``v``) are in place (reading them from a
+        deferred TileSet runs the full pass; once it has run, for any reason, they are)."""
+        d = self.__dict__
+        src = d.get("_source")
+        return "v" in d or (src is not None and src.done)
 
     @property
     def n_tiles(self) -> int:
         """Number of nonempty tiles."""
-        return int(self.bi.shape[0])
+        return self.__dict__["_n_tiles"]
 
     @property
     def nnz(self) -> int:
         """Number of stored nonzeros (over all tiles)."""
-        return int(self.v.shape[0])
+        return self.__dict__["_nnz"]
+
+    def subset(self, idx) -> "TileSet":
+        """A TileSet of the tiles ``idx`` only, in that order (``rb_ptr`` is None: the order need
+        not be by row block). Same shape and tile side; ``subset(idx).dense(i) ==
+        dense(idx[i])``. On a deferred TileSet the entries are read from the matrix's rows
+        (a bisection per tile row), without the full pass: what the selector's cluster mode
+        does for the representatives."""
+        idx = np.ascontiguousarray(idx, dtype=np.int64).reshape(-1)
+        if idx.size and (idx.min() < 0 or idx.max() >= self.n_tiles):
+            raise InputError(f"Tile indices must lie in 0..{self.n_tiles - 1}.")
+        d = self.__dict__
+        if "h" in d or d.get("_col_block") is None:
+            bi, bj, h, w = self.bi[idx], self.bj[idx], self.h[idx], self.w[idx]
+        else:  # the geometry of these tiles only (deriving every tile's costs ~10 ms per million)
+            T = self.tile
+            bi = np.searchsorted(self.rb_ptr, idx, side="right") - 1
+            bj = d["_col_block"][idx].astype(np.int64)
+            h = np.minimum(T, self.shape[0] - bi * T)
+            w = np.minimum(T, self.shape[1] - bj * T)
+        src = d.get("_source")
+        if self.entries_ready or src is None:
+            from ..kernels.base import gather_entries
+
+            ptr, pos = gather_entries(self, idx)
+            r, c, v = self.r[pos], self.c[pos], self.v[pos]
+        else:
+            indptr, indices, data = src.csr()
+            T = self.tile
+            cnt = np.zeros(idx.size, dtype=np.int64)
+            _csr_tile_entries(indptr, indices, data, T, bi, bj, h, w, np.zeros(1, np.int64), cnt,
+                              np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+            ptr = np.zeros(idx.size + 1, dtype=np.int64)
+            np.cumsum(cnt, out=ptr[1:])
+            r = np.empty(ptr[-1], dtype=np.int64)
+            c = np.empty(ptr[-1], dtype=np.int64)
+            v = np.empty(ptr[-1], dtype=np.float64)
+            _csr_tile_entries(indptr, indices, data, T, bi, bj, h, w, ptr, cnt, r, c, v)
+        return TileSet(shape=self.shape, tile=self.tile, n_brows=self.n_brows, n_bcols=self.n_bcols,
+                       bi=bi, bj=bj, h=h, w=w, ptr=ptr, r=r, c=c, v=v, rb_ptr=None)
 
     def _check_index(self, t) -> int:
         if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, np.integer)):
@@ -99,6 +205,38 @@ class TileSet:
         r, c, v = self.entries(t)
         out[r, c] = v
         return out
+
+
+@njit_cached
+def _csr_tile_entries(indptr, indices, data, T, bi, bj, h, w, ptr, cnt, r, c, v):
+    """Entries of the tiles ``(bi, bj, h, w)`` read from a canonical CSR matrix: with ``r`` empty,
+    count them into ``cnt``; else write them at ``ptr`` in (r, c) order (one bisection per
+    tile row for its first column)."""
+    fill = r.shape[0] > 0 or ptr.shape[0] > 1
+    for t in range(bi.shape[0]):
+        c0 = bj[t] * T
+        c1 = c0 + w[t]
+        p = ptr[t] if fill else 0
+        k = 0
+        for lr in range(h[t]):
+            row = bi[t] * T + lr
+            lo = indptr[row]
+            hi = indptr[row + 1]
+            while lo < hi:          # first entry with column >= c0
+                mid = (lo + hi) // 2
+                if indices[mid] < c0:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            q = lo
+            while q < indptr[row + 1] and indices[q] < c1:
+                if fill:
+                    r[p + k] = lr
+                    c[p + k] = indices[q] - c0
+                    v[p + k] = data[q]
+                k += 1
+                q += 1
+        cnt[t] = k
 
 
 def check_tile(tile) -> int:

@@ -36,7 +36,8 @@ import numpy as np
 from .._jit import njit_cached
 from ..kernels.base import gather_entries
 from .packing import (EXEC_FORMATS, Entries, FORMATS, INLINE_RESIDUAL, RES_COO, RESIDUAL_ONLY_FORMATS,
-                      SRC_MAIN, SRC_OTHER, SRC_OWN, _rbp, _starts, build_residual, empty_pack,
+                      SRC_MAIN, SRC_OTHER, SRC_OWN, _rbp, _starts, build_residual, build_residual_from_csr,
+                      empty_pack,
                       long_diagonal_runs, pack_bitmap, pack_block, pack_dense, pack_dia, pack_lowrank,
                       pack_nm, residual_col_dtype, residual_layout)
 from .tile_kernels import (_fused_matmat, _fused_matmat_serial, _residual_matvec,
@@ -336,7 +337,89 @@ def _approx_arrays(ap):
             np.ascontiguousarray(ap.v, dtype=np.float64))
 
 
-def pack_plan(ts, groups, A=None, errors=None) -> PackedPlan:
+@njit_cached
+def _rule_holds_for_all(rb_ptr, col_block, kept, idx, T, n_rows, n_cols, rule, bitmap_min):
+    """Whether every tile ``idx[u]`` (ascending) with ``kept[u]`` entries goes to the residual under
+    ``rule`` (:func:`_route_tiles`'s test, with ``h`` and ``w`` from the row block and column
+    block). ``rule = -1``: the test of :func:`diagonal_tiles` instead — True when no tile has
+    ``min(h, w) / 2`` entries or more (none may take the DIA layout)."""
+    b = 0
+    for u in range(idx.shape[0]):
+        t = idx[u]
+        while rb_ptr[b + 1] <= t:
+            b += 1
+        h = min(T, n_rows - b * T)
+        w = min(T, n_cols - col_block[t] * T)
+        k = kept[u]
+        if rule == -1:
+            ok = 2 * k < min(h, w)
+        elif rule == RULE_ALWAYS:
+            ok = True
+        elif rule == RULE_DIA:
+            ok = 2 * k < min(h, w)
+        elif rule == RULE_NEVER:
+            ok = False
+        else:
+            ok = k < w
+            if rule == RULE_BITMAP and not ok:
+                ok = k < bitmap_min * h * w
+        if not ok:
+            return False
+    return True
+
+
+def _compact_route(ts, groups, compact):
+    """``(src, approx)`` when the whole plan runs from a residual computed straight from the matrix
+    (:func:`build_residual_from_csr`), else None.
+
+    That is when every tile of every routed group goes to the residual under its kernel's rule
+    (:func:`residual_rule`, decided from the analysis' compact ``nnz`` or the approximation's entry
+    counts): exact entry kernels with their own entries (``SRC_OWN``), inline-residual kernels
+    (QUANT8, ``SRC_QUANT8``) none of whose tiles may take the DIA layout (fewer than ``min(h, w) /
+    2`` entries, the least :func:`diagonal_tiles` looks at), and approximations (``SRC_MAIN``: their
+    entries, concatenated, are ``approx``). No TileSet entries are read."""
+    if compact is None:
+        return None
+    n = ts.n_tiles
+    src = np.zeros(n, dtype=np.int8)
+    T = int(ts.tile)
+    n_rows, n_cols = ts.shape
+    lo = hi = None
+    parts = []
+    off = 0
+    for kernel, idx, ap in groups:
+        if kernel.exec_format == "none" or not idx.shape[0]:
+            continue
+        idx = np.ascontiguousarray(idx, dtype=np.int64)
+        rule = residual_rule(kernel)
+        if ap is None and kernel.name in INLINE_RESIDUAL:
+            kept, rule, code = compact.nnz[idx], -1, INLINE_RESIDUAL[kernel.name]
+        elif ap is None:
+            kept, code = compact.nnz[idx], SRC_OWN
+        else:
+            kept, code = np.diff(ap.ptr), SRC_MAIN
+        if rule == RULE_NEVER or not _rule_holds_for_all(ts.rb_ptr, compact.col_block, kept, idx, T, n_rows,
+                                                          n_cols, np.int64(rule), BITMAP_MIN_DENSITY):
+            return None
+        if idx.shape[0] == n:  # every tile (groups are ascending and disjoint)
+            src[:] = code
+        else:
+            src[idx] = code
+        if code == SRC_MAIN:
+            if lo is None:
+                lo = np.zeros(n, dtype=np.int64)
+                hi = np.zeros(n, dtype=np.int64)
+            lo[idx] = off + ap.ptr[:-1]
+            hi[idx] = off + ap.ptr[1:]
+            parts.append(_approx_arrays(ap))
+            off += ap.v.shape[0]
+    if not parts:
+        return src, None
+    r, c, v = (np.concatenate([p[i] for p in parts]) for i in range(3))
+    return src, (lo, hi, r, c, v)
+
+
+def pack_plan(ts, groups, A=None, errors=None, compact=None) -> PackedPlan:
     """Pack a plan for the executor.
 
     Parameters
@@ -364,6 +447,22 @@ def pack_plan(ts, groups, A=None, errors=None) -> PackedPlan:
     their ``Â`` and ``E_t`` computed by ``kernel.approx`` and are packed as DIA.
     """
     n = ts.n_tiles
+    if A is not None and n and not ts.entries_ready:
+        route = _compact_route(ts, groups, compact)
+        if route is not None:
+            src, approx = route
+            if approx is None and np.all(src == SRC_OWN) and A.nnz == ts.nnz:   # the residual is A itself
+                residual = residual_layout(ts, np.asarray(A.indptr, dtype=np.int64),
+                                           A.indices.astype(residual_col_dtype(ts.shape[1])),
+                                           np.asarray(A.data, dtype=np.float64))
+            else:
+                residual = build_residual_from_csr(ts, A, compact.col_block, src, errors, approx)
+            packs = {}
+            for fmt in FORMATS:
+                packs[fmt] = empty_pack(fmt)
+                packs[fmt]["rbp"] = np.zeros(ts.n_brows + 1, dtype=np.int64)
+            return PackedPlan(shape=tuple(ts.shape), tile=int(ts.tile), n_brows=int(ts.n_brows),
+                              residual=residual, packs=packs, block_work=_block_work(ts, residual, packs))
     src = np.zeros(n, dtype=np.int8)
     lo = np.empty(n, dtype=np.int64)  # read only where src is SRC_MAIN / SRC_OTHER
     hi = np.empty(n, dtype=np.int64)

@@ -480,6 +480,231 @@ def build_residual(ts, src, lo, hi, main=None, other=None, errors=None):
     return residual_layout(ts, res_ptr, res_col, res_val)
 
 
+@njit_cached
+def _csr_residual_range(indptr, indices, data, n_rows, T, sh, b0, b1, rb_ptr, col_block, src,
+                        tmap, mx, acc, dropped, err, val):
+    """Row blocks ``b0:b1`` of :func:`build_residual_from_csr`: ``val[k]`` is entry ``k``'s residual
+    value (its own for ``SRC_OWN``, ``v̂ = q·s`` for ``SRC_QUANT8``, 0 for an entry left out: a
+    ``SRC_PACKED`` tile's, or one that quantises to 0 — kept entries are never 0), ``dropped[row
+    + 1]`` counts the entries a row leaves out, ``err[t]`` is a QUANT8 tile's error. A row block maps
+    each column block to its tile's source code (``tmap``) and finds the QUANT8 tiles' ``max |v|``
+    (``mx``) in a first read of its entries; a tile's entries then arrive in its (r, c) order, so its
+    error ``Σ (v − v̂)²`` is the one of the tile-order builder. (Unsigned indices: numba then skips
+    its negative-index test.)"""
+    ush = np.uint64(sh if sh >= 0 else 0)
+    uT = np.uint64(T)
+    for b in range(b0, b1):
+        r0 = b * T
+        r1 = min(r0 + T, n_rows)
+        t0 = np.uint64(rb_ptr[b])
+        t1 = np.uint64(rb_ptr[b + 1])
+        quant = False
+        for t in range(t0, t1):
+            j = np.uint64(col_block[t])
+            s = src[t]
+            tmap[j] = s
+            mx[j] = 0.0
+            acc[j] = 0.0
+            quant = quant or s == SRC_QUANT8
+        if quant:
+            for k in range(np.uint64(indptr[r0]), np.uint64(indptr[r1])):
+                uc = np.uint64(indices[k])
+                j = (uc >> ush) if sh >= 0 else uc // uT
+                if tmap[j] == SRC_QUANT8:
+                    mx[j] = max(mx[j], abs(data[k]))
+            for t in range(t0, t1):
+                if src[t] == SRC_QUANT8:  # the tile's scale (tile_scale)
+                    j = np.uint64(col_block[t])
+                    m = mx[j]
+                    mx[j] = max(m / 127.0, 5e-324) if m > 0.0 else 1.0
+        for row in range(r0, r1):
+            nd = 0
+            for k in range(np.uint64(indptr[row]), np.uint64(indptr[row + 1])):
+                uc = np.uint64(indices[k])
+                j = (uc >> ush) if sh >= 0 else uc // uT
+                s = tmap[j]
+                v = data[k]
+                if s == SRC_QUANT8:
+                    vh = quant_value(v, mx[j])[0]
+                    if vh == 0.0:
+                        acc[j] += v * v
+                        nd += 1
+                    else:
+                        dv = v - vh
+                        acc[j] += dv * dv
+                    val[k] = vh
+                elif s == SRC_OWN:
+                    val[k] = v
+                else:  # SRC_PACKED, or an approximated tile's (merged in later)
+                    val[k] = 0.0
+                    nd += 1
+            dropped[row + 1] = nd
+        if quant:
+            for t in range(t0, t1):
+                if src[t] == SRC_QUANT8:
+                    err[t] = acc[np.uint64(col_block[t])]
+
+
+@njit_parallel
+def _csr_residual(indptr, indices, data, n_rows, T, sh, n_bcols, bounds, rb_ptr, col_block, src,
+                  dropped, err, val):
+    for ch in numba.prange(bounds.shape[0] - 1):
+        tmap = np.empty(n_bcols, dtype=np.int8)
+        mx = np.empty(n_bcols, dtype=np.float64)
+        acc = np.empty(n_bcols, dtype=np.float64)
+        _csr_residual_range(indptr, indices, data, n_rows, T, sh, bounds[ch], bounds[ch + 1], rb_ptr,
+                            col_block, src, tmap, mx, acc, dropped, err, val)
+
+
+_csr_residual_serial = serial_twin(_csr_residual)
+
+
+@njit_cached
+def _drop_zeros(indptr, indices, val, res_ptr, res_col, res_val):
+    """Copy the entries with ``val != 0`` to their rows' new places (row order kept)."""
+    for row in range(indptr.shape[0] - 1):
+        p = res_ptr[row]
+        for k in range(indptr[row], indptr[row + 1]):
+            if val[k] != 0.0:
+                res_col[p] = indices[k]
+                res_val[p] = val[k]
+                p += 1
+
+
+@njit_cached
+def _merge_approx(indptr, indices, val, n_rows, T, rb_ptr, col_block, src, lo, hi, ar, ac, av,
+                  cur, res_ptr, res_col, res_val):
+    """Rows of the residual when some tiles bring approximated entries (``src == SRC_MAIN``: entries
+    ``lo[t]:hi[t]`` of ``(ar, ac, av)``, ordered by (r, c)): with ``res_val`` empty, count each row's
+    entries into ``res_ptr[row + 1]``; else write them, the row's own entries (``val != 0``) and the
+    approximated tiles' merged by column. A row block's approximated tiles are walked in column-block
+    order with one cursor each (``cur``), so their entries of a row come out ordered by column."""
+    fill = res_val.shape[0] > 0
+    n_brows = rb_ptr.shape[0] - 1
+    for b in range(n_brows):
+        r0 = b * T
+        r1 = min(r0 + T, n_rows)
+        t0 = rb_ptr[b]
+        t1 = rb_ptr[b + 1]
+        na = 0
+        for t in range(t0, t1):
+            if src[t] == SRC_MAIN:
+                cur[t] = lo[t]
+                na += 1
+        for row in range(r0, r1):
+            lr = row - r0
+            if not fill:
+                n = 0
+                for k in range(indptr[row], indptr[row + 1]):
+                    if val[k] != 0.0:
+                        n += 1
+                if na:
+                    for t in range(t0, t1):
+                        if src[t] == SRC_MAIN:
+                            while cur[t] < hi[t] and ar[cur[t]] == lr:
+                                cur[t] += 1
+                                n += 1
+                res_ptr[row + 1] = n
+                continue
+            p = res_ptr[row]
+            k = indptr[row]
+            k1 = indptr[row + 1]
+            if na:
+                for t in range(t0, t1):  # tiles in column-block order
+                    if src[t] != SRC_MAIN:
+                        continue
+                    c0 = col_block[t] * T
+                    while cur[t] < hi[t] and ar[cur[t]] == lr:
+                        col = c0 + ac[cur[t]]
+                        while k < k1 and indices[k] < col:   # own entries before it
+                            if val[k] != 0.0:
+                                res_col[p] = indices[k]
+                                res_val[p] = val[k]
+                                p += 1
+                            k += 1
+                        res_col[p] = col
+                        res_val[p] = av[cur[t]]
+                        p += 1
+                        cur[t] += 1
+            while k < k1:
+                if val[k] != 0.0:
+                    res_col[p] = indices[k]
+                    res_val[p] = val[k]
+                    p += 1
+                k += 1
+
+
+def build_residual_from_csr(ts, A, col_block, src, errors=None, approx=None):
+    """:func:`build_residual` computed in row order straight from the canonical matrix ``A``
+    (``pa.A``) — no TileSet entries, hence no full pass of the analysis — with the same entries
+    in the same order and the same QUANT8 errors, bit for bit (tested).
+
+    One pass writes every entry's residual value where ``A`` has it: its own (``SRC_OWN``), its
+    quantised ``v̂ = q·s`` (``SRC_QUANT8``), or 0 when it is left out (``SRC_PACKED``, ``SRC_MAIN``,
+    or ``v̂ = 0``). When nothing is left out and no tile brings approximated entries — the common
+    case: QUANT8 keeps an entry unless it is below ``max|v| / 254`` of its tile — the residual
+    shares ``A``'s row pointers and column indices. Otherwise a count and a fill pass close the
+    gaps and merge in the approximated tiles' entries (``SRC_MAIN``), by column.
+
+    Parameters
+    ----------
+    ts : TileSet
+        Only its geometry (``shape``, ``tile``, ``n_brows``, ``n_bcols``, ``rb_ptr``) is read.
+    A : scipy CSR
+        The canonical matrix the TileSet was built from.
+    col_block : int array (n_tiles,)
+        Column block of every tile (``pa.compact.col_block``).
+    src : int8 (n_tiles,)
+        ``SRC_PACKED`` (not in the residual), ``SRC_OWN``, ``SRC_QUANT8`` or ``SRC_MAIN``.
+    errors : float64 (n_tiles,), optional
+        Receives ``E_t`` of the ``SRC_QUANT8`` tiles.
+    approx : (lo, hi, r, c, v), optional
+        Entries of the ``SRC_MAIN`` tiles: ``lo[t]:hi[t]`` of ``(r, c, v)`` (local rows and
+        columns, ordered by (r, c)).
+    """
+    n_rows = int(ts.shape[0])
+    T = int(ts.tile)
+    sh = T.bit_length() - 1 if T & (T - 1) == 0 else -1
+    indptr = np.asarray(A.indptr)
+    indices = np.asarray(A.indices)
+    data = np.asarray(A.data, dtype=np.float64)
+    if errors is None:
+        errors = np.empty(ts.n_tiles, dtype=np.float64)
+    n_brows = int(ts.n_brows)
+    par = threads.pack_parallel(ts.n_tiles + ts.nnz) and n_brows > 1
+    n_chunks = min(n_brows, 4 * numba.get_num_threads()) if par else 1
+    bounds = (np.arange(n_chunks + 1, dtype=np.int64) * n_brows) // n_chunks
+    dropped = np.zeros(n_rows + 1, dtype=np.int64)
+    val = np.empty(data.shape[0], dtype=np.float64)
+    col_block = np.ascontiguousarray(col_block)
+    (_csr_residual if par else _csr_residual_serial)(
+        indptr, indices, data, n_rows, T, sh, int(ts.n_bcols), bounds, ts.rb_ptr, col_block, src,
+        dropped, errors, val)
+    cdt = residual_col_dtype(ts.shape[1])
+    if approx is None and not dropped.any():
+        res_col = indices.view(cdt) if indices.dtype.itemsize == np.dtype(cdt).itemsize else indices.astype(cdt)
+        return residual_layout(ts, indptr.astype(np.int64), res_col, val)
+    if approx is None:
+        res_ptr = indptr.astype(np.int64) - np.cumsum(dropped)
+        m = int(res_ptr[-1])
+        res_col = np.empty(m, dtype=cdt)
+        res_val = np.empty(m, dtype=np.float64)
+        _drop_zeros(indptr, indices, val, res_ptr, res_col, res_val)
+        return residual_layout(ts, res_ptr, res_col, res_val)
+    lo, hi, ar, ac, av = approx
+    cur = np.empty(ts.n_tiles, dtype=np.int64)
+    res_ptr = np.zeros(n_rows + 1, dtype=np.int64)
+    args = (indptr, indices, val, n_rows, T, ts.rb_ptr, col_block, src, lo, hi, ar, ac, av, cur, res_ptr)
+    _merge_approx(*args, np.zeros(0, cdt), np.zeros(0))
+    np.cumsum(res_ptr, out=res_ptr)
+    m = int(res_ptr[-1])
+    res_col = np.empty(m, dtype=cdt)
+    res_val = np.empty(m, dtype=np.float64)
+    if m:
+        _merge_approx(*args, res_col, res_val)
+    return residual_layout(ts, res_ptr, res_col, res_val)
+
+
 def residual_layout(ts, res_ptr, res_col, res_val):
     """The residual dict from compressed rows: COO with per-row-block pointers when there
     are fewer entries than rows, else CSR (with four partial sums when rows are long)."""

@@ -10,6 +10,7 @@ sqrt(Σ_t E_t) / ||A||_F`` (0 for the zero matrix), equal to ``||A − Â||_F / 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -131,6 +132,25 @@ def _group_tiles(codes, k):
     return _counting_order(codes, np.int64(k))
 
 
+def _approximate(kernel, ts, idx, compact=None):
+    """``kernel.approx(ts, idx)``; while the analysis' full pass has not run and the tiles are few
+    (their rows read from the matrix cost less than moving every entry to its tile), on a
+    :meth:`TileSet.subset` of them — the same TileApprox, with ``idx`` the tiles' own indices.
+    SKIP keeps nothing and its error is the tile's ``Σ v²``, which the analysis has
+    (``compact.fro2``, summed in the same order)."""
+    if not ts.entries_ready and compact is not None and kernel.name == "SKIP":
+        from ..kernels.base import TileApprox
+
+        z = np.zeros(0, dtype=np.int64)
+        idx = np.asarray(idx, dtype=np.int64)
+        return TileApprox(idx=idx, ptr=np.zeros(idx.shape[0] + 1, dtype=np.int64), r=z, c=z,
+                          v=np.zeros(0), err=compact.fro2[idx].astype(np.float64))
+    if not ts.entries_ready and idx.shape[0] * ts.tile * 4 < ts.nnz:
+        ap = kernel.approx(ts.subset(idx), np.arange(idx.shape[0], dtype=np.int64))
+        return dataclasses.replace(ap, idx=np.asarray(idx, dtype=np.int64))
+    return kernel.approx(ts, idx)
+
+
 class FusionPlan:
     """A fused execution plan: one kernel per nonempty tile (akf-spec §5, §9).
 
@@ -184,7 +204,10 @@ class FusionPlan:
         self.tile_errors = np.zeros(ts.n_tiles, dtype=np.float64)
         groups = []
         if ts.n_tiles:
-            order, bounds = _group_tiles(codes, len(uniq))
+            if len(uniq) == 1:  # one kernel: every tile, in order (no sort of a million codes)
+                order, bounds = np.arange(ts.n_tiles, dtype=np.int64), np.array([0, ts.n_tiles])
+            else:
+                order, bounds = _group_tiles(codes, len(uniq))
             for k, name in enumerate(uniq):
                 kernel = get_kernel(name)
                 idx = order[bounds[k]:bounds[k + 1]]  # ascending (stable sort)
@@ -193,11 +216,12 @@ class FusionPlan:
                 elif name in INLINE_RESIDUAL:  # Â and E_t computed while packing the residual
                     ap = None
                 else:
-                    ap = kernel.approx(ts, idx)
+                    ap = _approximate(kernel, ts, idx, getattr(pa, "compact", None))
                     self.tile_errors[idx] = ap.err
                 groups.append((kernel, idx, ap))
         self._groups = groups
-        self._packed = pack_plan(ts, groups, A=pa.A, errors=self.tile_errors)
+        self._packed = pack_plan(ts, groups, A=pa.A, errors=self.tile_errors,
+                                 compact=getattr(pa, "compact", None))
         # the plan is what was packed: an edited tile_errors made relative_error and tile_table()
         # disagree with matvec and kernel_counts (``.copy()`` gives a writable copy)
         self.tile_errors.setflags(write=False)

@@ -126,20 +126,6 @@ def _horner_1d(coef, x, out):
 
 
 @njit_cached
-def _random_below(hi, wi, grid):
-    """A tile with fewer nonzeros than this is class 3 (random) whatever its ``n_diagonals``, ``nm4`` and
-    signature: each rule's bound at its smallest admissible count (one diagonal, one occupied cell) —
-    ``DIAG_FILL·1·m``, ``NM_MIN_DENSITY·area``, ``BLOCK_FILL·1·cell_area``, the same float products the rule
-    compares with, which only grow with the count. Lets the per-tile passes skip three feature reads."""
-    m = min(hi, wi)
-    area = hi * wi
-    gh = min(grid, hi)
-    gw = min(grid, wi)
-    cell_area = area / (gh * gw)
-    return min(DIAG_FILL * 1 * m, min(NM_MIN_DENSITY * area, BLOCK_FILL * 1 * cell_area))
-
-
-@njit_cached
 def _chosen_value(coef, lin, floor, ovf, mweight, lo, hi, kid, c, k, area, T2):
     """``Σ_m mweight[m] · value_m`` of one tile with ``k`` nonzeros in ``area`` cells (:func:`_value` at
     ``scale = area / T²``; ``mweight`` has one weight per measure of the table, 0 = unused)."""
@@ -180,44 +166,39 @@ def _first_codes(unit_of_tile, kid_of_unit, n_used, code_of_kid):
 
 
 @njit_cached
-def _chosen_total(coef, lin, floor, ovf, mweight, lo, hi, h, w, nnz, n_diag, nm4, sig, grid, unit_of_tile, kid_of_unit,
-                  T, lut, slot_of_kid, n_chunks, codes, code_of_kid):
-    """Σ_t Σ_m mweight[m] · value_m(t, k(t)) (:func:`_chosen_value`) over all tiles, with the
-    class s(t) and density d_t computed on the fly and k(t) = kid_of_unit[unit_of_tile[t]].
+def _chosen_total(coef, lin, floor, ovf, mweight, lo, hi, rb_ptr, col_block, nnz, cls, n_rows, n_cols,
+                  unit_of_tile, kid_of_unit, T, lut, slot_of_kid, n_chunks, codes, code_of_kid):
+    """Σ_t Σ_m mweight[m] · value_m(t, k(t)) (:func:`_chosen_value`) over all tiles of an analysis, from
+    its compact per-tile arrays: class ``cls``, ``nnz``, ``h`` from the row block (``rb_ptr``) and ``w``
+    from ``col_block``; ``k(t) = kid_of_unit[unit_of_tile[t]]``.
 
-    Full ``T×T`` tiles take their value from ``lut[slot_of_kid[k], s, nnz]`` (:func:`_full_tile_lut`) when
-    ``lut`` is not empty; other tiles are evaluated directly (:func:`_chosen_value`). The class reads
-    ``n_diag``, ``nm4`` and ``sig`` only when the nonzero count allows a structured class
-    (:func:`_random_below`). When ``codes`` has one entry per tile it receives ``code_of_kid[k(t)]``.
-
-    Summed in a fixed number of chunks whose partial sums are added in order (serial: the pass is
-    memory-bound, and on a loaded 2-core machine a parallel region cost more than it saved); one flat loop
-    with a chunk boundary counter (a nested chunk loop ran ~30 % slower)."""
-    n = h.shape[0]
+    Full ``T×T`` tiles take their value from ``lut[slot_of_kid[k], s, nnz]`` (:func:`_full_tile_lut`)
+    when ``lut`` is not empty; other tiles are evaluated directly. When ``codes`` has one entry per tile
+    it receives ``code_of_kid[k(t)]``. Summed in ``n_chunks`` chunks of consecutive tiles whose partial
+    sums are added in order."""
+    n = nnz.shape[0]
     use_lut = lut.shape[0] > 0
     write = codes.shape[0] == n
     T2 = float(T) ** 2
-    below_full = _random_below(T, T, grid)
     step = (n + n_chunks - 1) // n_chunks
     tot = 0.0
     acc = 0.0
     nxt = step
-    for i in range(n):
-        if i == nxt:  # chunk boundary: add the finished chunk's partial sum
-            tot += acc
-            acc = 0.0
-            nxt += step
-        k = kid_of_unit[unit_of_tile[i]]
-        if write:
-            codes[i] = code_of_kid[k]
-        hi_ = h[i]
-        wi_ = w[i]
-        kn = nnz[i]
-        if use_lut and hi_ == T and wi_ == T:
-            c = 3 if kn < below_full else _class_of(hi_, wi_, kn, n_diag[i], nm4[i], sig[i], grid)
-            acc += lut[slot_of_kid[k], c, kn]
-        else:
-            c = 3 if kn < _random_below(hi_, wi_, grid) else \
-                _class_of(hi_, wi_, kn, n_diag[i], nm4[i], sig[i], grid)
-            acc += _chosen_value(coef, lin, floor, ovf, mweight, lo, hi, k, c, kn, hi_ * wi_, T2)
+    for b in range(rb_ptr.shape[0] - 1):
+        hi_ = min(T, n_rows - b * T)
+        for i in range(rb_ptr[b], rb_ptr[b + 1]):
+            if i == nxt:  # chunk boundary: add the finished chunk's partial sum
+                tot += acc
+                acc = 0.0
+                nxt += step
+            k = kid_of_unit[unit_of_tile[i]]
+            if write:
+                codes[i] = code_of_kid[k]
+            wi_ = min(T, n_cols - col_block[i] * T)
+            kn = nnz[i]
+            c = cls[i]
+            if use_lut and hi_ == T and wi_ == T:
+                acc += lut[slot_of_kid[k], c, kn]
+            else:
+                acc += _chosen_value(coef, lin, floor, ovf, mweight, lo, hi, k, c, kn, hi_ * wi_, T2)
     return tot + acc

@@ -21,11 +21,11 @@ import time
 
 import numpy as np
 
+from .._jit import njit_cached
 from ..errors import InputError
 from ..kernels.lowrank import LowRankKernel, lowrank_errors
 from .perftable import (MEASURE_NAMES, MIX_WEIGHTS, check_resource, check_rho_x, dense_resource,
-                        performance_table, tile_scale)
-from .structure import classify_tiles
+                        performance_table)
 
 #: Granularities of the selector: name -> one-line description.
 GRANULARITIES = {
@@ -71,7 +71,8 @@ def resolve_candidates(kernels) -> tuple:
 
 def check_pa(pa, who: str = "select()"):
     for attr in ("tiles", "tileset", "fro_norm", "tile", "clusters"):
-        if not hasattr(pa, attr):
+        # looked up on the class first: hasattr(pa, "tiles") would build the tiles table
+        if not (hasattr(type(pa), attr) or attr in getattr(pa, "__dict__", {}) or hasattr(pa, attr)):
             raise InputError(
                 f"{who} needs a PatternAnalysis from akfviz.analyze(A, tile); "
                 f"got a {type(pa).__name__} without {attr!r}."
@@ -139,37 +140,38 @@ class SelectionProblem:
         self.timings["table"] = time.perf_counter() - t0
 
         t1 = time.perf_counter()
-        # the table as analysed, not the user's pa.tiles (which they may have edited)
-        tiles = self.tiles = pa.tiles_as_analysed()
-        n = int(tiles.shape[0])
+        # the analysis' own arrays, never the user's pa.tiles (which they may have edited); the
+        # compact per-tile arrays of the eager pass suffice here, so a cluster-mode selection
+        # never waits for the full pass (every entry moved to its tile: pa.tileset.r / .c / .v)
+        comp = pa.compact
+        n = int(pa.n_tiles)
         self.n_tiles = n
         self.grid = int(getattr(getattr(pa, "lsh", None), "grid", 8))
         self._tile_arrays = None
+        self._tiles = None
         if self.granularity == "cluster":
             clusters = pa.clusters_as_analysed()
             self.units = clusters["representative"].to_numpy(np.int64)
-            self.unit_of_tile = tiles["cluster"].to_numpy(np.int64)
+            self.unit_of_tile = comp.cluster
             self.unit_cluster = np.asarray(clusters.index, dtype=np.int64)
             self.unit_size = clusters["size"].to_numpy(np.int64)
         else:
             self.units = np.arange(n, dtype=np.int64)
             self.unit_of_tile = self.units
-            self.unit_cluster = tiles["cluster"].to_numpy(np.int64)
+            self.unit_cluster = np.asarray(comp.cluster, dtype=np.int64)
             self.unit_size = np.ones(n, dtype=np.int64)
         nu = self.units.size
         self.n_units = nu
-        self.unit_density = tiles["density"].to_numpy(np.float64)[self.units]
-        # h·w/T² of the units only (gathered before converting: no per-tile float temporaries)
-        self.unit_scale = (tiles["h"].to_numpy()[self.units].astype(np.float64)
-                           * tiles["w"].to_numpy()[self.units].astype(np.float64)) / float(self.T * self.T)
-        self.unit_cls = classify_tiles(tiles, grid=self.grid, idx=self.units) if nu else np.zeros(0, np.int64)
+        self.unit_density = comp.density[self.units]
+        self.unit_scale = unit_area(pa, self.units) / float(self.T * self.T)
+        self.unit_cls = comp.cls[self.units].astype(np.int64)
         self._tile_cls = None
         self.timings["units"] = time.perf_counter() - t1
 
         t2 = time.perf_counter()
         self.E = self.errors_of(self.units)
         if self.granularity == "cluster" and nu:
-            self.E *= self.cluster_mass_ratio(tiles)[:, None]
+            self.E *= self.cluster_mass_ratio()[:, None]
         self.timings["errors"] = time.perf_counter() - t2
         t3 = time.perf_counter()
         self.R = self.resource_matrix(self.unit_density, self.unit_scale, self.unit_cls)
@@ -183,7 +185,15 @@ class SelectionProblem:
         self._members = None
 
     # ---------------------------------------------------------------- matrices
-    def cluster_mass_ratio(self, tiles) -> np.ndarray:
+    @property
+    def tiles(self):
+        """The analysis' tiles table (``pa.tiles_as_analysed()``; built, with the full pass, on first
+        use: explanations and tile-level checks read it, the selection itself does not)."""
+        if self._tiles is None:
+            self._tiles = self.pa.tiles_as_analysed()
+        return self._tiles
+
+    def cluster_mass_ratio(self) -> np.ndarray:
         """Per cluster unit: the members' mean ``||t||_F²`` over the representative's (1 for a
         one-tile cluster, and where the representative's is 0).
 
@@ -193,8 +203,8 @@ class SelectionProblem:
         Clusters group tiles by pattern and density, not by magnitude; without the scaling a
         cluster whose representative is one of its smallest tiles looked nearly free to SKIP, and a
         row-scaled banded matrix lost all of its mass (relative error 1.0; 0.033 in tile mode)."""
-        fro2 = tiles["fro2"].to_numpy(np.float64)
-        mean = np.bincount(self.unit_of_tile, weights=fro2, minlength=int(self.unit_cluster.max()) + 1)
+        fro2 = self.pa.compact.fro2
+        mean = group_sums(self.unit_of_tile, fro2, int(self.unit_cluster.max()) + 1)
         mean = mean[self.unit_cluster] / self.unit_size
         rep = fro2[self.units]
         ratio = np.ones(self.units.size)
@@ -203,26 +213,33 @@ class SelectionProblem:
         return ratio
 
     def errors_of(self, idx) -> np.ndarray:
-        """Exact ``E`` (len(idx), K); zero for lossless kernels without computing."""
+        """Exact ``E`` (len(idx), K); zero for lossless kernels without computing.
+
+        While the analysis' full pass has not run (cluster mode), the tiles are read straight
+        from the matrix (:meth:`TileSet.subset`): the representatives do not need every entry of
+        the matrix moved to its tile."""
         idx = np.asarray(idx, dtype=np.int64)
         E = np.zeros((idx.size, len(self.names)))
         if idx.size == 0:
             return E
+        ts = self.ts
+        if not ts.entries_ready and idx.size * 4 < max(ts.n_tiles, 1):
+            ts, idx = ts.subset(idx), np.arange(idx.size, dtype=np.int64)
         # the LOWRANK ranks share one pass of singular values
         lr = [j for j, k in enumerate(self.kernels) if isinstance(k, LowRankKernel)]
         if lr:
-            E[:, lr] = lowrank_errors(self.ts, idx, [self.kernels[j].r for j in lr])
+            E[:, lr] = lowrank_errors(ts, idx, [self.kernels[j].r for j in lr])
         for j, k in enumerate(self.kernels):
             if not self.lossless[j] and j not in lr:
-                E[:, j] = np.maximum(np.asarray(k.batch_error(self.ts, idx), dtype=np.float64), 0.0)
+                E[:, j] = np.maximum(np.asarray(k.batch_error(ts, idx), dtype=np.float64), 0.0)
         return E
 
     def tile_arrays(self):
-        """(class, density, scale) of every tile (computed once, on demand)."""
+        """(class, density, scale) of every tile (computed once, on demand, from the eager pass)."""
         if self._tile_arrays is None:
-            tiles = self.tiles
-            cls = classify_tiles(tiles, grid=self.grid) if self.n_tiles else np.zeros(0, np.int64)
-            self._tile_arrays = (cls, tiles["density"].to_numpy(np.float64), tile_scale(tiles, self.T))
+            comp = self.pa.compact
+            self._tile_arrays = (comp.cls.astype(np.int64), comp.density,
+                                 unit_area(self.pa, None) / float(self.T * self.T))
         return self._tile_arrays
 
     def resource_matrix(self, density, scale, cls) -> np.ndarray:
@@ -348,8 +365,7 @@ class SelectionProblem:
         if self.n_tiles == 0:
             return 0.0
         kid = self.table.kernel_ids(self.names)[np.asarray(choice, dtype=np.int64)]
-        return self.table.chosen_total(self.tiles, self.unit_of_tile, kid, self.measure_weights(),
-                                       grid=self.grid)
+        return self.table.chosen_pass(self.pa, self.unit_of_tile, kid, self.measure_weights())[0]
 
     def expand(self, choice):
         """The plan of a choice in one numba pass over the tiles: ``(total resource, tile_kernels)``.
@@ -364,8 +380,39 @@ class SelectionProblem:
             return 0.0, np.zeros(0, dtype=object)
         kids = self.table.kernel_ids(self.names)
         kid = kids[np.asarray(choice, dtype=np.int64)]
-        total, codes, order = self.table.chosen_pass(self.tiles, self.unit_of_tile, kid,
-                                                     self.measure_weights(), grid=self.grid, codes=True)
+        total, codes, order = self.table.chosen_pass(self.pa, self.unit_of_tile, kid, self.measure_weights(),
+                                                     codes=True)
         name_of_kid = {int(k): n for k, n in zip(kids, self.names)}
         cats = [name_of_kid[int(k)] for k in order]
         return total, pd.Categorical.from_codes(codes, categories=cats, validate=False)
+
+
+def unit_area(pa, idx) -> np.ndarray:
+    """``h·w`` (float64) of the tiles ``idx`` of an analysis (all tiles for None), from its row-block
+    pointers and column blocks — no full pass."""
+    ts = pa.tileset
+    T = int(ts.tile)
+    n_rows, n_cols = ts.shape
+    if idx is None:
+        h, w = ts.h, ts.w
+    else:
+        idx = np.asarray(idx, dtype=np.int64)
+        bi = np.searchsorted(ts.rb_ptr, idx, side="right") - 1
+        bj = np.asarray(pa.compact.col_block)[idx].astype(np.int64)
+        h = np.minimum(T, n_rows - bi * T)
+        w = np.minimum(T, n_cols - bj * T)
+    return h.astype(np.float64) * w.astype(np.float64)
+
+
+@njit_cached
+def _group_sums(group, weights, out):
+    for i in range(group.shape[0]):
+        out[group[i]] += weights[i]
+
+
+def group_sums(group, weights, n_groups) -> np.ndarray:
+    """``np.bincount(group, weights, minlength=n_groups)``: the same sums, in the same order (tile
+    order), bit for bit — one numba loop instead of bincount's conversions (8 ms on 1M tiles)."""
+    out = np.zeros(int(n_groups), dtype=np.float64)
+    _group_sums(np.ascontiguousarray(group), np.ascontiguousarray(weights, dtype=np.float64), out)
+    return out

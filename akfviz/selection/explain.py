@@ -49,7 +49,6 @@ def explain(plan, tile=None, cluster=None) -> pd.DataFrame:
         chosen, rank, reason`` (``reason`` is filled on the chosen row only).
     """
     from ..kernels.registry import get_kernel
-    from .structure import classify_tiles
 
     rep = getattr(plan, "selection", None)
     if rep is None or not hasattr(rep, "candidates"):

@@ -239,41 +239,35 @@ class PerformanceTable:
                            np.ascontiguousarray(group, dtype=np.int64), out)
         return out
 
-    def chosen_total(self, tiles, unit_of_tile, kernel_of_unit, weights: dict, grid: int = 8) -> float:
-        """``Σ_t Σ_m weights[m] · R_m(t, kernel(t))`` over every row of a tiles frame, where
-        ``kernel(t) = kernel_of_unit[unit_of_tile[t]]`` (indices into :attr:`kernels`). One numba pass
-        classifies each tile and evaluates its polynomial (deterministic chunked sum)."""
-        return self.chosen_pass(tiles, unit_of_tile, kernel_of_unit, weights, grid=grid)[0]
-
-    def chosen_pass(self, tiles, unit_of_tile, kernel_of_unit, weights: dict, grid: int = 8,
-                    codes: bool = False):
-        """:meth:`chosen_total` and, with ``codes=True``, each row's kernel as a code in one pass.
+    def chosen_pass(self, pa, unit_of_tile, kernel_of_unit, weights: dict, codes: bool = False):
+        """``Σ_t Σ_m weights[m] · R_m(t, kernel(t))`` over every tile of an analysis, where
+        ``kernel(t) = kernel_of_unit[unit_of_tile[t]]`` (indices into :attr:`kernels`), and with
+        ``codes=True`` each tile's kernel as a code, in one numba pass over the analysis' compact
+        per-tile arrays (``pa.compact``: class, nnz, column block; no full pass).
 
         Returns
         -------
         total : float
         codes : ndarray of int8 (n,) or None
-            Code of row ``t``'s kernel, codes numbered in order of first appearance
+            Code of tile ``t``'s kernel, codes numbered in order of first appearance
             (``pandas.factorize(sort=False)`` order).
         kernels : ndarray of int64 or None
             Table kernel index of each code (``kernels[codes[t]] == kernel_of_unit[unit_of_tile[t]]``).
 
         Notes
         -----
-        Full ``T×T`` tiles read their value from a table over (kernel, class, nnz) built with the same float
-        operations when that table is small beside the number of tiles, so the result is the same bits as a
-        direct evaluation of every tile.
-        """
-        n = int(tiles.shape[0])
+        Summed in 64 chunks of tiles whose partial sums are added in order (deterministic). Full
+        ``T×T`` tiles read their value from a table over (kernel, class, nnz) built with the same
+        float operations when that table is small beside the number of tiles, so the result is the
+        same bits as a direct evaluation of every tile."""
+        comp = pa.compact
+        n = int(comp.nnz.shape[0])
         if n == 0:
             return 0.0, (np.zeros(0, np.int8) if codes else None), (np.zeros(0, np.int64) if codes else None)
         mw = np.zeros(len(self.measures))
         for meas, wt in weights.items():
             mw[self._measure_index(meas)] = float(wt)
         coef, lin, floor, ovf, lo, hi = self._args()
-        cols = [np.ascontiguousarray(tiles[c].to_numpy(), dtype=np.int64)
-                for c in ("h", "w", "nnz", "n_diagonals", "nm4")]
-        sig = np.ascontiguousarray(tiles["signature"].to_numpy(), dtype=np.uint64)
         kou = np.ascontiguousarray(kernel_of_unit, dtype=np.int64)
         T = int(self.tile)
         used = np.unique(kou)
@@ -286,12 +280,14 @@ class PerformanceTable:
             lut = np.empty((0, len(self.classes), 1))
         if len(self.kernels) > 127:  # pragma: no cover - int8 codes hold 127 kernels
             raise InputError("chosen_pass codes are int8; the table has more than 127 kernels.")
-        uot = np.ascontiguousarray(unit_of_tile, dtype=np.int64)
+        uot = np.ascontiguousarray(unit_of_tile)
         out = np.empty(n if codes else 0, dtype=np.int8)
         code_of_kid = np.full(len(self.kernels), -1, dtype=np.int8)
         n_codes = _first_codes(uot, kou, np.int64(used.size), code_of_kid) if codes else 0
-        total = _chosen_total(coef, lin, floor, ovf, mw, lo, hi, *cols, sig, np.int64(grid), uot, kou, np.int64(T),
-                              lut, slot, np.int64(64), out, code_of_kid)
+        n_rows, n_cols = (int(x) for x in pa.shape)
+        total = _chosen_total(coef, lin, floor, ovf, mw, lo, hi, pa.tileset.rb_ptr, comp.col_block,
+                              comp.nnz, comp.cls, n_rows, n_cols, uot, kou, np.int64(T), lut, slot,
+                              np.int64(64), out, code_of_kid)
         if not codes:
             return float(total), None, None
         kernels = np.zeros(int(n_codes), dtype=np.int64)

@@ -89,3 +89,67 @@ def naive_components(mh, bands):
                     label = [lo if x == hi else x for x in label]
                     changed = True
     return np.array(label)
+
+
+def naive_cluster_stats(sig, dens, top, cluster, n_clusters, near=0.05):
+    """Representative, within-cluster Jaccard and density sum of every cluster, written the slow
+    way (akf-spec §2; rules in akfviz.analysis.lsh.cluster_tiles, Notes), for clusters of at most
+    128 distinct signatures whose Jaccard mean is exact (d(d+1)/2 ≤ 256 or m(m−1)/2 ≤ 256).
+
+    The medoid minimises Σ_j n_j (1 − J(S_i, S_j)) over the distinct signatures (first seen on
+    ties); near-medoids are within ``near · m`` of it; the representative is the near-medoid
+    tile nearest the members' mean density and top share in standard deviations (a feature
+    with a spread under a millionth of its mean does not count; both: the medoid's first
+    tile). Sums run over the members in tile order, as the kernel's do."""
+    reps, jms, dsums = [], [], []
+    for c in range(n_clusters):
+        members = [t for t in range(len(cluster)) if cluster[t] == c]
+        m = len(members)
+        distinct, count, first = [], {}, {}
+        for t in members:
+            s = int(sig[t])
+            if s not in count:
+                distinct.append(s)
+                count[s] = 0
+                first[s] = t
+            count[s] += 1
+        costs = []
+        for si in distinct:
+            cost = 0.0
+            for sj in distinct:
+                cost += count[sj] * (1.0 - jaccard(si, sj))
+            costs.append(cost)
+        best = min(range(len(distinct)), key=lambda i: (costs[i], i))
+        rep = first[distinct[best]]
+        ds = 0.0
+        dn_sum = dn_sq = tm_sum = tm_sq = 0.0
+        for t in members:
+            ds += dens[t]
+            dn_sum += dens[t]
+            dn_sq += dens[t] * dens[t]
+            tm_sum += top[t]
+            tm_sq += top[t] * top[t]
+        if m > 1:
+            nearset = {distinct[i] for i in range(len(distinct)) if costs[i] <= costs[best] + near * m}
+            dn_mu, tm_mu = dn_sum / m, tm_sum / m
+            dn_sd = max(dn_sq / m - dn_mu * dn_mu, 0.0) ** 0.5
+            tm_sd = max(tm_sq / m - tm_mu * tm_mu, 0.0) ** 0.5
+            dn_sd = float("inf") if dn_sd <= 1e-6 * abs(dn_mu) else dn_sd
+            tm_sd = float("inf") if tm_sd <= 1e-6 * abs(tm_mu) else tm_sd
+            if not (dn_sd == float("inf") and tm_sd == float("inf")):
+                cand = [t for t in members if int(sig[t]) in nearset]
+                rep = min(cand, key=lambda t: (abs(dens[t] - dn_mu) / dn_sd + abs(top[t] - tm_mu) / tm_sd, t))
+        if m == 1:
+            jm = 1.0
+        else:
+            tot = 0.0
+            for i, si in enumerate(distinct):
+                ni = count[si]
+                tot += ni * (ni - 1.0)
+                for sj in distinct[i + 1:]:
+                    tot += 2.0 * ni * count[sj] * jaccard(si, sj)
+            jm = tot / (m * (m - 1.0))
+        reps.append(rep)
+        jms.append(jm)
+        dsums.append(ds)
+    return np.array(reps, dtype=np.int64), np.array(jms), np.array(dsums)

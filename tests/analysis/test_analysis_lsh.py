@@ -265,21 +265,31 @@ def test_parallel_kernels_match_serial():
     ser = np.empty_like(par)
     M._minhash_range(sigs, M.hash_table(8, 64, 2), M.hash_order(8, 64, 2), 0, sigs.size, ser)
     np.testing.assert_array_equal(par, ser)
+    from akfviz.analysis import pairclust as P
     rng = np.random.default_rng(1)
     s = _random_sigs(40, 3, p=0.3)[rng.integers(0, 40, 3000)]
     dbin = rng.integers(-2, 0, 3000)
-    cl = cluster_tiles(s, dbin, LSHConfig())           # serial path (small)
-    uid, first = L._first_appearance(s)
-    nc = cl["n_clusters"]
-    rep = np.empty(nc, np.int64)
-    jm = np.empty(nc)
-    dsum = np.empty(nc)
-    seed = np.uint64(np.random.default_rng(0).integers(0, 2**63, dtype=np.int64))
-    L._cluster_stats(cl["order"], cl["cptr"], uid, s[first], seed, 256, 2, rep, jm,
-                     np.empty(0), dsum, np.empty(0))
-    np.testing.assert_array_equal(rep, cl["representative"])
-    np.testing.assert_array_equal(jm, cl["jaccard_mean"])
-    np.testing.assert_array_equal(dsum, 0.0)  # no densities given: the sums stay 0
+    dens, top = rng.random(3000), rng.random(3000)
+    for d, tm in ((np.empty(0), np.empty(0)), (dens, top)):
+        cl = cluster_tiles(s, dbin, LSHConfig(), density=d if d.size else None,
+                           top_mass=tm if tm.size else None)          # serial path (small)
+        pr = cl["pairs"]
+        nc = cl["n_clusters"]
+        cpairs = np.argsort(pr["cluster"], kind="stable").astype(np.int64)
+        cpp = np.zeros(nc + 1, np.int64)
+        np.cumsum(np.bincount(pr["cluster"], minlength=nc), out=cpp[1:])
+        # each tile's global pair: the pair of its (signature, bin)
+        key = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(pr["sig"], pr["bin"]))}
+        pid = np.array([key[(int(a), int(b))] for a, b in zip(s, dbin)], dtype=np.int64)
+        rep, jm, dsum = np.empty(nc, np.int64), np.empty(nc), np.zeros(nc)
+        seed = np.uint64(np.random.default_rng(0).integers(0, 2**63, dtype=np.int64))
+        P._stats_chunks(2, cl["cptr"], cpp, cpairs, pr["uid"], pr["count"], pr["first"], pr["dens"],
+                        pr["tm"], pr["uniform"], cl["order"], pid, cl["unique_signatures"], seed, 256,
+                        d, tm, rep, jm, dsum)                       # two chunks of clusters, in parallel
+        np.testing.assert_array_equal(rep, cl["representative"])
+        np.testing.assert_array_equal(jm, cl["jaccard_mean"])
+        np.testing.assert_array_equal(dsum, cl["density_sum"])
+    np.testing.assert_array_equal(cluster_tiles(s, dbin, LSHConfig())["density_sum"], 0.0)  # no densities
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -301,7 +311,10 @@ def test_cluster_tiles_same_for_any_chunking(monkeypatch, seed):
                 monkeypatch.setattr(L, "_tile_chunks", lambda m, par=par, k=k: (par, k))
                 got = cluster_tiles(sig, dbin, LSHConfig(), density=dens)
                 for key, val in ref.items():
-                    if key != "timings":
+                    if key == "pairs":
+                        for pk_, pv in val.items():
+                            np.testing.assert_array_equal(got[key][pk_], pv, err_msg=f"pairs.{pk_} {par} {k}")
+                    elif key != "timings":
                         np.testing.assert_array_equal(got[key], val, err_msg=f"{key} {par} {k}")
         monkeypatch.undo()
     bins = dbin - dbin.min()

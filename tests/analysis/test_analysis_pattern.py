@@ -313,15 +313,25 @@ def test_analysis_and_relative_errors_do_not_depend_on_the_scale(scale):
 def test_analysis_that_would_exhaust_memory_is_refused_before_allocating(monkeypatch):
     from akfviz import memory
 
+    from akfviz.analysis.scanpass import EAGER_BYTES_PER_TILE
+
     A = sp.random_array((2000, 2000), density=0.001, format="csr", rng=np.random.default_rng(0))
     pa = akfviz.analyze(A, tile=8)  # fits
-    need = 8 * (19 * pa.n_tiles + 3 * A.nnz) + 32 * pa.n_tiles
+    need = EAGER_BYTES_PER_TILE * pa.n_tiles
     monkeypatch.setattr(memory, "CHECK_FROM_BYTES", 0)  # a small case stands in for a huge one
     monkeypatch.setattr(memory, "available_memory", lambda: int(need / memory.MEMORY_SHARE) - 1)
     with pytest.raises(akfviz.errors.ResourceLimitError, match="larger tile side"):
         akfviz.analyze(A, tile=8)
     monkeypatch.setattr(memory, "available_memory", lambda: None)  # unknown: not checked
-    assert akfviz.analyze(A, tile=8).n_tiles == pa.n_tiles
+    n_tiles = pa.n_tiles
+    pa = akfviz.analyze(A, tile=8)
+    assert pa.n_tiles == n_tiles
+    # the deferred full pass (entries moved to their tiles, every feature) checks its own, larger
+    # need when something first asks for it
+    full = 8 * (19 * pa.n_tiles + 3 * A.nnz) + 32 * pa.n_tiles
+    monkeypatch.setattr(memory, "available_memory", lambda: int(full / memory.MEMORY_SHARE) - 1)
+    with pytest.raises(akfviz.errors.ResourceLimitError, match="larger tile side"):
+        pa.tiles
 
 
 def test_small_requests_do_not_read_the_available_memory(monkeypatch):
@@ -449,10 +459,10 @@ def test_the_analysis_is_read_only_and_the_callers_matrix_is_not():
 def test_timings_name_every_stage_and_total_is_their_sum():
     pa = akfviz.analyze(_matrix(1, 120, 90), 8)
     t = pa.timings
-    assert set(t) == {"validate", "tiling_features", "unique", "minhash", "lsh", "medoid_jaccard",
+    assert set(t) == {"validate", "tiling_features", "pairs", "minhash", "lsh", "medoid_jaccard",
                       "clustering", "tables", "total"}
     # the top-level stages partition the run; the clustering's own stages lie inside it
     assert t["validate"] > 0.0
     assert t["total"] == pytest.approx(t["validate"] + t["tiling_features"] + t["clustering"]
                                        + t["tables"], rel=1e-9, abs=1e-12)
-    assert t["unique"] + t["minhash"] + t["lsh"] + t["medoid_jaccard"] <= t["clustering"] + 1e-12
+    assert t["pairs"] + t["minhash"] + t["lsh"] + t["medoid_jaccard"] <= t["clustering"] + 1e-12

@@ -4,7 +4,7 @@
   Python loop over the tiles with ``classify_dense`` and ``numpy.polyval``, summed in the same chunks;
 * ``tile_kernels`` (a ``pandas.Categorical`` built from codes) equals the string array
   ``names[choice[unit_of_tile]]`` and keeps ``pandas.factorize(sort=False)`` category order;
-* the class shortcut (``_random_below``) never changes a class.
+* the class shortcut of the analysis' eager pass (``scanpass._small_tile_class``) never changes a class.
 """
 import numpy as np
 import pandas as pd
@@ -14,7 +14,8 @@ import scipy.sparse as sp
 import akfviz
 from akfviz.kernels.registry import DEFAULT_CANDIDATES
 from akfviz.npu.hardware import HardwareConfig
-from akfviz.selection._kernels import _class_of, _random_below
+from akfviz.analysis.scanpass import _small_tile_class
+from akfviz.selection._kernels import DIAG_FILL, NM_MIN_DENSITY, _class_of
 from akfviz.selection.costs import SelectionProblem, resolve_candidates
 from akfviz.selection.perftable import MEASURE_NAMES
 from akfviz.selection.structure import classify_dense
@@ -116,8 +117,8 @@ def test_class_shortcut_never_changes_the_class():
         nm4 = int(rng.integers(0, 5))
         sig = np.uint64(int(rng.integers(0, 2 ** 63)) >> int(rng.integers(0, 64)))
         full = _class_of(h, w, k, nd, nm4, sig, grid)
-        if k < _random_below(h, w, grid):
-            assert full == 3, (h, w, k, nd, nm4, sig, grid)
+        if k < DIAG_FILL * min(h, w) and k < NM_MIN_DENSITY * h * w:  # when the scan uses it
+            assert full == _small_tile_class(h, w, k, sig, grid), (h, w, k, nd, nm4, sig, grid)
 
 
 @pytest.mark.parametrize("kw", [

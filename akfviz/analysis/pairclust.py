@@ -1,0 +1,472 @@
+"""LSH clustering from the pairs of the eager pass (akf-spec §2; used by :func:`akfviz.analyze`).
+
+:func:`akfviz.analysis.lsh.cluster_tiles` clusters tiles from per-tile signature and density-bin
+arrays. Every step after its first pass works on the distinct (signature, density bin) *pairs*,
+and :mod:`akfviz.analysis.scanpass` already produces those pairs, chunk by chunk, without writing a
+signature per tile. :func:`cluster_scan` takes them from there and returns the same clusters, ids,
+representatives, Jaccard means and histogram as ``cluster_tiles`` on the full pass's arrays, bit
+for bit (tested):
+
+1. the chunks' pairs are numbered over all tiles by first appearance (:func:`merge_pairs`);
+2. MinHash of the distinct signatures, LSH bands, union-find, split by density bin — on pairs, as
+   in :mod:`.lsh`;
+3. one pass over the tiles gives each its global pair and cluster and counts the tiles per pair;
+   a second one sorts the tiles by cluster (``cluster_order``);
+4. per cluster: medoid, representative and Jaccard mean from the cluster's pairs (its distinct
+   signatures, with the tiles per pair as multiplicities). The members' density and ``top``
+   sums that pick the representative among near-medoid tiles (:func:`.lsh.cluster_tiles`,
+   Notes) are taken over the members in tile order, as before — except where every member has
+   the same nnz, area and ``top`` and those sums are exact (dyadic values: one-nonzero tiles of a
+   power-of-two T), whose result is then known without the pass: the members are alike.
+"""
+from __future__ import annotations
+
+import time
+
+import numba
+import numpy as np
+
+from .._jit import njit_cached, njit_parallel, serial_twin
+from ..memory import check_memory
+from .lsh import NEAR_MEDOID, _band_components, _first_appearance, _jaccard, _mix64, _rand_below
+from .tiling import _popcount64
+from .minhash import minhash_signatures
+
+
+@njit_cached
+def _merge_kernel(starts, m, psig, pbin, pfirst, pdens, ptm, pmixed, bmin, nbins,
+                  gid, g_sig, g_bin, g_first, g_dens, g_tm, g_uni):
+    """Number the chunks' pairs by first appearance (see :func:`merge_pairs`); returns how
+    many distinct pairs there are. One-bit signatures are looked up in a direct table, the
+    others in an open-addressing hash table."""
+    one = np.uint64(1)
+    direct = np.full(64 * nbins, -1, dtype=np.int64)
+    size = 1024
+    while size < 2 * gid.shape[0]:
+        size *= 2
+    mask = np.uint64(size - 1)
+    slot = np.full(size, -1, dtype=np.int64)
+    n = 0
+    li = 0
+    for ch in range(starts.shape[0]):
+        a = starts[ch]
+        for j in range(m[ch]):
+            p = a + j
+            x = psig[p]
+            bb = pbin[p]
+            if (x & (x - one)) == 0:
+                key = _popcount64(x - one) * nbins + (bb - bmin)
+                q = direct[key]
+                if q < 0:
+                    q = n
+                    direct[key] = n
+            else:
+                pos = _mix64(x ^ _mix64(np.uint64(bb))) & mask
+                while True:
+                    q = slot[pos]
+                    if q < 0:
+                        q = n
+                        slot[pos] = n
+                        break
+                    if g_sig[q] == x and g_bin[q] == bb:
+                        break
+                    pos = (pos + one) & mask
+            if q == n:  # first listed: the earliest chunk holding the pair, at its first tile
+                g_sig[n] = x
+                g_bin[n] = bb
+                g_first[n] = pfirst[p]
+                g_dens[n] = pdens[p]
+                g_tm[n] = ptm[p]
+                g_uni[n] = pmixed[p] == 0
+                n += 1
+            elif pmixed[p] != 0 or pdens[p] != g_dens[q] or ptm[p] != g_tm[q]:
+                g_uni[q] = False
+            gid[li] = q
+            li += 1
+    return n
+
+
+def merge_pairs(scan):
+    """Number the chunks' pairs over all tiles by first appearance.
+
+    Listing every chunk's pairs in its own order (first appearance in its tiles), chunk after
+    chunk, and numbering that list by first appearance gives each pair the id one pass over all
+    tiles would: a pair is listed first by the earliest chunk holding it, at its first tile there.
+
+    Returns
+    -------
+    pairs : dict
+        ``sig`` (uint64), ``bin``, ``first`` (first tile), ``dens``, ``tm`` (float64: the first
+        tile's density and ``top``) and ``uniform`` (bool: every tile of the pair has them), one
+        entry per pair in id order.
+    goff, gid : int64
+        Chunk ``ch``'s local pair ``j`` is pair ``gid[goff[ch] + j]``.
+    """
+    bounds, m, rb_ptr = scan.bounds, scan.m, scan.rb_ptr
+    n_chunks = bounds.shape[0] - 1
+    goff = np.zeros(n_chunks + 1, dtype=np.int64)
+    np.cumsum(m, out=goff[1:])
+    starts = np.ascontiguousarray(rb_ptr[bounds[:-1]], dtype=np.int64)
+    total = int(goff[-1])
+    gid = np.empty(total, dtype=np.int64)
+    out = dict(sig=np.empty(total, np.uint64), bin=np.empty(total, np.int64),
+               first=np.empty(total, np.int64), dens=np.empty(total, np.float64),
+               tm=np.empty(total, np.float64), uniform=np.empty(total, np.bool_))
+    if total:
+        bmin = min(int(scan.pbin[starts[ch]:starts[ch] + m[ch]].min()) for ch in range(n_chunks) if m[ch])
+        nbins = 1 - bmin
+        n = _merge_kernel(starts, m, scan.psig, scan.pbin, scan.pfirst, scan.pdens, scan.ptm,
+                          scan.pmixed, bmin, nbins, gid, out["sig"], out["bin"], out["first"], out["dens"],
+                          out["tm"], out["uniform"])
+        out = {key: arr[:n].copy() for key, arr in out.items()}
+    return out, goff, gid
+
+
+@njit_parallel
+def _gather_groups(gbounds, tbounds, goff, gid, pid, pcluster, cluster, pcount):
+    """Per tile: its global pair (``pid`` rewritten in place) and cluster; tiles per pair counted
+    into row ``g`` of ``pcount`` for group ``g`` of chunks (chunk ``ch`` holds tiles
+    ``tbounds[ch]:tbounds[ch + 1]``; ``prange`` over the groups)."""
+    for g in numba.prange(gbounds.shape[0] - 1):
+        row = np.uint64(g)
+        for ch in range(gbounds[g], gbounds[g + 1]):
+            g0 = np.uint64(goff[ch])
+            for t in range(np.uint64(tbounds[ch]), np.uint64(tbounds[ch + 1])):
+                p = np.uint64(gid[g0 + np.uint64(pid[t])])
+                pid[t] = p
+                cluster[t] = pcluster[p]
+                pcount[row, p] += 1
+
+
+@njit_parallel
+def _scatter_groups(gbounds, tbounds, cluster, pos, order):
+    """Stable counting sort of the tiles by cluster: ``pos[g, c]`` is where group ``g``'s first
+    tile of cluster ``c`` goes (``prange`` over the groups)."""
+    for g in numba.prange(gbounds.shape[0] - 1):
+        row = np.uint64(g)
+        for t in range(np.uint64(tbounds[gbounds[g]]), np.uint64(tbounds[gbounds[g + 1]])):
+            c = np.uint64(cluster[t])
+            order[pos[row, c]] = t
+            pos[row, c] += 1
+
+
+_gather_groups_serial = serial_twin(_gather_groups)
+_scatter_groups_serial = serial_twin(_scatter_groups)
+
+
+@njit_cached
+def _exact_repeat(x, m):
+    """True when adding ``x`` to itself ``m`` times, left to right, gives exactly ``m·x`` (every
+    partial sum representable): ``x = N·2^e`` with ``N`` odd and ``N·m < 2^53``."""
+    if x == 0.0:
+        return True
+    u = np.abs(np.array([x])).view(np.uint64)[0]
+    e = (u >> np.uint64(52)) & np.uint64(0x7FF)
+    man = u & np.uint64(0xFFFFFFFFFFFFF)
+    if e == 0:
+        return False  # subnormal: not worth the care
+    man |= np.uint64(1) << np.uint64(52)
+    while (man & np.uint64(1)) == 0:
+        man >>= np.uint64(1)
+    bits = 0
+    while man != 0:
+        man >>= np.uint64(1)
+        bits += 1
+    mb = 0
+    mm = m
+    while mm != 0:
+        mm >>= 1
+        mb += 1
+    return bits + mb <= 53
+
+
+@njit_cached
+def _stats_range(c0, c1, cptr, cpp, cpairs, puid, pcount, pfirst, pdens, ptm, puniform,
+                 order, pid, usig, seed, jpairs, dens, top, rep, jmean, dsum, mark, firstt, dlist,
+                 near):
+    """Medoid, representative, Jaccard mean and density sum of clusters ``c0:c1`` (rules in
+    :func:`akfviz.analysis.lsh.cluster_tiles`, Notes), each cluster's distinct signatures and
+    their multiplicities read from its pairs. Without densities and top shares (``dens`` /
+    ``top`` empty) the representative is the medoid's first tile and the density sums stay 0."""
+    ccost = np.empty(129, dtype=np.float64)
+    cid = np.empty(129, dtype=np.int64)
+    has_dens = dens.shape[0] > 0
+    values = has_dens and top.shape[0] > 0   # densities and top shares: the typical member
+    for cl in range(c0, c1):
+        s = cptr[cl]
+        e = cptr[cl + 1]
+        m = e - s
+        d = 0
+        uniform = True
+        p0 = cpairs[cpp[cl]]
+        for q in range(cpp[cl], cpp[cl + 1]):
+            p = cpairs[q]
+            u = puid[p]
+            dlist[d] = u
+            firstt[u] = pfirst[p]
+            mark[u] = pcount[p]
+            d += 1
+            uniform = uniform and puniform[p] and pdens[p] == pdens[p0] and ptm[p] == ptm[p0]
+        dens0 = pdens[p0]
+        fast = not values or uniform and _exact_repeat(dens0, m) and _exact_repeat(dens0 * dens0, m) \
+            and _exact_repeat(ptm[p0], m) and _exact_repeat(ptm[p0] * ptm[p0], m)
+        ds = 0.0
+        dn_sum = 0.0
+        dn_sq = 0.0
+        tm_sum = 0.0
+        tm_sq = 0.0
+        if not has_dens:
+            pass
+        elif fast and values:
+            ds = m * dens0   # = the left-to-right sum of the m equal densities (exact)
+        else:
+            for i in range(s, e):
+                t = order[i]
+                dn = dens[t]
+                ds += dn
+                if values:
+                    dn_sum += dn
+                    dn_sq += dn * dn
+                    tm_sum += top[t]
+                    tm_sq += top[t] * top[t]
+        state = _mix64(seed ^ _mix64(np.uint64(cl) + np.uint64(0x632BE59BD9B4E019)))
+        best = -1
+        best_cost = np.inf
+        nc = 0
+        scale = 0.0
+        if d <= 128:
+            scale = m
+            for i in range(d):
+                si = usig[dlist[i]]
+                cost = 0.0
+                for j in range(d):
+                    cost += mark[dlist[j]] * (1.0 - _jaccard(si, usig[dlist[j]]))
+                ccost[nc] = cost
+                cid[nc] = dlist[i]
+                nc += 1
+                if cost < best_cost:
+                    best_cost = cost
+                    best = dlist[i]
+        else:
+            scale = 256.0
+            top_u = dlist[0]
+            for i in range(d):
+                if mark[dlist[i]] > mark[top_u]:
+                    top_u = dlist[i]
+            others = np.empty(256, dtype=np.uint64)
+            for j in range(256):
+                state, q = _rand_below(state, m)
+                others[j] = usig[puid[pid[order[s + q]]]]
+            for i in range(65):
+                if i == 0:
+                    cand = top_u
+                else:
+                    state, q = _rand_below(state, d)
+                    cand = dlist[q]
+                si = usig[cand]
+                cost = 0.0
+                for j in range(256):
+                    cost += 1.0 - _jaccard(si, others[j])
+                ccost[nc] = cost
+                cid[nc] = cand
+                nc += 1
+                if cost < best_cost or (cost == best_cost and firstt[cand] < firstt[best]):
+                    best_cost = cost
+                    best = cand
+        rep[cl] = firstt[best]
+        if values and m > 1 and not fast:
+            # the near-medoid tile nearest the members' mean density and top share (lsh.py)
+            for k in range(nc):
+                if ccost[k] <= best_cost + NEAR_MEDOID * scale:
+                    near[cid[k]] = 1
+            dn_mu = dn_sum / m
+            tm_mu = tm_sum / m
+            dn_sd = np.sqrt(max(dn_sq / m - dn_mu * dn_mu, 0.0))
+            tm_sd = np.sqrt(max(tm_sq / m - tm_mu * tm_mu, 0.0))
+            if dn_sd <= 1e-6 * abs(dn_mu):
+                dn_sd = np.inf
+            if tm_sd <= 1e-6 * abs(tm_mu):
+                tm_sd = np.inf
+            if not (dn_sd == np.inf and tm_sd == np.inf):
+                who = -1
+                best_d = np.inf
+                for i in range(s, e):
+                    t = order[i]
+                    if near[puid[pid[t]]] == 0:
+                        continue
+                    dist = abs(dens[t] - dn_mu) / dn_sd + abs(top[t] - tm_mu) / tm_sd
+                    if dist < best_d:
+                        best_d = dist
+                        who = t
+                if who >= 0:
+                    rep[cl] = who
+            for k in range(nc):
+                near[cid[k]] = 0
+        dsum[cl] = ds
+        if m == 1:
+            jmean[cl] = 1.0
+        elif d * (d + 1) // 2 <= jpairs or m * (m - 1) // 2 <= jpairs:
+            tot = 0.0
+            for i in range(d):
+                si = usig[dlist[i]]
+                ni = mark[dlist[i]]
+                tot += ni * (ni - 1.0)
+                for j in range(i + 1, d):
+                    tot += 2.0 * ni * mark[dlist[j]] * _jaccard(si, usig[dlist[j]])
+            jmean[cl] = tot / (m * (m - 1.0))
+        else:
+            tot = 0.0
+            for q in range(jpairs):
+                state, i = _rand_below(state, m)
+                state, j = _rand_below(state, m - 1)
+                if j >= i:
+                    j += 1
+                tot += _jaccard(usig[puid[pid[order[s + i]]]], usig[puid[pid[order[s + j]]]])
+            jmean[cl] = tot / jpairs
+        for i in range(d):
+            mark[dlist[i]] = 0
+
+
+@njit_parallel
+def _stats_chunks(n_chunks, cptr, cpp, cpairs, puid, pcount, pfirst, pdens, ptm, puniform,
+                  order, pid, usig, seed, jpairs, dens, top, rep, jmean, dsum):
+    n_clusters = cptr.shape[0] - 1
+    U = usig.shape[0]
+    for ch in numba.prange(n_chunks):
+        mark = np.zeros(U, dtype=np.int64)
+        firstt = np.empty(U, dtype=np.int64)
+        dlist = np.empty(U, dtype=np.int64)
+        near = np.zeros(U, dtype=np.int8)
+        _stats_range(ch * n_clusters // n_chunks, (ch + 1) * n_clusters // n_chunks, cptr, cpp,
+                     cpairs, puid, pcount, pfirst, pdens, ptm, puniform, order, pid, usig,
+                     seed, jpairs, dens, top, rep, jmean, dsum, mark, firstt, dlist, near)
+
+
+_stats_chunks_serial = serial_twin(_stats_chunks)
+
+
+def cluster_scan(scan, cfg) -> dict:
+    """Cluster the tiles of an eager pass (see the module docstring).
+
+    Parameters
+    ----------
+    scan : akfviz.analysis.scanpass.ScanResult
+        Its ``pid`` is rewritten in place with the global pair ids.
+    cfg : LSHConfig
+
+    Returns
+    -------
+    dict
+        As :func:`cluster_pairs`.
+    """
+    t0 = time.perf_counter()
+    pairs, goff, gid = merge_pairs(scan)
+    return cluster_pairs(pairs, goff, gid, scan.pid, scan.rb_ptr[scan.bounds], cfg, scan.dens, scan.top,
+                         t_start=t0)
+
+
+def cluster_pairs(pairs, goff, gid, pid, tbounds, cfg, dens, top, t_start=None) -> dict:
+    """LSH clusters of tiles given their (signature, density bin) pairs.
+
+    Parameters
+    ----------
+    pairs : dict
+        As :func:`merge_pairs` returns it (``sig``, ``bin``, ``first``, ``dens``, ``tm``,
+        ``uniform``).
+    goff, gid, pid
+        Tile ``t`` of chunk ``ch`` (tiles ``tbounds[ch]:tbounds[ch + 1]``) is pair
+        ``gid[goff[ch] + pid[t]]``; ``pid`` is rewritten in place with that.
+    cfg : LSHConfig
+    dens, top : float64 (n,) or empty
+        Tiles' densities (empty: no density sums) and top-q mass shares (either empty: the
+        representative is the medoid's first tile).
+    t_start : float, optional
+        ``time.perf_counter()`` when the pairs began to be made (the ``pairs`` timing).
+
+    Returns
+    -------
+    dict
+        ``cluster`` (n,) int64; ``n_clusters``; ``order`` / ``cptr``; ``representative``,
+        ``jaccard_mean``, ``density_sum`` and ``density_bin`` per cluster; ``bin_min``,
+        ``bin_counts``; ``pairs`` (the pair table with ``count``, ``uid`` and ``cluster`` per
+        pair); ``unique_signatures``, ``minhash``, ``component``; ``timings``.
+    """
+    timings = {}
+    t0 = time.perf_counter() if t_start is None else t_start
+    n = int(pid.shape[0])
+    psig, pbin = pairs["sig"], pairs["bin"]
+    puid, ufirst = _first_appearance(psig)
+    usig = psig[ufirst]
+    t1 = time.perf_counter()
+    check_memory(8 * usig.size * cfg.num_hashes + 16 * usig.size,
+                 f"The MinHash values of {usig.size:,} distinct tile outlines × {cfg.num_hashes} hashes",
+                 "Use fewer hashes (lsh num_hashes), a coarser grid (lsh grid) or a larger tile side T.")
+    mh = minhash_signatures(usig, cfg.num_hashes, cfg.seed, universe=cfg.grid * cfg.grid)
+    t2 = time.perf_counter()
+    n_pairs = psig.size
+    cluster = np.empty(n, dtype=np.int64)
+    order = np.empty(n, dtype=np.int64)
+    if n:
+        root = _band_components(mh, cfg.bands)
+        bmin = int(pbin.min())
+        nbins = int(pbin.max()) - bmin + 1
+        keys = (root[puid] * nbins + (pbin - bmin)).astype(np.uint64)
+        pcluster, _ = _first_appearance(keys)
+        n_clusters = int(pcluster.max()) + 1
+        n_chunks = tbounds.shape[0] - 1
+        groups = min(n_chunks, numba.get_num_threads()) if n_chunks > 1 else 1
+        par = groups > 1
+        # per-group count rows while they are small beside the tiles; else one row, serially
+        if par and groups * (n_pairs + n_clusters) > n:
+            par, groups = False, 1
+        gb = (np.arange(groups + 1, dtype=np.int64) * n_chunks) // groups
+        pcount_g = np.zeros((groups, n_pairs + 8), np.int64)  # rows padded: no shared cache line
+        (_gather_groups if par else _gather_groups_serial)(gb, tbounds, goff, gid, pid, pcluster, cluster,
+                                                           pcount_g)
+        pcount_g = pcount_g[:, :n_pairs]
+        pcount = pcount_g.sum(axis=0)
+        counts = np.bincount(pcluster, weights=pcount, minlength=n_clusters).astype(np.int64)
+        cptr = np.zeros(n_clusters + 1, np.int64)
+        np.cumsum(counts, out=cptr[1:])
+        ccount_g = np.zeros((groups, n_clusters), np.int64)
+        for g in range(groups):
+            ccount_g[g] = np.bincount(pcluster, weights=pcount_g[g], minlength=n_clusters)
+        pos = np.zeros((groups, n_clusters + 8), np.int64)
+        pos[:, :n_clusters] = cptr[:-1] + (np.cumsum(ccount_g, axis=0) - ccount_g)
+        (_scatter_groups if par else _scatter_groups_serial)(gb, tbounds, cluster, pos, order)
+        bin_counts = np.bincount(pbin - bmin, weights=pcount, minlength=nbins).astype(np.int64)
+    else:
+        root = np.empty(0, np.int64)
+        pcluster = np.empty(0, np.int64)
+        pcount = np.empty(0, np.int64)
+        n_clusters = 0
+        cptr = np.zeros(1, np.int64)
+        bmin = 0
+        bin_counts = np.empty(0, np.int64)
+    t3 = time.perf_counter()
+    rep = np.empty(n_clusters, dtype=np.int64)
+    jmean = np.empty(n_clusters, dtype=np.float64)
+    dsum = np.zeros(n_clusters, dtype=np.float64)
+    cbin = np.empty(n_clusters, dtype=np.int64)
+    if n_clusters:
+        # each cluster's pairs in id order (= first appearance among its tiles)
+        cpairs = np.argsort(pcluster, kind="stable").astype(np.int64)
+        cpp = np.zeros(n_clusters + 1, np.int64)
+        np.cumsum(np.bincount(pcluster, minlength=n_clusters), out=cpp[1:])
+        cbin[:] = pbin[cpairs[cpp[:-1]]]
+        seed = np.uint64(np.random.default_rng(cfg.seed).integers(0, 2**63, dtype=np.int64))
+        args = (cptr, cpp, cpairs, puid, pcount, pairs["first"], pairs["dens"], pairs["tm"],
+                pairs["uniform"], order, pid, usig, seed, int(cfg.jaccard_pairs),
+                np.ascontiguousarray(dens, dtype=np.float64), np.ascontiguousarray(top, dtype=np.float64),
+                rep, jmean, dsum)
+        if n_clusters > 1 and numba.get_num_threads() > 1 and n >= 100_000:
+            _stats_chunks(min(n_clusters, numba.get_num_threads()), *args)
+        else:
+            _stats_chunks_serial(1, *args)
+    t4 = time.perf_counter()
+    pairs = dict(pairs, count=pcount, uid=puid, cluster=pcluster)
+    timings.update(pairs=t1 - t0, minhash=t2 - t1, lsh=t3 - t2, medoid_jaccard=t4 - t3)
+    return dict(cluster=cluster, n_clusters=n_clusters, order=order, cptr=cptr,
+                representative=rep, jaccard_mean=jmean, density_sum=dsum, density_bin=cbin,
+                bin_min=bmin, bin_counts=bin_counts, pairs=pairs, unique_signatures=usig,
+                minhash=mh, component=root, timings=timings)

@@ -1,0 +1,500 @@
+"""The eager pass of :func:`akfviz.analyze`: tiles, compact features and pairs in one O(nnz) pass.
+
+:mod:`akfviz.analysis.tilepass` builds everything ``pa.tiles`` shows: the :class:`TileSet` (every
+entry moved to its tile) and 14 int64 / float64 features per tile. On a hyper-sparse matrix (about
+one nonzero per tile: 951k tiles for 1M nonzeros at T = 32) that is ≈ 170 MB written, 14× what one
+SpMV reads, and it is what made ``analyze`` cost 30–40 SpMVs. Clustering and the selector's cluster
+mode need far less. This pass writes, per tile,
+
+==========  =======  =================================================================================
+``bj``      int32    column block (the row block is implied by ``rb_ptr``)
+``nnz``     int32    nonzeros ``k``
+``cls``     int8     structure class of the performance table (:mod:`akfviz.selection.structure`)
+``fro2``    float64  ``Σ v²``
+``top``     float64  share of ``Σ v²`` in the ``max(1, ⌊q·k⌋)`` largest ``|v|`` (``top_mass``)
+``dens``    float64  ``k / (h·w)``
+``pid``     int32    the tile's (signature, density bin) pair, numbered within its chunk
+==========  =======  =================================================================================
+
+≈ 37 bytes per tile, and per *pair* (distinct signature and log-density bin, a few thousand at most
+on such a matrix) its signature, bin, first tile, number of tiles and the range of its tiles'
+densities and ``top`` values. Entries are grouped by tile only in a per-chunk buffer of one row block
+(cache-resident), never written out. The definitions are those of :mod:`akfviz.analysis.features`
+and the arithmetic is the same, so the values are those of the full pass bit for bit (tested); the
+full pass (:func:`akfviz.analysis.tilepass.tiles_and_features`) runs only when something asks for
+the entries or the other features (``pa.tileset``, ``pa.tiles``).
+
+Chunks are fixed ranges of row blocks (:func:`chunk_bounds`, independent of the thread count), so
+the pair numbering — and everything computed from it — is the same on any machine.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from numba.cpython.unsafe.numbers import trailing_zeros
+
+from .._jit import njit_cached, njit_inline, njit_parallel, serial_twin
+from ..selection._kernels import DIAG_FILL, NM_MIN_DENSITY, _class_of
+from .features import TOP_SMALL, _top_sum, _top_sum_small, top_count
+from .lsh import _mix64
+from .tilepass import _cells, row_block_pointers
+from .tiling import _insertion_sort
+
+#: Row blocks are cut into at most this many chunks of consecutive row blocks (pairs are numbered
+#: per chunk, then merged): enough for load balance on a few cores, few enough that the per-chunk
+#: work arrays over the column blocks stay small.
+MAX_CHUNKS = 64
+#: Below this many nonzeros one chunk is used (and no thread is started).
+PARALLEL_MIN_NNZ = 200_000
+#: Bytes per tile of the pass's outputs (``bj``, ``nnz``, ``cls``, ``fro2``, ``top``, ``dens``,
+#: ``pid``); its pair slots are touched only for the pairs that exist.
+EAGER_BYTES_PER_TILE = 37
+
+
+def chunk_bounds(n_brows: int, nnz: int) -> np.ndarray:
+    """Row-block boundaries of the chunks (int64, ``n_chunks + 1``): ``MAX_CHUNKS`` equal ranges
+    of row blocks for a large matrix, one for a small one. Depends on the matrix only."""
+    n_chunks = 1 if nnz < PARALLEL_MIN_NNZ else max(1, min(n_brows, MAX_CHUNKS))
+    return (np.arange(n_chunks + 1, dtype=np.int64) * n_brows) // n_chunks
+
+
+#: Sentinel of the density-bin table (no tile has this bin).
+NO_BIN = -(1 << 40)
+
+
+def bin_floor(T: int, bpd: int) -> int:
+    """A log-density bin at or below every tile's: ``floor(log10(1/T²)·bpd) − 1`` (a tile's
+    density is at least ``1/(h·w) ≥ 1/T²``; the − 1 absorbs rounding of the logarithm)."""
+    return int(math.floor(math.log10(1.0 / (T * T)) * bpd)) - 1
+
+
+@njit_cached
+def _pair_slot(x, bb, a, psig, pbin, slot, mask):
+    """Position in ``slot`` of the pair (signature ``x``, bin ``bb``) of a chunk whose pairs start
+    at ``psig/pbin[a]`` (open addressing, linear probing); ``slot[pos] < 0`` when absent."""
+    one = np.uint64(1)
+    pos = _mix64(x ^ _mix64(np.uint64(bb))) & mask
+    while True:
+        q = slot[pos]
+        if q < 0 or (psig[a + q] == x and pbin[a + q] == bb):
+            return pos
+        pos = (pos + one) & mask
+
+
+@njit_inline
+def _small_tile_class(hh, ww, k, sig, grid):
+    """Structure class of a tile whose ``k`` is below the diagonal and N:M rules' minimum counts
+    (``k < DIAG_FILL·min(h, w)``, ``k < NM_MIN_DENSITY·h·w``): those rules fail whatever its
+    diagonals and N:M groups, so only the block rule, read from the signature, is evaluated
+    (``n_diagonals = 1``, ``nm4 = 3`` are stand-ins that fail the first two rules as the real
+    values do)."""
+    return _class_of(hh, ww, k, 1, 3, sig, grid)
+
+
+@njit_cached
+def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q, bpd, grid,
+                bmin, nbins, c0, c1, bounds, rb_ptr, buf_size,
+                bj, nnz, cls, fro2, top, dens, pid,
+                psig, pbin, pfirst, pdens, ptm, pmixed, m_out):
+    """Chunks ``c0:c1`` (row blocks ``bounds[ch]:bounds[ch + 1]``): per-tile outputs at the
+    tiles' places, chunk ``ch``'s pairs at ``a = rb_ptr[bounds[ch]]`` onwards (first appearance
+    in tile order) and their number in ``m_out[ch]``. The work arrays are allocated once for all
+    the chunks of the call.
+
+    Every entry of a row block is read once to count the entries of each column block, keeping
+    the first one's value and coarse cell: a one-entry tile (every tile of a hyper-sparse matrix,
+    nearly) needs nothing else. Tiles of several entries get ``Σ v²``, ``max v²`` and their
+    signature from a second read (entries of a tile arrive in its (r, c) order, so the sums are
+    those of features.py). When a tile is too large for its class and ``top`` to follow from
+    those (``top_count(k) > 1``, or ``k`` reaching the diagonal or N:M rules' counts), the row
+    block's entries are also grouped by tile in a local buffer for the diagonals, N:M groups
+    and top-q sums.
+
+    Hot loops index with unsigned integers: numba then skips the negative-index check, which
+    was a third of the time of the counting loop."""
+    one = np.uint64(1)
+    zero = np.uint64(0)
+    ug = np.uint64(g)
+    uT = np.uint64(T)
+    ush = np.uint64(sh if sh >= 0 else 0)
+    n_words = (n_bcols + 63) // 64
+    count = np.zeros(n_bcols, dtype=np.int64)
+    acc_f2 = np.empty(n_bcols, dtype=np.float64)   # set by a tile's second entry
+    acc_vm = np.empty(n_bcols, dtype=np.float64)
+    acc_sig = np.empty(n_bcols, dtype=np.uint64)
+    offs = np.empty(n_bcols, dtype=np.uint64)
+    first_cell = np.empty(n_bcols, dtype=np.uint64)
+    first_v = np.empty(n_bcols, dtype=np.float64)
+    words = np.zeros(n_words, dtype=np.uint64)
+    dl = np.empty(min(n_bcols, max(buf_size, 1)) + 1, dtype=np.uint64)
+    lr = np.empty(max(buf_size, 1), dtype=np.int64)
+    lc = np.empty(max(buf_size, 1), dtype=np.int64)
+    lv = np.empty(max(buf_size, 1), dtype=np.float64)
+    diag = np.zeros(2 * T, dtype=np.int64)
+    sq = np.empty(T * T, dtype=np.float64)
+    rcell = np.empty(T, dtype=np.int64)
+    ccell = np.empty(T, dtype=np.int64)   # coarse cell of a local column, tiles of width T
+    ecell = np.empty(T, dtype=np.int64)   # the same for the last column block (narrower)
+    j_last = np.uint64(n_bcols - 1)
+    w_last = n_cols - (n_bcols - 1) * T
+    _cells(ccell, T, g)
+    _cells(ecell, w_last, g)
+    w_min = min(T, w_last)
+    full_area = T * T
+    bintab = np.full(full_area + 1, NO_BIN, dtype=np.int64)  # density bin of k entries in a T×T tile
+    direct = np.empty(64 * nbins, dtype=np.int64)  # one-bit signatures: (bit, bin) -> 2·pair + plain
+    unb = np.uint64(nbins)
+    plain_off = np.uint64(int(math.floor(math.log10(1 / full_area) * bpd)) - bmin)
+    plain_cls = _class_of(T, T, 1, 1, 1, one, grid)
+    plain_dens = 1 / full_area
+    slow = np.empty(min(n_bcols, max(buf_size, 1)) + 1, dtype=np.int64)
+    rc_for = -1
+    memo_k = -1      # density bin memo on (k, area), for edge tiles
+    memo_area = -1
+    memo_bin = 0
+    one_h = -1       # class memo of one-nonzero tiles on (h, w)
+    one_w = -1
+    one_cls = 0
+    for ch in range(c0, c1):
+        b0 = bounds[ch]
+        a = np.uint64(rb_ptr[b0])
+        direct[:] = -1   # pairs are numbered per chunk
+        size = 1024
+        mask = np.uint64(size - 1)
+        slot = np.full(size, -1, dtype=np.int64)
+        n_hashed = 0
+        m = np.uint64(0)
+        for b in range(b0, bounds[ch + 1]):
+            r0 = b * T
+            r1 = min(r0 + T, n_rows)
+            hh = r1 - r0
+            if hh != rc_for:
+                _cells(rcell, hh, g)
+                rc_for = hh
+            d = rb_ptr[b + 1] - rb_ptr[b]
+            if d == 0:
+                continue
+            # 1. count the entries of every column block, keeping the first entry's value and cell;
+            #    from its second entry on a tile accumulates Σ v², max v² and its signature (its
+            #    entries arrive in its (r, c) order, so the sums are those of features.py)
+            lg = 1
+            while (1 << lg) < d:
+                lg += 1
+            bits = d > 16 and d * lg >= 2 * n_words   # order the column blocks by a bitmap
+            q = zero
+            maxk = 1
+            for row in range(r0, r1):
+                rbit = np.uint64(rcell[row - r0]) * ug
+                for k in range(np.uint64(indptr[row]), np.uint64(indptr[row + 1])):
+                    col = np.uint64(indices[k])
+                    j = (col >> ush) if sh >= 0 else col // uT
+                    c = count[j] + 1
+                    count[j] = c
+                    cc = col - j * uT
+                    cell = rbit + np.uint64(ccell[cc] if j != j_last else ecell[cc])
+                    if c == 1:
+                        if bits:
+                            words[j >> np.uint64(6)] |= one << (j & np.uint64(63))
+                        else:
+                            dl[q] = j
+                            q += one
+                        first_cell[j] = cell
+                        first_v[j] = data[k]
+                    else:
+                        x = data[k] * data[k]
+                        if c == 2:
+                            f = first_v[j] * first_v[j]
+                            acc_f2[j] = f + x
+                            acc_vm[j] = max(f, x)
+                            acc_sig[j] = (one << first_cell[j]) | (one << cell)
+                        else:
+                            acc_f2[j] += x
+                            acc_vm[j] = max(acc_vm[j], x)
+                            acc_sig[j] |= one << cell
+                        maxk = max(maxk, c)
+            # 2. the distinct column blocks in order: O(min(d log d, n_bcols / 64))
+            if bits:
+                q = zero
+                for wd in range(n_words):
+                    x = words[wd]
+                    if x != 0:
+                        words[wd] = zero
+                        base = np.uint64(wd) * np.uint64(64)
+                        while x != 0:
+                            dl[q] = base + np.uint64(trailing_zeros(x))
+                            q += one
+                            x &= x - one
+            elif d <= 16:
+                _insertion_sort(dl, 0, d)
+            else:
+                dl[:d].sort()
+            # 3. large tiles need their entries grouped (local buffer, stable by (r, c)) for their
+            #    diagonals, N:M groups and top-q sums
+            small = (top_count(maxk, top_q) == 1 and maxk < DIAG_FILL * min(hh, w_min)
+                     and maxk < NM_MIN_DENSITY * hh * w_min)
+            if not small:
+                run = zero
+                for i in range(d):
+                    j = dl[i]
+                    offs[j] = run
+                    run += np.uint64(count[j])
+                for row in range(r0, r1):
+                    rr = row - r0
+                    for k in range(np.uint64(indptr[row]), np.uint64(indptr[row + 1])):
+                        col = np.uint64(indices[k])
+                        j = (col >> ush) if sh >= 0 else col // uT
+                        p = offs[j]
+                        offs[j] = p + one
+                        lr[p] = rr
+                        lc[p] = np.int64(col - j * uT)
+                        lv[p] = data[k]
+            # 4. plain tiles — one entry, a full T×T tile, top = 1, in a pair whose first tile was
+            #    plain — in a tight loop; the others (a hyper-sparse matrix has few) after it
+            t0 = np.uint64(rb_ptr[b])
+            ns = 0
+            full_rb = hh == T
+            for i in range(d):
+                j = dl[i]
+                k = count[j]
+                t = t0 + np.uint64(i)
+                bj[t] = j
+                nnz[t] = k
+                if k == 1 and full_rb and j != j_last:
+                    f2 = first_v[j] * first_v[j]
+                    v = direct[first_cell[j] * unb + plain_off]
+                    if f2 > 0.0 and v >= 0 and (v & 1) == 1:
+                        fro2[t] = f2
+                        top[t] = 1.0
+                        dens[t] = plain_dens
+                        cls[t] = plain_cls
+                        pid[t] = v >> 1
+                        count[j] = 0
+                        continue
+                slow[ns] = i
+                ns += 1
+            for si in range(ns):
+                i = slow[si]
+                j = dl[i]
+                k = count[j]
+                count[j] = 0
+                t = t0 + np.uint64(i)
+                ww = T if j != j_last else w_last
+                area = hh * ww
+                if k == 1:
+                    f2 = first_v[j] * first_v[j]
+                    sig = one << first_cell[j]
+                    tm = 1.0 if f2 > 0.0 else 0.0
+                    if hh != one_h or ww != one_w:
+                        one_h = hh
+                        one_w = ww
+                        one_cls = _class_of(hh, ww, 1, 1, 1, sig, grid)
+                    cl = one_cls
+                else:
+                    f2 = acc_f2[j]
+                    sig = acc_sig[j]
+                    if small:
+                        tm = acc_vm[j] / f2 if f2 > 0.0 else 0.0
+                        cl = _small_tile_class(hh, ww, k, sig, grid)
+                    else:
+                        # diagonals, N:M groups and top-q sum of the grouped entries (features.py)
+                        ts = np.int64(offs[j]) - k
+                        te = ts + k
+                        ndiag = 0
+                        nm4 = 0
+                        prev_r = -1
+                        prev_g4 = -1
+                        run4 = 0
+                        for p in range(ts, te):
+                            rr = lr[p]
+                            cc = lc[p]
+                            nr = np.int64(rr != prev_r)
+                            prev_r = rr
+                            g4 = cc >> 2
+                            n4 = nr | np.int64(g4 != prev_g4)
+                            prev_g4 = g4
+                            run4 = run4 * (1 - n4) + 1
+                            nm4 = max(nm4, run4)
+                            dd = cc - rr + T
+                            d0 = diag[dd]
+                            ndiag += np.int64(d0 == 0)
+                            diag[dd] = d0 + 1
+                        for p in range(ts, te):
+                            diag[lc[p] - lr[p] + T] = 0
+                        ntop = top_count(k, top_q)
+                        if ntop == 1:
+                            tv = acc_vm[j]
+                        elif ntop <= TOP_SMALL:
+                            tv = _top_sum_small(lv, ts, k, ntop, sq)
+                        else:
+                            for p in range(k):
+                                sq[p] = lv[ts + p] * lv[ts + p]
+                            tv = _top_sum(sq, k, ntop)
+                        tm = tv / f2 if f2 > 0.0 else 0.0
+                        cl = _class_of(hh, ww, k, ndiag, nm4, sig, grid)
+                fro2[t] = f2
+                top[t] = tm
+                dens[t] = k / area
+                cls[t] = cl
+                if area == full_area:
+                    bb = bintab[k]
+                    if bb == NO_BIN:
+                        bb = int(math.floor(math.log10(k / area) * bpd))
+                        bintab[k] = bb
+                else:
+                    if k != memo_k or area != memo_area:
+                        memo_k = k
+                        memo_area = area
+                        memo_bin = int(math.floor(math.log10(k / area) * bpd))
+                    bb = memo_bin
+                # the pair (signature, density bin), numbered by first appearance in the chunk: pairs
+                # are only created here, in tile order (a plain tile above only joins a pair made in
+                # an earlier row block). The direct table of one-bit signatures keeps, beside the
+                # pair, whether its first tile was plain.
+                plain = k == 1 and area == full_area and tm == 1.0
+                if (sig & (sig - one)) == 0:  # one coarse cell (every one-nonzero tile)
+                    key = np.uint64(trailing_zeros(sig)) * unb + np.uint64(bb - bmin)
+                    v = direct[key]
+                    if v < 0:
+                        pp = np.int64(m)
+                        direct[key] = 2 * pp + (1 if plain else 0)
+                    else:
+                        pp = v >> 1
+                else:
+                    pos = _pair_slot(sig, bb, a, psig, pbin, slot, mask)
+                    pp = slot[pos]
+                    if pp < 0:
+                        pp = np.int64(m)
+                        slot[pos] = pp
+                        n_hashed += 1
+                up = np.uint64(pp)
+                ap = a + up
+                if up == m:  # a new pair
+                    psig[ap] = sig
+                    pbin[ap] = bb
+                    pfirst[ap] = t
+                    pdens[ap] = k / area
+                    ptm[ap] = tm
+                    pmixed[ap] = 0
+                    m += one
+                    if 2 * n_hashed > size:
+                        size *= 2
+                        mask = np.uint64(size - 1)
+                        slot = np.full(size, -1, dtype=np.int64)
+                        for q2 in range(m):
+                            y = psig[a + q2]
+                            if (y & (y - one)) == 0:
+                                continue  # one-bit signatures live in `direct`
+                            slot[_pair_slot(y, pbin[a + q2], a, psig, pbin, slot, mask)] = q2
+                elif k / area != pdens[ap] or tm != ptm[ap]:
+                    pmixed[ap] = 1
+                pid[t] = pp
+        m_out[ch] = np.int64(m)
+
+
+
+@njit_parallel
+def _scan_chunks(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q, bpd, grid,
+                 bmin, nbins, bounds, wbounds, rb_ptr, buf_size,
+                 bj, nnz, cls, fro2, top, dens, pid,
+                 psig, pbin, pfirst, pdens, ptm, pmixed, m):
+    """:func:`_scan_range` on the chunks ``wbounds[w]:wbounds[w + 1]`` of each worker ``w``
+    (``prange``); ``m[ch]`` receives chunk ``ch``'s number of pairs."""
+    for w in numba.prange(wbounds.shape[0] - 1):
+        _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q, bpd,
+                    grid, bmin, nbins, wbounds[w], wbounds[w + 1], bounds, rb_ptr, buf_size,
+                    bj, nnz, cls, fro2, top, dens, pid, psig, pbin, pfirst, pdens, ptm, pmixed, m)
+
+
+_scan_chunks_serial = serial_twin(_scan_chunks)
+
+
+class ScanResult:
+    """What :func:`scan_tiles` returns: per-tile compact arrays and the chunks' pair tables.
+
+    Attributes
+    ----------
+    rb_ptr : int64 (n_brows + 1)
+    bj, nnz : int32 (n_tiles,)
+    cls : int8 (n_tiles,)
+    fro2, top, dens : float64 (n_tiles,)
+        ``Σ v²``, top-q mass share and density ``nnz / (h·w)``.
+    pid : int32 (n_tiles,)
+        Pair of each tile, numbered within its chunk (see :func:`akfviz.analysis.pairclust.merge_pairs`).
+    bounds : int64 (n_chunks + 1,)
+        Row-block boundaries of the chunks.
+    m : int64 (n_chunks,)
+        Pairs per chunk; chunk ``ch``'s are at ``rb_ptr[bounds[ch]]`` onwards in the pair arrays.
+    psig, pbin, pfirst
+        Pair tables: signature, density bin, first tile (the tiles per pair are counted later,
+        while the tiles get their cluster: :mod:`akfviz.analysis.pairclust`).
+    pdens, ptm, pmixed
+        The first tile's density and ``top``; ``pmixed`` 1 when another tile of the pair (in the
+        chunk) differs in one of them, else 0.
+    """
+
+    def __init__(self, **arrays):
+        self.__dict__.update(arrays)
+
+
+def scan_tiles(M, indptr, indices, rb_count, T: int, grid: int = 8, top_q: float = 0.1,
+               bins_per_decade: int = 2) -> ScanResult:
+    """Run the eager pass over a canonical CSR matrix (see the module docstring).
+
+    Parameters
+    ----------
+    M : scipy.sparse.csr_array
+        Canonical float64 matrix; ``indptr``, ``indices``, ``rb_count`` as returned by
+        :func:`akfviz.analysis.tilepass.canonical_csr`.
+    T, grid, top_q, bins_per_decade
+        Tile side and the LSH settings of the features (validated by the caller).
+    """
+    from ..memory import check_memory
+
+    n_rows, n_cols = (int(s) for s in M.shape)
+    n_brows = rb_count.shape[0]
+    n_bcols = -(-n_cols // T)
+    nnz = int(M.nnz)
+    rb_ptr = row_block_pointers(rb_count)
+    n = int(rb_ptr[-1])
+    rows = np.minimum(np.arange(n_brows + 1, dtype=np.int64) * T, n_rows)
+    buf_size = int(np.diff(np.asarray(indptr)[rows]).max()) if n_brows else 0
+    bounds = chunk_bounds(n_brows, nnz)
+    n_chunks = bounds.shape[0] - 1
+    par = n_chunks > 1 and numba.get_num_threads() > 1
+    workers = min(n_chunks, numba.get_num_threads()) if par else 1
+    # the per-tile outputs; per worker the column-block counters and one row block's entries
+    check_memory(EAGER_BYTES_PER_TILE * n + 64 * workers * n_bcols + 24 * workers * buf_size,
+                 f"Analysing this matrix with T = {T} ({n:,} nonempty tiles, {nnz:,} nonzeros)",
+                 "A larger tile side gives fewer, fuller tiles; or analyse a smaller matrix.")
+    bj = np.empty(n, dtype=np.int32 if n_bcols < 2**31 else np.int64)
+    tnnz = np.empty(n, dtype=np.int32)
+    cls = np.empty(n, dtype=np.int8)
+    fro2 = np.empty(n, dtype=np.float64)
+    top = np.empty(n, dtype=np.float64)
+    dens = np.empty(n, dtype=np.float64)
+    pid = np.empty(n, dtype=np.int32)
+    # pair slots: chunk ch writes its m[ch] pairs from rb_ptr[bounds[ch]] (never more than its
+    # tiles); untouched slots cost no memory (np.empty does not touch its pages)
+    psig = np.empty(n, dtype=np.uint64)
+    pbin = np.empty(n, dtype=np.int64)
+    pfirst = np.empty(n, dtype=np.int64)
+    pdens = np.empty(n, dtype=np.float64)
+    ptm = np.empty(n, dtype=np.float64)
+    pmixed = np.empty(n, dtype=np.int8)
+    m = np.zeros(n_chunks, dtype=np.int64)
+    # workers: consecutive chunks, one group per thread (chunks, not workers, number the pairs)
+    wbounds = (np.arange(workers + 1, dtype=np.int64) * n_chunks) // workers
+    bmin = bin_floor(T, bins_per_decade)
+    nbins = 1 - bmin
+    sh = T.bit_length() - 1 if T & (T - 1) == 0 else -1
+    if n:
+        (_scan_chunks if par else _scan_chunks_serial)(
+            indptr, indices, M.data, n_rows, n_cols, T, sh, n_bcols, int(grid), float(top_q),
+            float(bins_per_decade), int(grid), bmin, nbins, bounds, wbounds, rb_ptr, buf_size,
+            bj, tnnz, cls, fro2, top, dens, pid, psig, pbin, pfirst, pdens, ptm, pmixed, m)
+    return ScanResult(rb_ptr=rb_ptr, bj=bj, nnz=tnnz, cls=cls, fro2=fro2, top=top, dens=dens, pid=pid,
+                      bounds=bounds, m=m, psig=psig, pbin=pbin, pfirst=pfirst,
+                      pdens=pdens, ptm=ptm, pmixed=pmixed)

@@ -1,0 +1,40 @@
+"""The selector reads the analysis' compact per-tile arrays: the same sums and plans as from the
+tiles table, bit for bit, and no full pass in cluster mode (the plan's resource against a plain
+Python loop: test_selection_speed_paths)."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import akfviz
+from akfviz.selection.costs import group_sums, unit_area
+
+
+def test_group_sums_equal_bincount_bit_for_bit():
+    rng = np.random.default_rng(3)
+    g = rng.integers(0, 50, 100_000)
+    w = rng.standard_normal(100_000) * 10.0 ** rng.uniform(-8, 8, 100_000)
+    np.testing.assert_array_equal(group_sums(g, w, 60), np.bincount(g, weights=w, minlength=60))
+    assert group_sums(np.zeros(0, np.int64), np.zeros(0), 3).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_unit_area_from_the_compact_arrays():
+    pa = akfviz.analyze(akfviz.generate("uniform", n=1000, m=777, density=0.01, seed=4), tile=24)
+    idx = np.array([0, pa.n_tiles - 1, 7, 3])
+    np.testing.assert_array_equal(unit_area(pa, idx), (pa.tiles["h"] * pa.tiles["w"]).to_numpy()[idx])
+    np.testing.assert_array_equal(unit_area(pa, None), (pa.tiles["h"] * pa.tiles["w"]).to_numpy())
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(granularity="tile"), dict(error_budget=0.01),
+                                dict(resource_budget=0.3, resource="cycles"), dict(alpha=5.0, resource="mix")],
+                         ids=["cluster", "tile", "error budget", "resource budget", "mix"])
+def test_selection_is_the_same_before_and_after_the_full_pass(kw):
+    A = sp.random_array((3000, 2500), density=3e-3, format="csr", rng=np.random.default_rng(8))
+    fresh = akfviz.analyze(A)
+    ready = akfviz.analyze(A)
+    ready.tileset.v
+    p1, p2 = akfviz.select(fresh, **kw), akfviz.select(ready, **kw)
+    assert list(p1.tile_kernels) == list(p2.tile_kernels)
+    assert p1.resource == p2.resource and p1.relative_error == p2.relative_error
+    for f in ("E", "R", "C", "chosen"):
+        np.testing.assert_array_equal(getattr(p1.selection, f), getattr(p2.selection, f))
+    np.testing.assert_array_equal(p1.tile_errors, p2.tile_errors)
