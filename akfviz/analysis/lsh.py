@@ -477,6 +477,7 @@ def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig
         _pair_uniform(bounds, goff, gid, pid, dens, top, pairs["dens"], pairs["tm"], pairs["uniform"])
     res = cluster_pairs(pairs, goff, gid, pid, bounds, cfg, dens, top, t_start=t0)
     res["tile_unique"] = res["pairs"]["uid"][pid] if n else np.empty(0, np.int64)
+    res["cluster"] = res["pairs"]["cluster"][pid] if n else np.empty(0, np.int64)
     res["timings"]["unique"] = res["timings"].pop("pairs")
     return res
 

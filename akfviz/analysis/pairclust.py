@@ -123,10 +123,10 @@ def merge_pairs(scan):
 
 
 @njit_parallel
-def _gather_groups(gbounds, tbounds, goff, gid, pid, pcluster, cluster, pcount):
-    """Per tile: its global pair (``pid`` rewritten in place) and cluster; tiles per pair counted
-    into row ``g`` of ``pcount`` for group ``g`` of chunks (chunk ``ch`` holds tiles
-    ``tbounds[ch]:tbounds[ch + 1]``; ``prange`` over the groups)."""
+def _gather_groups(gbounds, tbounds, goff, gid, pid, pcount):
+    """Per tile its global pair (``pid`` rewritten in place); tiles per pair counted into row ``g``
+    of ``pcount`` for group ``g`` of chunks (chunk ``ch`` holds tiles ``tbounds[ch]:tbounds[ch +
+    1]``; ``prange`` over the groups)."""
     for g in numba.prange(gbounds.shape[0] - 1):
         row = np.uint64(g)
         for ch in range(gbounds[g], gbounds[g + 1]):
@@ -134,20 +134,28 @@ def _gather_groups(gbounds, tbounds, goff, gid, pid, pcluster, cluster, pcount):
             for t in range(np.uint64(tbounds[ch]), np.uint64(tbounds[ch + 1])):
                 p = np.uint64(gid[g0 + np.uint64(pid[t])])
                 pid[t] = p
-                cluster[t] = pcluster[p]
                 pcount[row, p] += 1
 
 
 @njit_parallel
-def _scatter_groups(gbounds, tbounds, cluster, pos, order):
-    """Stable counting sort of the tiles by cluster: ``pos[g, c]`` is where group ``g``'s first
-    tile of cluster ``c`` goes (``prange`` over the groups)."""
+def _scatter_groups(gbounds, tbounds, pid, pcluster, pos, order):
+    """Stable counting sort of the tiles by cluster (``pcluster[pid[t]]``): ``pos[g, c]`` is where
+    group ``g``'s first tile of cluster ``c`` goes (``prange`` over the groups). The position of
+    the current run's cluster is kept in a register: consecutive tiles mostly share a cluster, and
+    incrementing ``pos`` in memory for each made every tile wait for the previous one's store."""
     for g in numba.prange(gbounds.shape[0] - 1):
         row = np.uint64(g)
+        last = np.uint64(0)
+        at = pos[row, last]
         for t in range(np.uint64(tbounds[gbounds[g]]), np.uint64(tbounds[gbounds[g + 1]])):
-            c = np.uint64(cluster[t])
-            order[pos[row, c]] = t
-            pos[row, c] += 1
+            c = np.uint64(pcluster[pid[t]])
+            if c != last:
+                pos[row, last] = at
+                last = c
+                at = pos[row, c]
+            order[at] = t
+            at += 1
+        pos[row, last] = at
 
 
 _gather_groups_serial = serial_twin(_gather_groups)
@@ -182,8 +190,8 @@ def _exact_repeat(x, m):
 
 @njit_cached
 def _stats_range(c0, c1, cptr, cpp, cpairs, puid, pcount, pfirst, pdens, ptm, puniform,
-                 order, pid, usig, seed, jpairs, dens, top, rep, jmean, dsum, mark, firstt, dlist,
-                 near):
+                 order, pid, usig, seed, jpairs, dens, top, fro2, rep, jmean, dsum, fsum, mark, firstt,
+                 dlist, near):
     """Medoid, representative, Jaccard mean and density sum of clusters ``c0:c1`` (rules in
     :func:`akfviz.analysis.lsh.cluster_tiles`, Notes), each cluster's distinct signatures and
     their multiplicities read from its pairs. Without densities and top shares (``dens`` /
@@ -191,6 +199,7 @@ def _stats_range(c0, c1, cptr, cpp, cpairs, puid, pcount, pfirst, pdens, ptm, pu
     ccost = np.empty(129, dtype=np.float64)
     cid = np.empty(129, dtype=np.int64)
     has_dens = dens.shape[0] > 0
+    sum_fro2 = fro2.shape[0] > 0
     values = has_dens and top.shape[0] > 0   # densities and top shares: the typical member
     for cl in range(c0, c1):
         s = cptr[cl]
@@ -211,19 +220,24 @@ def _stats_range(c0, c1, cptr, cpp, cpairs, puid, pcount, pfirst, pdens, ptm, pu
         fast = not values or uniform and _exact_repeat(dens0, m) and _exact_repeat(dens0 * dens0, m) \
             and _exact_repeat(ptm[p0], m) and _exact_repeat(ptm[p0] * ptm[p0], m)
         ds = 0.0
+        fs = 0.0
         dn_sum = 0.0
         dn_sq = 0.0
         tm_sum = 0.0
         tm_sq = 0.0
-        if not has_dens:
-            pass
-        elif fast and values:
-            ds = m * dens0   # = the left-to-right sum of the m equal densities (exact)
+        if not has_dens or (fast and values):
+            if has_dens:
+                ds = m * dens0   # = the left-to-right sum of the m equal densities (exact)
+            if sum_fro2:
+                for i in range(s, e):
+                    fs += fro2[order[i]]
         else:
             for i in range(s, e):
                 t = order[i]
                 dn = dens[t]
                 ds += dn
+                if sum_fro2:
+                    fs += fro2[t]
                 if values:
                     dn_sum += dn
                     dn_sq += dn * dn
@@ -303,6 +317,8 @@ def _stats_range(c0, c1, cptr, cpp, cpairs, puid, pcount, pfirst, pdens, ptm, pu
             for k in range(nc):
                 near[cid[k]] = 0
         dsum[cl] = ds
+        if sum_fro2:
+            fsum[cl] = fs
         if m == 1:
             jmean[cl] = 1.0
         elif d * (d + 1) // 2 <= jpairs or m * (m - 1) // 2 <= jpairs:
@@ -328,18 +344,18 @@ def _stats_range(c0, c1, cptr, cpp, cpairs, puid, pcount, pfirst, pdens, ptm, pu
 
 
 @njit_parallel
-def _stats_chunks(n_chunks, cptr, cpp, cpairs, puid, pcount, pfirst, pdens, ptm, puniform,
-                  order, pid, usig, seed, jpairs, dens, top, rep, jmean, dsum):
-    n_clusters = cptr.shape[0] - 1
+def _stats_chunks(cbounds, cptr, cpp, cpairs, puid, pcount, pfirst, pdens, ptm, puniform,
+                  order, pid, usig, seed, jpairs, dens, top, fro2, rep, jmean, dsum, fsum):
+    """:func:`_stats_range` on the clusters ``cbounds[ch]:cbounds[ch + 1]`` of each chunk (``prange``)."""
     U = usig.shape[0]
-    for ch in numba.prange(n_chunks):
+    for ch in numba.prange(cbounds.shape[0] - 1):
         mark = np.zeros(U, dtype=np.int64)
         firstt = np.empty(U, dtype=np.int64)
         dlist = np.empty(U, dtype=np.int64)
         near = np.zeros(U, dtype=np.int8)
-        _stats_range(ch * n_clusters // n_chunks, (ch + 1) * n_clusters // n_chunks, cptr, cpp,
-                     cpairs, puid, pcount, pfirst, pdens, ptm, puniform, order, pid, usig,
-                     seed, jpairs, dens, top, rep, jmean, dsum, mark, firstt, dlist, near)
+        _stats_range(cbounds[ch], cbounds[ch + 1], cptr, cpp, cpairs, puid, pcount, pfirst, pdens, ptm,
+                     puniform, order, pid, usig, seed, jpairs, dens, top, fro2, rep, jmean, dsum, fsum,
+                     mark, firstt, dlist, near)
 
 
 _stats_chunks_serial = serial_twin(_stats_chunks)
@@ -362,10 +378,10 @@ def cluster_scan(scan, cfg) -> dict:
     t0 = time.perf_counter()
     pairs, goff, gid = merge_pairs(scan)
     return cluster_pairs(pairs, goff, gid, scan.pid, scan.rb_ptr[scan.bounds], cfg, scan.dens, scan.top,
-                         t_start=t0)
+                         scan.fro2, t_start=t0)
 
 
-def cluster_pairs(pairs, goff, gid, pid, tbounds, cfg, dens, top, t_start=None) -> dict:
+def cluster_pairs(pairs, goff, gid, pid, tbounds, cfg, dens, top, fro2=None, t_start=None) -> dict:
     """LSH clusters of tiles given their (signature, density bin) pairs.
 
     Parameters
@@ -380,16 +396,21 @@ def cluster_pairs(pairs, goff, gid, pid, tbounds, cfg, dens, top, t_start=None) 
     dens, top : float64 (n,) or empty
         Tiles' densities (empty: no density sums) and top-q mass shares (either empty: the
         representative is the medoid's first tile).
+    fro2 : float64 (n,), optional
+        Tiles' ``Σ v²``: summed per cluster in tile order (``fro2_sum``, what ``np.bincount`` over
+        the tiles gives, bit for bit).
     t_start : float, optional
         ``time.perf_counter()`` when the pairs began to be made (the ``pairs`` timing).
 
     Returns
     -------
     dict
-        ``cluster`` (n,) int64; ``n_clusters``; ``order`` / ``cptr``; ``representative``,
-        ``jaccard_mean``, ``density_sum`` and ``density_bin`` per cluster; ``bin_min``,
+        ``n_clusters``; ``order`` / ``cptr`` (tiles grouped by cluster); ``representative``,
+        ``jaccard_mean``, ``density_sum``, ``fro2_sum`` (zeros without ``fro2``) and ``density_bin``
+        per cluster; ``bin_min``,
         ``bin_counts``; ``pairs`` (the pair table with ``count``, ``uid`` and ``cluster`` per
-        pair); ``unique_signatures``, ``minhash``, ``component``; ``timings``.
+        pair: a tile's cluster is ``pairs["cluster"][pid[t]]``); ``unique_signatures``,
+        ``minhash``, ``component``; ``timings``.
     """
     timings = {}
     t0 = time.perf_counter() if t_start is None else t_start
@@ -404,8 +425,9 @@ def cluster_pairs(pairs, goff, gid, pid, tbounds, cfg, dens, top, t_start=None) 
     mh = minhash_signatures(usig, cfg.num_hashes, cfg.seed, universe=cfg.grid * cfg.grid)
     t2 = time.perf_counter()
     n_pairs = psig.size
-    cluster = np.empty(n, dtype=np.int64)
     order = np.empty(n, dtype=np.int64)
+    if fro2 is None:
+        fro2 = np.empty(0, np.float64)
     if n:
         root = _band_components(mh, cfg.bands)
         bmin = int(pbin.min())
@@ -421,8 +443,7 @@ def cluster_pairs(pairs, goff, gid, pid, tbounds, cfg, dens, top, t_start=None) 
             par, groups = False, 1
         gb = (np.arange(groups + 1, dtype=np.int64) * n_chunks) // groups
         pcount_g = np.zeros((groups, n_pairs + 8), np.int64)  # rows padded: no shared cache line
-        (_gather_groups if par else _gather_groups_serial)(gb, tbounds, goff, gid, pid, pcluster, cluster,
-                                                           pcount_g)
+        (_gather_groups if par else _gather_groups_serial)(gb, tbounds, goff, gid, pid, pcount_g)
         pcount_g = pcount_g[:, :n_pairs]
         pcount = pcount_g.sum(axis=0)
         counts = np.bincount(pcluster, weights=pcount, minlength=n_clusters).astype(np.int64)
@@ -433,7 +454,7 @@ def cluster_pairs(pairs, goff, gid, pid, tbounds, cfg, dens, top, t_start=None) 
             ccount_g[g] = np.bincount(pcluster, weights=pcount_g[g], minlength=n_clusters)
         pos = np.zeros((groups, n_clusters + 8), np.int64)
         pos[:, :n_clusters] = cptr[:-1] + (np.cumsum(ccount_g, axis=0) - ccount_g)
-        (_scatter_groups if par else _scatter_groups_serial)(gb, tbounds, cluster, pos, order)
+        (_scatter_groups if par else _scatter_groups_serial)(gb, tbounds, pid, pcluster, pos, order)
         bin_counts = np.bincount(pbin - bmin, weights=pcount, minlength=nbins).astype(np.int64)
     else:
         root = np.empty(0, np.int64)
@@ -447,6 +468,7 @@ def cluster_pairs(pairs, goff, gid, pid, tbounds, cfg, dens, top, t_start=None) 
     rep = np.empty(n_clusters, dtype=np.int64)
     jmean = np.empty(n_clusters, dtype=np.float64)
     dsum = np.zeros(n_clusters, dtype=np.float64)
+    fsum = np.zeros(n_clusters, dtype=np.float64)
     cbin = np.empty(n_clusters, dtype=np.int64)
     if n_clusters:
         # each cluster's pairs in id order (= first appearance among its tiles)
@@ -458,15 +480,20 @@ def cluster_pairs(pairs, goff, gid, pid, tbounds, cfg, dens, top, t_start=None) 
         args = (cptr, cpp, cpairs, puid, pcount, pairs["first"], pairs["dens"], pairs["tm"],
                 pairs["uniform"], order, pid, usig, seed, int(cfg.jaccard_pairs),
                 np.ascontiguousarray(dens, dtype=np.float64), np.ascontiguousarray(top, dtype=np.float64),
-                rep, jmean, dsum)
-        if n_clusters > 1 and numba.get_num_threads() > 1 and n >= 100_000:
-            _stats_chunks(min(n_clusters, numba.get_num_threads()), *args)
+                np.ascontiguousarray(fro2, dtype=np.float64), rep, jmean, dsum, fsum)
+        threads = numba.get_num_threads()
+        if n_clusters > 1 and threads > 1 and n >= 100_000:
+            # clusters split into ranges of about equal tiles (a cluster can hold most of them)
+            goal = cptr[-1] * np.arange(1, threads) / threads
+            inner = np.searchsorted(cptr[1:], goal, side="left") + 1
+            cb = np.unique(np.concatenate([[0], np.minimum(inner, n_clusters), [n_clusters]])).astype(np.int64)
+            _stats_chunks(cb, *args)
         else:
-            _stats_chunks_serial(1, *args)
+            _stats_chunks_serial(np.array([0, n_clusters], dtype=np.int64), *args)
     t4 = time.perf_counter()
     pairs = dict(pairs, count=pcount, uid=puid, cluster=pcluster)
     timings.update(pairs=t1 - t0, minhash=t2 - t1, lsh=t3 - t2, medoid_jaccard=t4 - t3)
-    return dict(cluster=cluster, n_clusters=n_clusters, order=order, cptr=cptr,
-                representative=rep, jaccard_mean=jmean, density_sum=dsum, density_bin=cbin,
+    return dict(n_clusters=n_clusters, order=order, cptr=cptr,
+                representative=rep, jaccard_mean=jmean, density_sum=dsum, fro2_sum=fsum, density_bin=cbin,
                 bin_min=bmin, bin_counts=bin_counts, pairs=pairs, unique_signatures=usig,
                 minhash=mh, component=root, timings=timings)

@@ -111,11 +111,14 @@ class CompactTiles:
         ``Σ v²``, the top-q mass share and ``nnz / (h·w)`` (``tiles.fro2``, ``tiles.top_mass``,
         ``tiles.density``).
     cluster : int64
+        (Derived on first use.)
     pair : int32
         Row of ``pairs`` (the tile's distinct signature and density bin).
     pairs : dict
-        Per pair: ``sig``, ``bin``, ``first`` tile, ``count``, ``cluster``, ``k``/``area``/``tm``
-        of its first tile and ``uniform``.
+        Per pair: ``sig``, ``bin``, ``first`` tile, ``count``, ``cluster``, ``dens``/``tm`` of its
+        first tile and ``uniform``.
+    cluster_fro2 : float64 (n_clusters,)
+        ``Σ fro2`` over each cluster's tiles, in tile order (``np.bincount(cluster, fro2)``).
     """
 
     col_block: np.ndarray
@@ -124,9 +127,18 @@ class CompactTiles:
     fro2: np.ndarray
     top: np.ndarray
     density: np.ndarray
-    cluster: np.ndarray
     pair: np.ndarray
     pairs: dict = field(repr=False, default_factory=dict)
+    cluster_fro2: np.ndarray = field(repr=False, default=None)
+
+    @cached_property
+    def cluster(self) -> np.ndarray:
+        """Cluster of every tile (int64, read-only): ``pairs["cluster"][pair]``, made on first use
+        (the selector's cluster mode reads the pairs instead)."""
+        out = np.asarray(self.pairs["cluster"], dtype=np.int64)[self.pair] if self.pair.size \
+            else np.zeros(0, np.int64)
+        out.setflags(write=False)
+        return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -397,7 +409,8 @@ def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
     timings.update(cl["timings"])
     timings.update(clustering=t3 - t1, tables=t4 - t3, total=t4 - t_start)
     compact = CompactTiles(col_block=scan.bj, nnz=scan.nnz, cls=scan.cls, fro2=scan.fro2,
-                           top=scan.top, density=scan.dens, cluster=cl["cluster"], pair=scan.pid, pairs=cl["pairs"])
+                           top=scan.top, density=scan.dens, pair=scan.pid, pairs=cl["pairs"],
+                           cluster_fro2=cl["fro2_sum"])
     full = FullPass(M, rb_count, T, cfg)
     ts = TileSet(shape=M.shape, tile=T, n_brows=rb_count.shape[0], n_bcols=-(-M.shape[1] // T),
                  rb_ptr=scan.rb_ptr, n_tiles=n, nnz=int(M.nnz), col_block=scan.bj, source=full)
@@ -406,9 +419,9 @@ def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
     # plans already built (held-out probe); ``arr.copy()`` gives a writable copy. pa.A is a copy of
     # the input (canonical_csr), so the caller's own arrays stay writable.
     for arr in (M.data, M.indices, M.indptr, cl["order"], cptr, scan.rb_ptr, scan.bj, scan.nnz,
-                scan.cls, scan.fro2, scan.top, scan.dens, scan.pid, cl["cluster"], rb_count):
+                scan.cls, scan.fro2, scan.top, scan.dens, scan.pid, rb_count):
         arr.setflags(write=False)
-    for arr in cl["pairs"].values():
+    for arr in (*cl["pairs"].values(), cl["fro2_sum"]):
         arr.setflags(write=False)
     return PatternAnalysis(A=M, tile=T, tileset=ts, _clusters=clusters,
                            n_clusters=int(nc), lsh=cfg, fro_norm=fro_norm,

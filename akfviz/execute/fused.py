@@ -392,16 +392,21 @@ def _compact_route(ts, groups, compact):
             continue
         idx = np.ascontiguousarray(idx, dtype=np.int64)
         rule = residual_rule(kernel)
+        every = idx.shape[0] == n  # every tile (groups are ascending and disjoint)
         if ap is None and kernel.name in INLINE_RESIDUAL:
-            kept, rule, code = compact.nnz[idx], -1, INLINE_RESIDUAL[kernel.name]
+            kept, rule, code = (compact.nnz if every else compact.nnz[idx]), -1, INLINE_RESIDUAL[kernel.name]
         elif ap is None:
-            kept, code = compact.nnz[idx], SRC_OWN
+            kept, code = (compact.nnz if every else compact.nnz[idx]), SRC_OWN
         else:
             kept, code = np.diff(ap.ptr), SRC_MAIN
-        if rule == RULE_NEVER or not _rule_holds_for_all(ts.rb_ptr, compact.col_block, kept, idx, T, n_rows,
-                                                          n_cols, np.int64(rule), BITMAP_MIN_DENSITY):
+        if rule == RULE_NEVER:
             return None
-        if idx.shape[0] == n:  # every tile (groups are ascending and disjoint)
+        # the DIA test holds for every tile when the fullest has fewer than half the shortest side
+        shortest = min(T, n_rows - (ts.n_brows - 1) * T, n_cols - (ts.n_bcols - 1) * T)
+        if not (rule in (-1, RULE_DIA) and 2 * int(kept.max()) < shortest) and not _rule_holds_for_all(
+                ts.rb_ptr, compact.col_block, kept, idx, T, n_rows, n_cols, np.int64(rule), BITMAP_MIN_DENSITY):
+            return None
+        if every:
             src[:] = code
         else:
             src[idx] = code
@@ -456,7 +461,7 @@ def pack_plan(ts, groups, A=None, errors=None, compact=None) -> PackedPlan:
                                            A.indices.astype(residual_col_dtype(ts.shape[1])),
                                            np.asarray(A.data, dtype=np.float64))
             else:
-                residual = build_residual_from_csr(ts, A, compact.col_block, src, errors, approx)
+                residual = build_residual_from_csr(ts, A, compact.col_block, compact.nnz, src, errors, approx)
             packs = {}
             for fmt in FORMATS:
                 packs[fmt] = empty_pack(fmt)

@@ -480,40 +480,56 @@ def build_residual(ts, src, lo, hi, main=None, other=None, errors=None):
     return residual_layout(ts, res_ptr, res_col, res_val)
 
 
+#: ``tmap`` code of a QUANT8 tile of one entry (``SRC_QUANT8 | ONE_ENTRY``): its scale is its value's
+#: ``|v| / 127``, no pass over the tile's entries is needed for it.
+ONE_ENTRY = 16
+#: Above this ``|v|`` a one-entry QUANT8 tile's code is ``±127`` without computing it: ``v / s`` with
+#: ``s = fl(|v| / 127)`` is within an ulp of ``±127`` (both are normal numbers), and ``rint`` then the
+#: clip give ``±127``. Below, ``s`` may be subnormal and the general formula runs.
+ONE_ENTRY_NORMAL = 1e-290
+
+
 @njit_cached
-def _csr_residual_range(indptr, indices, data, n_rows, T, sh, b0, b1, rb_ptr, col_block, src,
+def _csr_residual_range(indptr, indices, data, n_rows, T, sh, b0, b1, rb_ptr, col_block, tile_nnz, src,
                         tmap, mx, acc, dropped, err, val):
     """Row blocks ``b0:b1`` of :func:`build_residual_from_csr`: ``val[k]`` is entry ``k``'s residual
     value (its own for ``SRC_OWN``, ``v̂ = q·s`` for ``SRC_QUANT8``, 0 for an entry left out: a
-    ``SRC_PACKED`` tile's, or one that quantises to 0 — kept entries are never 0), ``dropped[row
-    + 1]`` counts the entries a row leaves out, ``err[t]`` is a QUANT8 tile's error. A row block maps
-    each column block to its tile's source code (``tmap``) and finds the QUANT8 tiles' ``max |v|``
-    (``mx``) in a first read of its entries; a tile's entries then arrive in its (r, c) order, so its
-    error ``Σ (v − v̂)²`` is the one of the tile-order builder. (Unsigned indices: numba then skips
-    its negative-index test.)"""
+    ``SRC_PACKED`` tile's, an approximated tile's, or one that quantises to 0 — kept entries are
+    never 0), ``dropped[row + 1]`` counts the entries a row leaves out, ``err[t]`` is a QUANT8 tile's
+    error. A row block maps each column block to its tile and source code (``tmap``: ``t << 8 |
+    code``) and finds the scale of its QUANT8 tiles of several entries (``mx``, from their
+    ``max |v|``) in a first read of its entries; a one-entry tile's scale is its value's, and its
+    error is written at once. A tile's entries arrive in its (r, c) order, so its error
+    ``Σ (v − v̂)²`` is the one of the tile-order builder. (Unsigned indices: numba then skips its
+    negative-index test.)"""
     ush = np.uint64(sh if sh >= 0 else 0)
     uT = np.uint64(T)
+    q8one = SRC_QUANT8 | ONE_ENTRY
     for b in range(b0, b1):
         r0 = b * T
         r1 = min(r0 + T, n_rows)
         t0 = np.uint64(rb_ptr[b])
         t1 = np.uint64(rb_ptr[b + 1])
-        quant = False
+        multi = False   # a QUANT8 tile of several entries
         for t in range(t0, t1):
             j = np.uint64(col_block[t])
-            s = src[t]
-            tmap[j] = s
-            mx[j] = 0.0
-            acc[j] = 0.0
-            quant = quant or s == SRC_QUANT8
-        if quant:
+            s = np.int64(src[t])
+            if s == SRC_QUANT8:
+                if tile_nnz[t] == 1:
+                    s = q8one
+                else:
+                    mx[j] = 0.0
+                    acc[j] = 0.0
+                    multi = True
+            tmap[j] = (np.int64(t) << 8) | s
+        if multi:
             for k in range(np.uint64(indptr[r0]), np.uint64(indptr[r1])):
                 uc = np.uint64(indices[k])
                 j = (uc >> ush) if sh >= 0 else uc // uT
-                if tmap[j] == SRC_QUANT8:
+                if tmap[j] & 255 == SRC_QUANT8:
                     mx[j] = max(mx[j], abs(data[k]))
             for t in range(t0, t1):
-                if src[t] == SRC_QUANT8:  # the tile's scale (tile_scale)
+                if src[t] == SRC_QUANT8 and tile_nnz[t] > 1:  # the tile's scale (tile_scale)
                     j = np.uint64(col_block[t])
                     m = mx[j]
                     mx[j] = max(m / 127.0, 5e-324) if m > 0.0 else 1.0
@@ -522,9 +538,25 @@ def _csr_residual_range(indptr, indices, data, n_rows, T, sh, b0, b1, rb_ptr, co
             for k in range(np.uint64(indptr[row]), np.uint64(indptr[row + 1])):
                 uc = np.uint64(indices[k])
                 j = (uc >> ush) if sh >= 0 else uc // uT
-                s = tmap[j]
+                x = tmap[j]
+                s = x & 255
                 v = data[k]
-                if s == SRC_QUANT8:
+                if s == SRC_OWN:
+                    val[k] = v
+                elif s == q8one:
+                    a = abs(v)
+                    if a > ONE_ENTRY_NORMAL:
+                        vh = (127.0 if v > 0.0 else -127.0) * (a / 127.0)
+                    else:
+                        vh = quant_value(v, max(a / 127.0, 5e-324))[0]
+                    if vh == 0.0:
+                        err[x >> 8] = v * v
+                        nd += 1
+                    else:
+                        dv = v - vh
+                        err[x >> 8] = dv * dv
+                    val[k] = vh
+                elif s == SRC_QUANT8:
                     vh = quant_value(v, mx[j])[0]
                     if vh == 0.0:
                         acc[j] += v * v
@@ -533,27 +565,25 @@ def _csr_residual_range(indptr, indices, data, n_rows, T, sh, b0, b1, rb_ptr, co
                         dv = v - vh
                         acc[j] += dv * dv
                     val[k] = vh
-                elif s == SRC_OWN:
-                    val[k] = v
                 else:  # SRC_PACKED, or an approximated tile's (merged in later)
                     val[k] = 0.0
                     nd += 1
             dropped[row + 1] = nd
-        if quant:
+        if multi:
             for t in range(t0, t1):
-                if src[t] == SRC_QUANT8:
+                if src[t] == SRC_QUANT8 and tile_nnz[t] > 1:
                     err[t] = acc[np.uint64(col_block[t])]
 
 
 @njit_parallel
-def _csr_residual(indptr, indices, data, n_rows, T, sh, n_bcols, bounds, rb_ptr, col_block, src,
+def _csr_residual(indptr, indices, data, n_rows, T, sh, n_bcols, bounds, rb_ptr, col_block, tile_nnz, src,
                   dropped, err, val):
     for ch in numba.prange(bounds.shape[0] - 1):
-        tmap = np.empty(n_bcols, dtype=np.int8)
+        tmap = np.empty(n_bcols, dtype=np.int64)
         mx = np.empty(n_bcols, dtype=np.float64)
         acc = np.empty(n_bcols, dtype=np.float64)
         _csr_residual_range(indptr, indices, data, n_rows, T, sh, bounds[ch], bounds[ch + 1], rb_ptr,
-                            col_block, src, tmap, mx, acc, dropped, err, val)
+                            col_block, tile_nnz, src, tmap, mx, acc, dropped, err, val)
 
 
 _csr_residual_serial = serial_twin(_csr_residual)
@@ -634,7 +664,7 @@ def _merge_approx(indptr, indices, val, n_rows, T, rb_ptr, col_block, src, lo, h
                 k += 1
 
 
-def build_residual_from_csr(ts, A, col_block, src, errors=None, approx=None):
+def build_residual_from_csr(ts, A, col_block, tile_nnz, src, errors=None, approx=None):
     """:func:`build_residual` computed in row order straight from the canonical matrix ``A``
     (``pa.A``) — no TileSet entries, hence no full pass of the analysis — with the same entries
     in the same order and the same QUANT8 errors, bit for bit (tested).
@@ -652,8 +682,8 @@ def build_residual_from_csr(ts, A, col_block, src, errors=None, approx=None):
         Only its geometry (``shape``, ``tile``, ``n_brows``, ``n_bcols``, ``rb_ptr``) is read.
     A : scipy CSR
         The canonical matrix the TileSet was built from.
-    col_block : int array (n_tiles,)
-        Column block of every tile (``pa.compact.col_block``).
+    col_block, tile_nnz : int arrays (n_tiles,)
+        Column block and nonzeros of every tile (``pa.compact.col_block``, ``pa.compact.nnz``).
     src : int8 (n_tiles,)
         ``SRC_PACKED`` (not in the residual), ``SRC_OWN``, ``SRC_QUANT8`` or ``SRC_MAIN``.
     errors : float64 (n_tiles,), optional
@@ -671,15 +701,17 @@ def build_residual_from_csr(ts, A, col_block, src, errors=None, approx=None):
     if errors is None:
         errors = np.empty(ts.n_tiles, dtype=np.float64)
     n_brows = int(ts.n_brows)
-    par = threads.pack_parallel(ts.n_tiles + ts.nnz) and n_brows > 1
+    # like the analysis passes (and unlike the executor's many small calls), one large pass: on the
+    # worker threads whatever the load average, which counts this process's own threads too
+    par = numba.get_num_threads() > 1 and ts.n_tiles + ts.nnz >= threads.PACK_PARALLEL_MIN and n_brows > 1
     n_chunks = min(n_brows, 4 * numba.get_num_threads()) if par else 1
     bounds = (np.arange(n_chunks + 1, dtype=np.int64) * n_brows) // n_chunks
     dropped = np.zeros(n_rows + 1, dtype=np.int64)
     val = np.empty(data.shape[0], dtype=np.float64)
     col_block = np.ascontiguousarray(col_block)
     (_csr_residual if par else _csr_residual_serial)(
-        indptr, indices, data, n_rows, T, sh, int(ts.n_bcols), bounds, ts.rb_ptr, col_block, src,
-        dropped, errors, val)
+        indptr, indices, data, n_rows, T, sh, int(ts.n_bcols), bounds, ts.rb_ptr, col_block,
+        np.ascontiguousarray(tile_nnz), src, dropped, errors, val)
     cdt = residual_col_dtype(ts.shape[1])
     if approx is None and not dropped.any():
         res_col = indices.view(cdt) if indices.dtype.itemsize == np.dtype(cdt).itemsize else indices.astype(cdt)

@@ -2,8 +2,9 @@
 mixes a kernel with a stale copy of a function it calls (structure classes, Horner evaluation)."""
 import math
 
+import numba
 import numpy as np
-from .._jit import njit_cached
+from .._jit import njit_cached, njit_parallel, serial_twin
 
 #: Thresholds of the structure-class rule (documented in :mod:`.structure`).
 DIAG_FILL = 0.6
@@ -166,6 +167,44 @@ def _first_codes(unit_of_tile, kid_of_unit, n_used, code_of_kid):
 
 
 @njit_cached
+def _chosen_chunk(coef, lin, floor, ovf, mweight, lo, hi, rb_ptr, col_block, nnz, cls, n_rows, n_cols,
+                  unit_of_tile, kid_of_unit, T, lut, slot_of_kid, i0, i1, codes, code_of_kid):
+    """Σ over tiles ``i0:i1`` (in order) of one tile's value (see :func:`_chosen_total`)."""
+    use_lut = lut.shape[0] > 0
+    write = codes.shape[0] == nnz.shape[0]
+    T2 = float(T) ** 2
+    ui0 = np.uint64(i0)
+    ui1 = np.uint64(i1)
+    acc = 0.0
+    if i0 >= i1:
+        return acc
+    b = np.searchsorted(rb_ptr, i0, side="right") - 1
+    last_full = np.int64(n_cols // T)   # column blocks below this are T wide
+    nk = np.uint64(lut.shape[2])
+    nck = np.uint64(lut.shape[1]) * nk
+    flat = lut.reshape(-1)
+    while ui0 < ui1:
+        hi_ = min(T, n_rows - b * T)
+        end = min(ui1, np.uint64(rb_ptr[b + 1]))
+        full_row = use_lut and hi_ == T
+        for i in range(ui0, end):
+            k = kid_of_unit[np.uint64(unit_of_tile[i])]
+            if write:
+                codes[i] = code_of_kid[k]
+            j = np.int64(col_block[i])
+            kn = nnz[i]
+            c = cls[i]
+            if full_row and j < last_full:   # a full T×T tile
+                acc += flat[np.uint64(slot_of_kid[k]) * nck + np.uint64(c) * nk + np.uint64(kn)]
+            else:
+                wi_ = min(T, n_cols - j * T)
+                acc += _chosen_value(coef, lin, floor, ovf, mweight, lo, hi, k, c, kn, hi_ * wi_, T2)
+        ui0 = end
+        b += 1
+    return acc
+
+
+@njit_parallel
 def _chosen_total(coef, lin, floor, ovf, mweight, lo, hi, rb_ptr, col_block, nnz, cls, n_rows, n_cols,
                   unit_of_tile, kid_of_unit, T, lut, slot_of_kid, n_chunks, codes, code_of_kid):
     """Σ_t Σ_m mweight[m] · value_m(t, k(t)) (:func:`_chosen_value`) over all tiles of an analysis, from
@@ -174,31 +213,22 @@ def _chosen_total(coef, lin, floor, ovf, mweight, lo, hi, rb_ptr, col_block, nnz
 
     Full ``T×T`` tiles take their value from ``lut[slot_of_kid[k], s, nnz]`` (:func:`_full_tile_lut`)
     when ``lut`` is not empty; other tiles are evaluated directly. When ``codes`` has one entry per tile
-    it receives ``code_of_kid[k(t)]``. Summed in ``n_chunks`` chunks of consecutive tiles whose partial
-    sums are added in order."""
+    it receives ``code_of_kid[k(t)]``. Summed in ``n_chunks`` chunks of ``ceil(n / n_chunks)``
+    consecutive tiles (``prange`` over them) whose partial sums are then added in order: the same total
+    for any number of threads."""
     n = nnz.shape[0]
-    use_lut = lut.shape[0] > 0
-    write = codes.shape[0] == n
-    T2 = float(T) ** 2
     step = (n + n_chunks - 1) // n_chunks
+    part = np.zeros(n_chunks)
+    for ch in numba.prange(n_chunks):
+        part[ch] = _chosen_chunk(coef, lin, floor, ovf, mweight, lo, hi, rb_ptr, col_block, nnz, cls, n_rows,
+                                 n_cols, unit_of_tile, kid_of_unit, T, lut, slot_of_kid, ch * step,
+                                 min((ch + 1) * step, n), codes, code_of_kid)
     tot = 0.0
-    acc = 0.0
-    nxt = step
-    for b in range(rb_ptr.shape[0] - 1):
-        hi_ = min(T, n_rows - b * T)
-        for i in range(rb_ptr[b], rb_ptr[b + 1]):
-            if i == nxt:  # chunk boundary: add the finished chunk's partial sum
-                tot += acc
-                acc = 0.0
-                nxt += step
-            k = kid_of_unit[unit_of_tile[i]]
-            if write:
-                codes[i] = code_of_kid[k]
-            wi_ = min(T, n_cols - col_block[i] * T)
-            kn = nnz[i]
-            c = cls[i]
-            if use_lut and hi_ == T and wi_ == T:
-                acc += lut[slot_of_kid[k], c, kn]
-            else:
-                acc += _chosen_value(coef, lin, floor, ovf, mweight, lo, hi, k, c, kn, hi_ * wi_, T2)
-    return tot + acc
+    for ch in range(n_chunks - 1):
+        tot += part[ch]
+    return tot + part[n_chunks - 1]
+
+
+_chosen_total_serial = serial_twin(_chosen_total)
+#: From this many tiles the chosen pass runs its chunks on the worker threads.
+CHOSEN_PARALLEL_MIN = 100_000

@@ -21,7 +21,6 @@ import time
 
 import numpy as np
 
-from .._jit import njit_cached
 from ..errors import InputError
 from ..kernels.lowrank import LowRankKernel, lowrank_errors
 from .perftable import (MEASURE_NAMES, MIX_WEIGHTS, check_resource, check_rho_x, dense_resource,
@@ -152,12 +151,12 @@ class SelectionProblem:
         if self.granularity == "cluster":
             clusters = pa.clusters_as_analysed()
             self.units = clusters["representative"].to_numpy(np.int64)
-            self.unit_of_tile = comp.cluster
+            self._unit_of_tile = None           # = comp.cluster, made on first use
             self.unit_cluster = np.asarray(clusters.index, dtype=np.int64)
             self.unit_size = clusters["size"].to_numpy(np.int64)
         else:
             self.units = np.arange(n, dtype=np.int64)
-            self.unit_of_tile = self.units
+            self._unit_of_tile = self.units
             self.unit_cluster = np.asarray(comp.cluster, dtype=np.int64)
             self.unit_size = np.ones(n, dtype=np.int64)
         nu = self.units.size
@@ -186,6 +185,21 @@ class SelectionProblem:
 
     # ---------------------------------------------------------------- matrices
     @property
+    def unit_of_tile(self) -> np.ndarray:
+        """Decision unit of every tile (its cluster in cluster mode, itself in tile mode)."""
+        if self._unit_of_tile is None:
+            self._unit_of_tile = self.pa.compact.cluster
+        return self._unit_of_tile
+
+    def _tile_units(self, kid_of_unit):
+        """``(unit_of_tile, kid_of_unit)`` for a per-tile pass; in cluster mode through the tiles'
+        pairs (``pair → cluster → kernel``), which the analysis has per tile already."""
+        if self.granularity == "cluster":
+            comp = self.pa.compact
+            return comp.pair, np.asarray(kid_of_unit)[comp.pairs["cluster"]]
+        return self.unit_of_tile, kid_of_unit
+
+    @property
     def tiles(self):
         """The analysis' tiles table (``pa.tiles_as_analysed()``; built, with the full pass, on first
         use: explanations and tile-level checks read it, the selection itself does not)."""
@@ -203,10 +217,10 @@ class SelectionProblem:
         Clusters group tiles by pattern and density, not by magnitude; without the scaling a
         cluster whose representative is one of its smallest tiles looked nearly free to SKIP, and a
         row-scaled banded matrix lost all of its mass (relative error 1.0; 0.033 in tile mode)."""
-        fro2 = self.pa.compact.fro2
-        mean = group_sums(self.unit_of_tile, fro2, int(self.unit_cluster.max()) + 1)
-        mean = mean[self.unit_cluster] / self.unit_size
-        rep = fro2[self.units]
+        comp = self.pa.compact
+        # Σ ||t||² per cluster, as np.bincount(cluster, fro2) sums it: the analysis summed it
+        mean = comp.cluster_fro2[self.unit_cluster] / self.unit_size
+        rep = comp.fro2[self.units]
         ratio = np.ones(self.units.size)
         ok = (rep > 0) & (self.unit_size > 1)
         ratio[ok] = mean[ok] / rep[ok]
@@ -365,7 +379,7 @@ class SelectionProblem:
         if self.n_tiles == 0:
             return 0.0
         kid = self.table.kernel_ids(self.names)[np.asarray(choice, dtype=np.int64)]
-        return self.table.chosen_pass(self.pa, self.unit_of_tile, kid, self.measure_weights())[0]
+        return self.table.chosen_pass(self.pa, *self._tile_units(kid), self.measure_weights())[0]
 
     def expand(self, choice):
         """The plan of a choice in one numba pass over the tiles: ``(total resource, tile_kernels)``.
@@ -380,7 +394,7 @@ class SelectionProblem:
             return 0.0, np.zeros(0, dtype=object)
         kids = self.table.kernel_ids(self.names)
         kid = kids[np.asarray(choice, dtype=np.int64)]
-        total, codes, order = self.table.chosen_pass(self.pa, self.unit_of_tile, kid, self.measure_weights(),
+        total, codes, order = self.table.chosen_pass(self.pa, *self._tile_units(kid), self.measure_weights(),
                                                      codes=True)
         name_of_kid = {int(k): n for k, n in zip(kids, self.names)}
         cats = [name_of_kid[int(k)] for k in order]
@@ -402,17 +416,3 @@ def unit_area(pa, idx) -> np.ndarray:
         h = np.minimum(T, n_rows - bi * T)
         w = np.minimum(T, n_cols - bj * T)
     return h.astype(np.float64) * w.astype(np.float64)
-
-
-@njit_cached
-def _group_sums(group, weights, out):
-    for i in range(group.shape[0]):
-        out[group[i]] += weights[i]
-
-
-def group_sums(group, weights, n_groups) -> np.ndarray:
-    """``np.bincount(group, weights, minlength=n_groups)``: the same sums, in the same order (tile
-    order), bit for bit — one numba loop instead of bincount's conversions (8 ms on 1M tiles)."""
-    out = np.zeros(int(n_groups), dtype=np.float64)
-    _group_sums(np.ascontiguousarray(group), np.ascontiguousarray(weights, dtype=np.float64), out)
-    return out

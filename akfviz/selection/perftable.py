@@ -56,6 +56,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
@@ -64,8 +65,8 @@ from ..arguments import shown, to_float
 from ..errors import InputError
 from ..frozen import read_only
 from ..npu.hardware import as_hardware
-from ._kernels import (_chosen_total, _first_codes, _full_tile_lut, _horner_1d, _horner_chosen,
-                       _horner_group_sums, _horner_matrix)
+from ._kernels import (CHOSEN_PARALLEL_MIN, _chosen_total, _chosen_total_serial, _first_codes, _full_tile_lut,
+                       _horner_1d, _horner_chosen, _horner_group_sums, _horner_matrix)
 from .structure import CLASS_NAMES, STRUCTURE_CLASSES, classify_tiles, synthetic_tile
 
 #: Resource measures: name -> column of ``unit_costs``.
@@ -285,9 +286,10 @@ class PerformanceTable:
         code_of_kid = np.full(len(self.kernels), -1, dtype=np.int8)
         n_codes = _first_codes(uot, kou, np.int64(used.size), code_of_kid) if codes else 0
         n_rows, n_cols = (int(x) for x in pa.shape)
-        total = _chosen_total(coef, lin, floor, ovf, mw, lo, hi, pa.tileset.rb_ptr, comp.col_block,
-                              comp.nnz, comp.cls, n_rows, n_cols, uot, kou, np.int64(T), lut, slot,
-                              np.int64(64), out, code_of_kid)
+        run = _chosen_total if n >= CHOSEN_PARALLEL_MIN and numba.get_num_threads() > 1 else _chosen_total_serial
+        total = run(coef, lin, floor, ovf, mw, lo, hi, pa.tileset.rb_ptr, comp.col_block,
+                    comp.nnz, comp.cls, n_rows, n_cols, uot, kou, np.int64(T), lut, slot,
+                    np.int64(64), out, code_of_kid)
         if not codes:
             return float(total), None, None
         kernels = np.zeros(int(n_codes), dtype=np.int64)

@@ -281,14 +281,15 @@ def test_parallel_kernels_match_serial():
         # each tile's global pair: the pair of its (signature, bin)
         key = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(pr["sig"], pr["bin"]))}
         pid = np.array([key[(int(a), int(b))] for a, b in zip(s, dbin)], dtype=np.int64)
-        rep, jm, dsum = np.empty(nc, np.int64), np.empty(nc), np.zeros(nc)
+        rep, jm, dsum, fsum = np.empty(nc, np.int64), np.empty(nc), np.zeros(nc), np.zeros(nc)
         seed = np.uint64(np.random.default_rng(0).integers(0, 2**63, dtype=np.int64))
-        P._stats_chunks(2, cl["cptr"], cpp, cpairs, pr["uid"], pr["count"], pr["first"], pr["dens"],
-                        pr["tm"], pr["uniform"], cl["order"], pid, cl["unique_signatures"], seed, 256,
-                        d, tm, rep, jm, dsum)                       # two chunks of clusters, in parallel
+        P._stats_chunks(np.array([0, nc // 3, nc]), cl["cptr"], cpp, cpairs, pr["uid"], pr["count"],
+                        pr["first"], pr["dens"], pr["tm"], pr["uniform"], cl["order"], pid,
+                        cl["unique_signatures"], seed, 256, d, tm, dens, rep, jm, dsum, fsum)  # two chunks, in parallel
         np.testing.assert_array_equal(rep, cl["representative"])
         np.testing.assert_array_equal(jm, cl["jaccard_mean"])
         np.testing.assert_array_equal(dsum, cl["density_sum"])
+        np.testing.assert_array_equal(fsum, np.bincount(cl["cluster"], weights=dens, minlength=nc))
     np.testing.assert_array_equal(cluster_tiles(s, dbin, LSHConfig())["density_sum"], 0.0)  # no densities
 
 

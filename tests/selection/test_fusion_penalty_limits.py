@@ -62,3 +62,29 @@ def test_a_binding_chip_still_trades_resource_for_capacity():
     res = optimize_fusion_weights(C, np.ones(4), b, 100.0, penalty=100.0)
     assert res.binding and res.sram_bytes_argmin == 400.0
     assert res.sram_bytes_final < 400.0 and (res.choice == 1).any()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_units_descend_in_parallel_with_the_serial_numbers(seed, monkeypatch):
+    """Without a binding SRAM constraint the units descend independently (in parallel); weights,
+    choice and the whole trajectory are those of the serial descent, bit for bit."""
+    from akfviz.selection import fusion_weights as F
+
+    rng = np.random.default_rng(seed)
+    nu, K = int(rng.integers(2, 60)), int(rng.integers(2, 18))
+    C = rng.random((nu, K)) * 10.0 ** rng.uniform(-3, 3)
+    size = rng.integers(1, 1000, nu).astype(float)
+    b = rng.integers(0, 5000, (nu, K)).astype(float)
+    allowed = rng.random((nu, K)) < 0.8
+    am = np.argmin(C, axis=1)
+    allowed[np.arange(nu), am] = True
+    cap = float((size * b[np.arange(nu), am]).sum()) * (2.0 if seed % 2 else 1.0)  # not binding
+    every = int(rng.integers(1, 9))
+    par = F.optimize_fusion_weights(C, size, b, cap, argmin=am, allowed=allowed, record_every=every)
+    monkeypatch.setattr(F, "FREE_DESCENT_MAX_BYTES", -1)  # the serial, coupled descent
+    ser = F.optimize_fusion_weights(C, size, b, cap, argmin=am, allowed=allowed, record_every=every)
+    assert not par.binding
+    np.testing.assert_array_equal(par.weights, ser.weights)
+    np.testing.assert_array_equal(par.choice, ser.choice)
+    np.testing.assert_array_equal(par.weights_trajectory, ser.weights_trajectory)
+    assert par.trajectory.equals(ser.trajectory)

@@ -6,15 +6,17 @@ import pytest
 import scipy.sparse as sp
 
 import akfviz
-from akfviz.selection.costs import group_sums, unit_area
+from akfviz.selection.costs import unit_area
 
 
-def test_group_sums_equal_bincount_bit_for_bit():
-    rng = np.random.default_rng(3)
-    g = rng.integers(0, 50, 100_000)
-    w = rng.standard_normal(100_000) * 10.0 ** rng.uniform(-8, 8, 100_000)
-    np.testing.assert_array_equal(group_sums(g, w, 60), np.bincount(g, weights=w, minlength=60))
-    assert group_sums(np.zeros(0, np.int64), np.zeros(0), 3).tolist() == [0.0, 0.0, 0.0]
+def test_cluster_fro2_sums_equal_bincount_bit_for_bit():
+    """The analysis sums ``fro2`` per cluster in tile order: what the selector scales the
+    representatives' errors by (``cluster_mass_ratio``)."""
+    for A in (sp.random_array((20000, 20000), density=5e-4, format="csr", rng=np.random.default_rng(3)),
+              akfviz.generate("llm", n=800, sparsity=0.9, seed=2)):
+        pa = akfviz.analyze(A, tile=16)
+        ref = np.bincount(pa.tiles["cluster"], weights=pa.tiles["fro2"], minlength=pa.n_clusters)
+        np.testing.assert_array_equal(pa.compact.cluster_fro2, ref)
 
 
 def test_unit_area_from_the_compact_arrays():
