@@ -41,7 +41,7 @@ import numba
 import numpy as np
 import pandas as pd
 
-from .._jit import njit_cached, njit_parallel
+from .._jit import njit_cached, njit_inline, njit_parallel
 from ..errors import InputError
 
 
@@ -93,6 +93,44 @@ class FusionResult:
                 "changed_units": int(np.count_nonzero(self.choice != self.argmin))}
 
 
+@njit_inline
+def _softmax_row(z, ok, c, w):
+    """``w[k]``: the softmax of the logits ``z[c]`` over the allowed kernels (``ok[c]``; 0 for the
+    others); returns the log-sum-exp (``log w_k = z_ck − lse``, no log per entry)."""
+    K = z.shape[1]
+    m = -np.inf
+    for k in range(K):
+        if ok[c, k] and z[c, k] > m:
+            m = z[c, k]
+    tot = 0.0
+    for k in range(K):
+        e = np.exp(z[c, k] - m) if ok[c, k] else 0.0
+        w[k] = e
+        tot += e
+    inv = 1.0 / tot
+    for k in range(K):
+        w[k] *= inv
+    return m + np.log(tot)
+
+
+@njit_inline
+def _step_row(Ch, b, z, ok, c, w, lse, lam, T, lr, g):
+    """One gradient step on the logits of unit ``c`` (``g``: work array of K)."""
+    K = z.shape[1]
+    gbar = 0.0
+    for k in range(K):
+        if not ok[c, k]:
+            continue
+        gk = Ch[c, k] + lam * b[c, k]
+        if T > 0.0:
+            gk += T * (z[c, k] - lse + 1.0)
+        g[k] = gk
+        gbar += w[k] * gk
+    for k in range(K):
+        if ok[c, k]:
+            z[c, k] -= lr * w[k] * (g[k] - gbar)
+
+
 @njit_cached
 def _descend(Ch, b, s, z, ok, cap, pen, lr, temps, rec_every, rec_units, C, traj, wtraj):
     """Gradient descent on the logits ``z`` in place (see the module docstring). A kernel with
@@ -109,22 +147,10 @@ def _descend(Ch, b, s, z, ok, cap, pen, lr, temps, rec_every, rec_units, C, traj
     for step in range(nsteps + 1):
         T = temps[step] if step < nsteps else 0.0
         record = step % rec_every == 0 or step == nsteps
-        # softmax
         S = 0.0
         for c in range(nu):
-            m = -np.inf
+            lse[c] = _softmax_row(z, ok, c, w[c])
             for k in range(K):
-                if ok[c, k] and z[c, k] > m:
-                    m = z[c, k]
-            tot = 0.0
-            for k in range(K):
-                e = np.exp(z[c, k] - m) if ok[c, k] else 0.0
-                w[c, k] = e
-                tot += e
-            inv = 1.0 / tot
-            lse[c] = m + np.log(tot)  # log w_ck = z_ck - lse_c (no log per entry)
-            for k in range(K):
-                w[c, k] *= inv
                 S += s[c] * w[c, k] * b[c, k]
         over = max(0.0, S - cap)
         if record and r < traj.shape[0]:
@@ -149,26 +175,15 @@ def _descend(Ch, b, s, z, ok, cap, pen, lr, temps, rec_every, rec_units, C, traj
             break
         lam = 2.0 * pen * N * over / (cap * cap) if cap > 0 else 0.0
         for c in range(nu):
-            gbar = 0.0
-            for k in range(K):
-                if not ok[c, k]:
-                    continue
-                gk = Ch[c, k] + lam * b[c, k]
-                if T > 0.0:
-                    gk += T * (z[c, k] - lse[c] + 1.0)
-                g[k] = gk
-                gbar += w[c, k] * gk
-            for k in range(K):
-                if ok[c, k]:
-                    z[c, k] -= lr * w[c, k] * (g[k] - gbar)
+            _step_row(Ch, b, z, ok, c, w[c], lse[c], lam, T, lr, g)
     return r
 
 
 @njit_cached
 def _unit_descent(c, Ch, b, s, z, ok, lr, temps, rec_every, C, terms, w_c):
     """The steps of :func:`_descend` for unit ``c`` alone, when no SRAM penalty couples the units
-    (the same operations on its logits ``z[c]``); ``terms[r, 0|1|2, c, k]`` receive its cost,
-    entropy and SRAM terms at recorded step ``r`` and ``w_c[r, k]`` its weights."""
+    (the same operations on its logits ``z[c]``: ``λ = 0``); ``terms[r, 0|1|2, c, k]`` receive its
+    cost, entropy and SRAM terms at recorded step ``r`` and ``w_c[r, k]`` its weights."""
     K = Ch.shape[1]
     g = np.empty(K)
     w = np.empty(K)
@@ -177,19 +192,7 @@ def _unit_descent(c, Ch, b, s, z, ok, lr, temps, rec_every, C, terms, w_c):
     for step in range(nsteps + 1):
         T = temps[step] if step < nsteps else 0.0
         record = step % rec_every == 0 or step == nsteps
-        m = -np.inf
-        for k in range(K):
-            if ok[c, k] and z[c, k] > m:
-                m = z[c, k]
-        tot = 0.0
-        for k in range(K):
-            e = np.exp(z[c, k] - m) if ok[c, k] else 0.0
-            w[k] = e
-            tot += e
-        inv = 1.0 / tot
-        lse = m + np.log(tot)
-        for k in range(K):
-            w[k] *= inv
+        lse = _softmax_row(z, ok, c, w)
         if record and r < terms.shape[0]:
             for k in range(K):
                 terms[r, 0, c, k] = s[c] * w[k] * C[c, k]
@@ -199,18 +202,7 @@ def _unit_descent(c, Ch, b, s, z, ok, lr, temps, rec_every, C, terms, w_c):
             r += 1
         if step == nsteps:
             break
-        gbar = 0.0
-        for k in range(K):
-            if not ok[c, k]:
-                continue
-            gk = Ch[c, k]  # + λ·b with λ = 0: no penalty
-            if T > 0.0:
-                gk += T * (z[c, k] - lse + 1.0)
-            g[k] = gk
-            gbar += w[k] * gk
-        for k in range(K):
-            if ok[c, k]:
-                z[c, k] -= lr * w[k] * (g[k] - gbar)
+        _step_row(Ch, b, z, ok, c, w, lse, 0.0, T, lr, g)
     return r
 
 
