@@ -31,6 +31,7 @@ from ..memory import check_memory
 from .lsh import NEAR_MEDOID, _band_components, _first_appearance, _jaccard, _mix64, _rand_below
 from .tiling import _popcount64
 from .minhash import minhash_signatures
+from .scanpass import tile_density, tile_top
 
 
 @njit_cached
@@ -189,8 +190,74 @@ def _exact_repeat(x, m):
 
 
 @njit_cached
+def _fro2_sum(order, s, e, fro2):
+    """``Σ fro2`` over the members ``order[s:e]``, in tile order."""
+    fs = 0.0
+    for i in range(s, e):
+        fs += fro2[order[i]]
+    return fs
+
+
+@njit_cached
+def _typical_member(order, s, e, pid, puid, near, mdn, mtv, dn_mu, dn_sd, tm_mu, tm_sd):
+    """The member carrying a near-medoid signature (``near[puid[pid[t]]]``) whose density and top
+    share (``mdn`` / ``mtv``, aligned with ``order[s:e]``) lie nearest the means, in standard
+    deviations (L1; the first in tile order on ties); -1 if none."""
+    who = -1
+    best_d = np.inf
+    for i in range(s, e):
+        t = order[i]
+        if near[puid[pid[t]]] == 0:
+            continue
+        dist = abs(mdn[i - s] - dn_mu) / dn_sd + abs(mtv[i - s] - tm_mu) / tm_sd
+        if dist < best_d:
+            best_d = dist
+            who = t
+    return who
+
+
+@njit_cached
+def _member_sums(order, s, e, dens, top, fro2, nnz, col_block, geo, values, sum_fro2, mdn, mtv):
+    """A cluster's members ``order[s:e]``, in tile order: their density and top share into
+    ``mdn`` / ``mtv`` and the sums ``Σ dens, Σ fro2, Σ dens, Σ dens², Σ top, Σ top²`` (the density
+    twice: the mean density and the representative's statistics, as before). The values come from
+    ``dens`` / ``top`` (``geo[0] == 0``) or from the eager pass's arrays: ``nnz``, ``col_block``,
+    ``fro2`` and ``top`` of tiles of several entries, ``geo = (1, last_rb_start, T, h_last, w_last,
+    j_last)`` (:func:`akfviz.analysis.scanpass.tile_density`, :func:`~akfviz.analysis.scanpass.tile_top`).
+    Its own function: inlined into the statistics kernel, the loop ran 4× slower (register spills)."""
+    compact = geo[0] != 0
+    last_rb_start, T, h_last, w_last, j_last = geo[1], geo[2], geo[3], geo[4], geo[5]
+    ds = 0.0
+    fs = 0.0
+    dn_sum = 0.0
+    dn_sq = 0.0
+    tm_sum = 0.0
+    tm_sq = 0.0
+    for i in range(s, e):
+        t = order[i]
+        if compact:
+            dn = tile_density(t, nnz, col_block, last_rb_start, T, h_last, w_last, j_last)
+            tv = tile_top(t, nnz, fro2, top)
+        else:
+            dn = dens[t]
+            tv = top[t] if values else 0.0
+        mdn[i - s] = dn
+        mtv[i - s] = tv
+        ds += dn
+        if sum_fro2:
+            fs += fro2[t]
+        if values:
+            dn_sum += dn
+            dn_sq += dn * dn
+            tm_sum += tv
+            tm_sq += tv * tv
+    return ds, fs, dn_sum, dn_sq, tm_sum, tm_sq
+
+
+@njit_cached
 def _stats_range(c0, c1, cptr, cpp, cpairs, puid, pcount, pfirst, pdens, ptm, puniform,
-                 order, pid, usig, seed, jpairs, dens, top, fro2, rep, jmean, dsum, fsum, mark, firstt,
+                 order, pid, usig, seed, jpairs, dens, top, fro2, nnz, col_block, geo, rep, jmean, dsum, fsum,
+                 mark, firstt,
                  dlist, near):
     """Medoid, representative, Jaccard mean and density sum of clusters ``c0:c1`` (rules in
     :func:`akfviz.analysis.lsh.cluster_tiles`, Notes), each cluster's distinct signatures and
@@ -198,9 +265,10 @@ def _stats_range(c0, c1, cptr, cpp, cpairs, puid, pcount, pfirst, pdens, ptm, pu
     ``top`` empty) the representative is the medoid's first tile and the density sums stay 0."""
     ccost = np.empty(129, dtype=np.float64)
     cid = np.empty(129, dtype=np.int64)
-    has_dens = dens.shape[0] > 0
+    compact = geo[0] != 0   # densities and top shares from the eager pass's arrays (:func:`_member_values`)
+    has_dens = compact or dens.shape[0] > 0
     sum_fro2 = fro2.shape[0] > 0
-    values = has_dens and top.shape[0] > 0   # densities and top shares: the typical member
+    values = compact or (has_dens and top.shape[0] > 0)   # densities and top shares: the typical member
     for cl in range(c0, c1):
         s = cptr[cl]
         e = cptr[cl + 1]
@@ -219,30 +287,18 @@ def _stats_range(c0, c1, cptr, cpp, cpairs, puid, pcount, pfirst, pdens, ptm, pu
         dens0 = pdens[p0]
         fast = not values or uniform and _exact_repeat(dens0, m) and _exact_repeat(dens0 * dens0, m) \
             and _exact_repeat(ptm[p0], m) and _exact_repeat(ptm[p0] * ptm[p0], m)
-        ds = 0.0
-        fs = 0.0
-        dn_sum = 0.0
-        dn_sq = 0.0
-        tm_sum = 0.0
-        tm_sq = 0.0
+        ds = fs = dn_sum = dn_sq = tm_sum = tm_sq = 0.0
         if not has_dens or (fast and values):
             if has_dens:
                 ds = m * dens0   # = the left-to-right sum of the m equal densities (exact)
             if sum_fro2:
-                for i in range(s, e):
-                    fs += fro2[order[i]]
+                fs = _fro2_sum(order, s, e, fro2)
         else:
-            for i in range(s, e):
-                t = order[i]
-                dn = dens[t]
-                ds += dn
-                if sum_fro2:
-                    fs += fro2[t]
-                if values:
-                    dn_sum += dn
-                    dn_sq += dn * dn
-                    tm_sum += top[t]
-                    tm_sq += top[t] * top[t]
+            # the members' values, once (read again below for the typical member): in tile order
+            mdn = np.empty(m)
+            mtv = np.empty(m)
+            ds, fs, dn_sum, dn_sq, tm_sum, tm_sq = _member_sums(order, s, e, dens, top, fro2, nnz, col_block,
+                                                                geo, values, sum_fro2, mdn, mtv)
         state = _mix64(seed ^ _mix64(np.uint64(cl) + np.uint64(0x632BE59BD9B4E019)))
         best = -1
         best_cost = np.inf
@@ -302,16 +358,7 @@ def _stats_range(c0, c1, cptr, cpp, cpairs, puid, pcount, pfirst, pdens, ptm, pu
             if tm_sd <= 1e-6 * abs(tm_mu):
                 tm_sd = np.inf
             if not (dn_sd == np.inf and tm_sd == np.inf):
-                who = -1
-                best_d = np.inf
-                for i in range(s, e):
-                    t = order[i]
-                    if near[puid[pid[t]]] == 0:
-                        continue
-                    dist = abs(dens[t] - dn_mu) / dn_sd + abs(top[t] - tm_mu) / tm_sd
-                    if dist < best_d:
-                        best_d = dist
-                        who = t
+                who = _typical_member(order, s, e, pid, puid, near, mdn, mtv, dn_mu, dn_sd, tm_mu, tm_sd)
                 if who >= 0:
                     rep[cl] = who
             for k in range(nc):
@@ -345,7 +392,7 @@ def _stats_range(c0, c1, cptr, cpp, cpairs, puid, pcount, pfirst, pdens, ptm, pu
 
 @njit_parallel
 def _stats_chunks(cbounds, cptr, cpp, cpairs, puid, pcount, pfirst, pdens, ptm, puniform,
-                  order, pid, usig, seed, jpairs, dens, top, fro2, rep, jmean, dsum, fsum):
+                  order, pid, usig, seed, jpairs, dens, top, fro2, nnz, col_block, geo, rep, jmean, dsum, fsum):
     """:func:`_stats_range` on the clusters ``cbounds[ch]:cbounds[ch + 1]`` of each chunk (``prange``)."""
     U = usig.shape[0]
     for ch in numba.prange(cbounds.shape[0] - 1):
@@ -354,7 +401,8 @@ def _stats_chunks(cbounds, cptr, cpp, cpairs, puid, pcount, pfirst, pdens, ptm, 
         dlist = np.empty(U, dtype=np.int64)
         near = np.zeros(U, dtype=np.int8)
         _stats_range(cbounds[ch], cbounds[ch + 1], cptr, cpp, cpairs, puid, pcount, pfirst, pdens, ptm,
-                     puniform, order, pid, usig, seed, jpairs, dens, top, fro2, rep, jmean, dsum, fsum,
+                     puniform, order, pid, usig, seed, jpairs, dens, top, fro2, nnz, col_block, geo, rep, jmean,
+                     dsum, fsum,
                      mark, firstt, dlist, near)
 
 
@@ -377,11 +425,17 @@ def cluster_scan(scan, cfg) -> dict:
     """
     t0 = time.perf_counter()
     pairs, goff, gid = merge_pairs(scan)
-    return cluster_pairs(pairs, goff, gid, scan.pid, scan.rb_ptr[scan.bounds], cfg, scan.dens, scan.top,
-                         scan.fro2, t_start=t0)
+    n_brows = scan.rb_ptr.shape[0] - 1
+    n_rows, n_cols = scan.shape
+    T = scan.tile
+    geo = np.array([1, scan.rb_ptr[max(n_brows - 1, 0)], T, n_rows - (n_brows - 1) * T,
+                    n_cols - (-(-n_cols // T) - 1) * T, -(-n_cols // T) - 1], dtype=np.int64)
+    return cluster_pairs(pairs, goff, gid, scan.pid, scan.rb_ptr[scan.bounds], cfg, np.zeros(0), scan.top,
+                         scan.fro2, t_start=t0, compact=(scan.nnz, scan.bj, geo))
 
 
-def cluster_pairs(pairs, goff, gid, pid, tbounds, cfg, dens, top, fro2=None, t_start=None) -> dict:
+def cluster_pairs(pairs, goff, gid, pid, tbounds, cfg, dens, top, fro2=None, t_start=None,
+                  compact=None) -> dict:
     """LSH clusters of tiles given their (signature, density bin) pairs.
 
     Parameters
@@ -399,6 +453,9 @@ def cluster_pairs(pairs, goff, gid, pid, tbounds, cfg, dens, top, fro2=None, t_s
     fro2 : float64 (n,), optional
         Tiles' ``Σ v²``: summed per cluster in tile order (``fro2_sum``, what ``np.bincount`` over
         the tiles gives, bit for bit).
+    compact : (nnz, col_block, geo), optional
+        Densities and top shares from the eager pass's arrays instead of ``dens`` / ``top``
+        (``top`` then holds the shares of tiles of several entries: :func:`_member_values`).
     t_start : float, optional
         ``time.perf_counter()`` when the pairs began to be made (the ``pairs`` timing).
 
@@ -480,7 +537,8 @@ def cluster_pairs(pairs, goff, gid, pid, tbounds, cfg, dens, top, fro2=None, t_s
         args = (cptr, cpp, cpairs, puid, pcount, pairs["first"], pairs["dens"], pairs["tm"],
                 pairs["uniform"], order, pid, usig, seed, int(cfg.jaccard_pairs),
                 np.ascontiguousarray(dens, dtype=np.float64), np.ascontiguousarray(top, dtype=np.float64),
-                np.ascontiguousarray(fro2, dtype=np.float64), rep, jmean, dsum, fsum)
+                np.ascontiguousarray(fro2, dtype=np.float64), *(compact if compact is not None else (
+                    np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(6, np.int64))), rep, jmean, dsum, fsum)
         threads = numba.get_num_threads()
         if n_clusters > 1 and threads > 1 and n >= 100_000:
             # clusters split into ranges of about equal tiles (a cluster can hold most of them)

@@ -16,14 +16,16 @@ from functools import cached_property
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from .features import FLOAT_FEATURES, INT_FEATURES
 from .lsh import LSHConfig
 from .pairclust import cluster_scan
 from .scanpass import scan_tiles
-from .tilepass import _index, canonical_csr, tiles_and_features
+from .tilepass import _index, canonical_csr, csr_source, tiles_and_features
 from .tiling import TileSet, check_tile
 from ..errors import InputError, checked_call
+from ..memory import check_memory
 
 #: Column order of ``PatternAnalysis.tiles`` (the contract in docs/architecture.md).
 TILE_COLUMNS = ("bi", "bj", "h", "w", "nnz", "density", "rows_nonempty", "cols_nonempty",
@@ -107,9 +109,13 @@ class CompactTiles:
     nnz : int32
     cls : int8
         Structure class (:mod:`akfviz.selection.structure`, grid of the analysis' LSH settings).
-    fro2, top, density : float64
-        ``Σ v²``, the top-q mass share and ``nnz / (h·w)`` (``tiles.fro2``, ``tiles.top_mass``,
-        ``tiles.density``).
+    fro2 : float64
+        ``Σ v²`` (``tiles.fro2``).
+    top_multi : float64
+        ``tiles.top_mass`` of the tiles of several entries (the others' entries are not
+        written: :attr:`top`).
+    shape, tile, rb_ptr
+        Matrix shape, tile side and the tiles of each row block (for ``h`` and ``w``).
     cluster : int64
         (Derived on first use.)
     pair : int32
@@ -125,11 +131,43 @@ class CompactTiles:
     nnz: np.ndarray
     cls: np.ndarray
     fro2: np.ndarray
-    top: np.ndarray
-    density: np.ndarray
+    top_multi: np.ndarray
     pair: np.ndarray
+    shape: tuple = (0, 0)
+    tile: int = 1
+    rb_ptr: np.ndarray = field(repr=False, default=None)
     pairs: dict = field(repr=False, default_factory=dict)
     cluster_fro2: np.ndarray = field(repr=False, default=None)
+
+    def area(self, idx=None) -> np.ndarray:
+        """``h·w`` (int64) of the tiles ``idx`` (all for None)."""
+        T = int(self.tile)
+        n_rows, n_cols = self.shape
+        idx = np.arange(self.nnz.shape[0]) if idx is None else np.asarray(idx, dtype=np.int64)
+        bi = np.searchsorted(self.rb_ptr, idx, side="right") - 1
+        h = np.minimum(T, n_rows - bi * T)
+        w = np.minimum(T, n_cols - self.col_block[idx].astype(np.int64) * T)
+        return h * w
+
+    def density_of(self, idx) -> np.ndarray:
+        """``nnz / (h·w)`` of the tiles ``idx`` (the features' arithmetic)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        return self.nnz[idx].astype(np.int64) / self.area(idx)
+
+    @cached_property
+    def density(self) -> np.ndarray:
+        """``nnz / (h·w)`` of every tile (float64, read-only; made on first use)."""
+        out = self.density_of(np.arange(self.nnz.shape[0]))
+        out.setflags(write=False)
+        return out
+
+    @cached_property
+    def top(self) -> np.ndarray:
+        """``top_mass`` of every tile (float64, read-only; made on first use): ``top_multi`` for
+        tiles of several entries, 1 for one-entry tiles (0 when their ``v²`` underflows)."""
+        out = np.where(self.nnz > 1, self.top_multi, np.where(self.fro2 > 0.0, 1.0, 0.0))
+        out.setflags(write=False)
+        return out
 
     @cached_property
     def cluster(self) -> np.ndarray:
@@ -372,9 +410,21 @@ def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
     t_start = time.perf_counter()
     T = check_tile(tile)
     cfg = LSHConfig.from_any(lsh)
-    M, indptr, indices, rb_count = canonical_csr(A, T)
+    M, indptr, indices, data, rb_count, deferred = csr_source(A, T)
     t0 = time.perf_counter()
-    scan = scan_tiles(M, indptr, indices, rb_count, T, cfg.grid, cfg.top_q, cfg.bins_per_decade)
+    if deferred:  # canonical indices: the scan checks the values and copies the arrays
+        check_memory(indices.nbytes + data.nbytes + indptr.nbytes, "A copy of the matrix",
+                     "Free memory or analyse a smaller matrix.")
+        scan = scan_tiles(None, indptr, indices, rb_count, T, cfg.grid, cfg.top_q, cfg.bins_per_decade,
+                          copy_of=(data, A.shape))
+        if scan.bad:  # a zero or non-finite value: scipy's canonical form, and the scan again
+            M, indptr, indices, rb_count = canonical_csr(A, T)
+            scan = scan_tiles(M, indptr, indices, rb_count, T, cfg.grid, cfg.top_q, cfg.bins_per_decade)
+        else:
+            M = sp.csr_array((scan.data, scan.indices, indptr.copy()), shape=A.shape, copy=False)
+            M.has_canonical_format = True
+    else:
+        scan = scan_tiles(M, indptr, indices, rb_count, T, cfg.grid, cfg.top_q, cfg.bins_per_decade)
     t1 = time.perf_counter()
     cl = cluster_scan(scan, cfg)
     t3 = time.perf_counter()
@@ -409,8 +459,8 @@ def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
     timings.update(cl["timings"])
     timings.update(clustering=t3 - t1, tables=t4 - t3, total=t4 - t_start)
     compact = CompactTiles(col_block=scan.bj, nnz=scan.nnz, cls=scan.cls, fro2=scan.fro2,
-                           top=scan.top, density=scan.dens, pair=scan.pid, pairs=cl["pairs"],
-                           cluster_fro2=cl["fro2_sum"])
+                           top_multi=scan.top, pair=scan.pid, shape=tuple(int(x) for x in M.shape), tile=T,
+                           rb_ptr=scan.rb_ptr, pairs=cl["pairs"], cluster_fro2=cl["fro2_sum"])
     full = FullPass(M, rb_count, T, cfg)
     ts = TileSet(shape=M.shape, tile=T, n_brows=rb_count.shape[0], n_bcols=-(-M.shape[1] // T),
                  rb_ptr=scan.rb_ptr, n_tiles=n, nnz=int(M.nnz), col_block=scan.bj, source=full)
@@ -419,7 +469,7 @@ def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
     # plans already built (held-out probe); ``arr.copy()`` gives a writable copy. pa.A is a copy of
     # the input (canonical_csr), so the caller's own arrays stay writable.
     for arr in (M.data, M.indices, M.indptr, cl["order"], cptr, scan.rb_ptr, scan.bj, scan.nnz,
-                scan.cls, scan.fro2, scan.top, scan.dens, scan.pid, rb_count):
+                scan.cls, scan.fro2, scan.top, scan.pid, rb_count):
         arr.setflags(write=False)
     for arr in (*cl["pairs"].values(), cl["fro2_sum"]):
         arr.setflags(write=False)

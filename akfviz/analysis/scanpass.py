@@ -11,8 +11,9 @@ mode need far less. This pass writes, per tile,
 ``nnz``     int32    nonzeros ``k``
 ``cls``     int8     structure class of the performance table (:mod:`akfviz.selection.structure`)
 ``fro2``    float64  ``Σ v²``
-``top``     float64  share of ``Σ v²`` in the ``max(1, ⌊q·k⌋)`` largest ``|v|`` (``top_mass``)
-``dens``    float64  ``k / (h·w)``
+``top``     float64  share of ``Σ v²`` in the ``max(1, ⌊q·k⌋)`` largest ``|v|`` (``top_mass``), written
+                     for tiles of two or more entries only: a one-entry tile's is 1 (0 if its ``v²``
+                     underflows), see :func:`tile_top`
 ``pid``     int32    the tile's (signature, density bin) pair, numbered within its chunk
 ==========  =======  =================================================================================
 
@@ -49,9 +50,9 @@ from .tiling import _insertion_sort
 MAX_CHUNKS = 64
 #: Below this many nonzeros one chunk is used (and no thread is started).
 PARALLEL_MIN_NNZ = 200_000
-#: Bytes per tile of the pass's outputs (``bj``, ``nnz``, ``cls``, ``fro2``, ``top``, ``dens``,
-#: ``pid``); its pair slots are touched only for the pairs that exist.
-EAGER_BYTES_PER_TILE = 37
+#: Bytes per tile of the pass's outputs (``bj``, ``nnz``, ``cls``, ``fro2``, ``top``, ``pid``); its
+#: pair slots are touched only for the pairs that exist.
+EAGER_BYTES_PER_TILE = 29
 
 
 def chunk_bounds(n_brows: int, nnz: int) -> np.ndarray:
@@ -69,6 +70,26 @@ def bin_floor(T: int, bpd: int) -> int:
     """A log-density bin at or below every tile's: ``floor(log10(1/T²)·bpd) − 1`` (a tile's
     density is at least ``1/(h·w) ≥ 1/T²``; the − 1 absorbs rounding of the logarithm)."""
     return int(math.floor(math.log10(1.0 / (T * T)) * bpd)) - 1
+
+
+@njit_inline
+def tile_top(t, nnz, fro2, top):
+    """``top_mass`` of tile ``t`` from the pass's arrays: ``top[t]`` for a tile of several entries;
+    a one-entry tile's top entry is all of it (1, or 0 when its ``v²`` underflows), which the pass
+    does not write."""
+    if nnz[t] > 1:
+        return top[t]
+    return 1.0 if fro2[t] > 0.0 else 0.0
+
+
+@njit_inline
+def tile_density(t, nnz, col_block, last_rb_start, T, h_last, w_last, j_last):
+    """``nnz / (h·w)`` of tile ``t`` (the features' arithmetic): a tile is ``T`` high unless it is in
+    the last row block (tiles from ``last_rb_start`` on, ``h_last`` high) and ``T`` wide unless it is
+    in the last column block (``j_last``, ``w_last`` wide)."""
+    hh = h_last if t >= last_rb_start else T
+    ww = w_last if col_block[t] == j_last else T
+    return nnz[t] / (hh * ww)
 
 
 @njit_cached
@@ -97,8 +118,8 @@ def _small_tile_class(hh, ww, k, sig, grid):
 @njit_cached
 def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q, bpd, grid,
                 bmin, nbins, c0, c1, bounds, rb_ptr, buf_size,
-                bj, nnz, cls, fro2, top, dens, pid,
-                psig, pbin, pfirst, pdens, ptm, pmixed, m_out):
+                bj, nnz, cls, fro2, top, pid,
+                psig, pbin, pfirst, pdens, ptm, pmixed, m_out, ind_out, dat_out, bad_out):
     """Chunks ``c0:c1`` (row blocks ``bounds[ch]:bounds[ch + 1]``): per-tile outputs at the
     tiles' places, chunk ``ch``'s pairs at ``a = rb_ptr[bounds[ch]]`` onwards (first appearance
     in tile order) and their number in ``m_out[ch]``. The work arrays are allocated once for all
@@ -149,7 +170,6 @@ def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q,
     unb = np.uint64(nbins)
     plain_off = np.uint64(int(math.floor(math.log10(1 / full_area) * bpd)) - bmin)
     plain_cls = _class_of(T, T, 1, 1, 1, one, grid)
-    plain_dens = 1 / full_area
     slow = np.empty(min(n_bcols, max(buf_size, 1)) + 1, dtype=np.int64)
     rc_for = -1
     memo_k = -1      # density bin memo on (k, area), for edge tiles
@@ -158,6 +178,8 @@ def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q,
     one_h = -1       # class memo of one-nonzero tiles on (h, w)
     one_w = -1
     one_cls = 0
+    copy = ind_out.shape[0] > 0
+    bad = False
     for ch in range(c0, c1):
         b0 = bounds[ch]
         a = np.uint64(rb_ptr[b0])
@@ -190,6 +212,11 @@ def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q,
                 rbit = np.uint64(rcell[row - r0]) * ug
                 for k in range(np.uint64(indptr[row]), np.uint64(indptr[row + 1])):
                     col = np.uint64(indices[k])
+                    if copy:   # the analysis' copy of the matrix, values checked on the way
+                        xv = data[k]
+                        bad |= (xv == 0.0) | (not (xv - xv == 0.0))
+                        ind_out[k] = indices[k]
+                        dat_out[k] = xv
                     j = (col >> ush) if sh >= 0 else col // uT
                     c = count[j] + 1
                     count[j] = c
@@ -267,8 +294,6 @@ def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q,
                     v = direct[first_cell[j] * unb + plain_off]
                     if f2 > 0.0 and v >= 0 and (v & 1) == 1:
                         fro2[t] = f2
-                        top[t] = 1.0
-                        dens[t] = plain_dens
                         cls[t] = plain_cls
                         pid[t] = v >> 1
                         count[j] = 0
@@ -335,8 +360,8 @@ def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q,
                         tm = tv / f2 if f2 > 0.0 else 0.0
                         cl = _class_of(hh, ww, k, ndiag, nm4, sig, grid)
                 fro2[t] = f2
-                top[t] = tm
-                dens[t] = k / area
+                if k > 1:
+                    top[t] = tm
                 cls[t] = cl
                 if area == full_area:
                     bb = bintab[k]
@@ -392,20 +417,23 @@ def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q,
                     pmixed[ap] = 1
                 pid[t] = pp
         m_out[ch] = np.int64(m)
+    if copy and bad:
+        bad_out[c0] = True
 
 
 
 @njit_parallel
 def _scan_chunks(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q, bpd, grid,
                  bmin, nbins, bounds, wbounds, rb_ptr, buf_size,
-                 bj, nnz, cls, fro2, top, dens, pid,
-                 psig, pbin, pfirst, pdens, ptm, pmixed, m):
+                 bj, nnz, cls, fro2, top, pid,
+                 psig, pbin, pfirst, pdens, ptm, pmixed, m, ind_out, dat_out, bad_out):
     """:func:`_scan_range` on the chunks ``wbounds[w]:wbounds[w + 1]`` of each worker ``w``
     (``prange``); ``m[ch]`` receives chunk ``ch``'s number of pairs."""
     for w in numba.prange(wbounds.shape[0] - 1):
         _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q, bpd,
                     grid, bmin, nbins, wbounds[w], wbounds[w + 1], bounds, rb_ptr, buf_size,
-                    bj, nnz, cls, fro2, top, dens, pid, psig, pbin, pfirst, pdens, ptm, pmixed, m)
+                    bj, nnz, cls, fro2, top, pid, psig, pbin, pfirst, pdens, ptm, pmixed, m,
+                    ind_out, dat_out, bad_out)
 
 
 _scan_chunks_serial = serial_twin(_scan_chunks)
@@ -419,8 +447,9 @@ class ScanResult:
     rb_ptr : int64 (n_brows + 1)
     bj, nnz : int32 (n_tiles,)
     cls : int8 (n_tiles,)
-    fro2, top, dens : float64 (n_tiles,)
-        ``Σ v²``, top-q mass share and density ``nnz / (h·w)``.
+    fro2, top : float64 (n_tiles,)
+        ``Σ v²`` and the top-q mass share (``top`` written for tiles of several entries only:
+        :func:`tile_top`).
     pid : int32 (n_tiles,)
         Pair of each tile, numbered within its chunk (see :func:`akfviz.analysis.pairclust.merge_pairs`).
     bounds : int64 (n_chunks + 1,)
@@ -433,6 +462,8 @@ class ScanResult:
     pdens, ptm, pmixed
         The first tile's density and ``top``; ``pmixed`` 1 when another tile of the pair (in the
         chunk) differs in one of them, else 0.
+    indices, data, bad
+        With ``copy_of``: the copies of the matrix's arrays, and whether a value failed the check.
     """
 
     def __init__(self, **arrays):
@@ -440,23 +471,29 @@ class ScanResult:
 
 
 def scan_tiles(M, indptr, indices, rb_count, T: int, grid: int = 8, top_q: float = 0.1,
-               bins_per_decade: int = 2) -> ScanResult:
+               bins_per_decade: int = 2, copy_of=None) -> ScanResult:
     """Run the eager pass over a canonical CSR matrix (see the module docstring).
 
     Parameters
     ----------
-    M : scipy.sparse.csr_array
+    M : scipy.sparse.csr_array or None
         Canonical float64 matrix; ``indptr``, ``indices``, ``rb_count`` as returned by
-        :func:`akfviz.analysis.tilepass.canonical_csr`.
+        :func:`akfviz.analysis.tilepass.canonical_csr`. None with ``copy_of``.
     T, grid, top_q, bins_per_decade
         Tile side and the LSH settings of the features (validated by the caller).
+    copy_of : (data, shape), optional
+        A CSR matrix whose indices are canonical but whose values are not checked yet
+        (:func:`akfviz.analysis.tilepass.csr_source`): its values are checked (finite, nonzero) and
+        its ``indices`` and ``data`` copied on the way, into ``ScanResult.indices`` / ``.data``;
+        ``ScanResult.bad`` says whether a value failed (then nothing else of the result counts).
     """
     from ..memory import check_memory
 
-    n_rows, n_cols = (int(s) for s in M.shape)
+    data, shape = (M.data, M.shape) if copy_of is None else copy_of
+    n_rows, n_cols = (int(s) for s in shape)
     n_brows = rb_count.shape[0]
     n_bcols = -(-n_cols // T)
-    nnz = int(M.nnz)
+    nnz = int(data.shape[0])
     rb_ptr = row_block_pointers(rb_count)
     n = int(rb_ptr[-1])
     rows = np.minimum(np.arange(n_brows + 1, dtype=np.int64) * T, n_rows)
@@ -474,7 +511,6 @@ def scan_tiles(M, indptr, indices, rb_count, T: int, grid: int = 8, top_q: float
     cls = np.empty(n, dtype=np.int8)
     fro2 = np.empty(n, dtype=np.float64)
     top = np.empty(n, dtype=np.float64)
-    dens = np.empty(n, dtype=np.float64)
     pid = np.empty(n, dtype=np.int32)
     # pair slots: chunk ch writes its m[ch] pairs from rb_ptr[bounds[ch]] (never more than its
     # tiles); untouched slots cost no memory (np.empty does not touch its pages)
@@ -490,11 +526,19 @@ def scan_tiles(M, indptr, indices, rb_count, T: int, grid: int = 8, top_q: float
     bmin = bin_floor(T, bins_per_decade)
     nbins = 1 - bmin
     sh = T.bit_length() - 1 if T & (T - 1) == 0 else -1
+    if copy_of is not None:
+        ind_out, dat_out = np.empty_like(indices), np.empty(nnz, dtype=np.float64)
+    else:
+        ind_out, dat_out = np.zeros(0, dtype=indices.dtype), np.zeros(0)
+    bad = np.zeros(n_chunks, dtype=np.bool_)
     if n:
         (_scan_chunks if par else _scan_chunks_serial)(
-            indptr, indices, M.data, n_rows, n_cols, T, sh, n_bcols, int(grid), float(top_q),
+            indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, int(grid), float(top_q),
             float(bins_per_decade), int(grid), bmin, nbins, bounds, wbounds, rb_ptr, buf_size,
-            bj, tnnz, cls, fro2, top, dens, pid, psig, pbin, pfirst, pdens, ptm, pmixed, m)
-    return ScanResult(rb_ptr=rb_ptr, bj=bj, nnz=tnnz, cls=cls, fro2=fro2, top=top, dens=dens, pid=pid,
+            bj, tnnz, cls, fro2, top, pid, psig, pbin, pfirst, pdens, ptm, pmixed, m, ind_out, dat_out,
+            bad)
+    return ScanResult(shape=(n_rows, n_cols), tile=T, rb_ptr=rb_ptr, bj=bj, nnz=tnnz, cls=cls, fro2=fro2, top=top,
+                      pid=pid,
                       bounds=bounds, m=m, psig=psig, pbin=pbin, pfirst=pfirst,
-                      pdens=pdens, ptm=ptm, pmixed=pmixed)
+                      pdens=pdens, ptm=ptm, pmixed=pmixed, indices=ind_out, data=dat_out,
+                      bad=bool(bad.any()))

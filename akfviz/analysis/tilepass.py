@@ -55,10 +55,13 @@ def _count_range(indptr, indices, data, n_rows, n_cols, T, sh, b0, b1, stamp, rb
     """Distinct column blocks of row blocks ``b0:b1``; returns False if not canonical.
 
     When ``ind_out`` / ``dat_out`` are non-empty the entries are copied there on the way (the
-    analysis keeps a copy of the matrix: one read serves the check, the count and the copy).
+    analysis keeps a copy of the matrix: one read serves the check, the count and the copy). With
+    ``data`` empty only the indices are checked: :func:`akfviz.analyze` checks and copies the
+    values in its scan pass, which reads them anyway.
     The checks are branch-free (``bad`` accumulates them) and the loops index with unsigned
     integers, which lets numba skip its negative-index test."""
     copy = ind_out.shape[0] > 0
+    check_data = data.shape[0] > 0   # empty: the values are checked (and copied) by the scan pass
     ush = np.uint64(sh if sh >= 0 else 0)
     uT = np.uint64(T)
     for b in range(b0, b1):
@@ -75,13 +78,15 @@ def _count_range(indptr, indices, data, n_rows, n_cols, T, sh, b0, b1, stamp, rb
             prev = -1
             for k in range(np.uint64(s), np.uint64(e)):
                 col = indices[k]
-                x = data[k]
                 # not increasing, out of range, zero, or not finite (x − x is NaN for ±inf / NaN)
-                bad |= (col <= prev) | (col >= n_cols) | (x == 0.0) | (not (x - x == 0.0))
+                bad |= (col <= prev) | (col >= n_cols)
+                if check_data:
+                    x = data[k]
+                    bad |= (x == 0.0) | (not (x - x == 0.0))
+                    if copy:
+                        ind_out[k] = col
+                        dat_out[k] = x
                 prev = col
-                if copy:
-                    ind_out[k] = col
-                    dat_out[k] = x
                 uc = np.uint64(col) if 0 <= col < n_cols else np.uint64(0)  # (bad already)
                 j = (uc >> ush) if sh >= 0 else uc // uT
                 d += stamp[j] != ub
@@ -376,7 +381,7 @@ def _count(M_indptr, M_indices, data, shape, T, ind_out=None, dat_out=None):
     n_rows, n_cols = shape
     n_brows = -(-n_rows // T)
     n_bcols = -(-n_cols // T)
-    n_chunks = _n_chunks(int(data.shape[0]), n_brows)
+    n_chunks = _n_chunks(int(M_indices.shape[0]), n_brows)
     # both passes keep per-thread work arrays over the column blocks (≈ 17 bytes each); on a very
     # wide matrix they, not the nonzeros, are the memory (1e11 columns at T = 32: 3.1e9 blocks)
     check_memory(17 * n_bcols * min(n_chunks, max(numba.get_num_threads(), 1)),
@@ -399,6 +404,34 @@ def _count(M_indptr, M_indices, data, shape, T, ind_out=None, dat_out=None):
     return bool(ok.all()), rb_count
 
 
+def _plain_float_csr(A) -> bool:
+    """A float64 CSR matrix/array, at least 1 × 1, whose pointer array is the right length and
+    spans its index and value arrays (its indices are then worth checking as they are)."""
+    return (sp.issparse(A) and A.format == "csr" and A.ndim == 2 and A.dtype == np.float64
+            and A.shape[0] >= 1 and A.shape[1] >= 1
+            and A.indptr.shape[0] == A.shape[0] + 1 and A.indptr[0] == 0
+            and A.indptr[-1] == A.indices.shape[0] == A.data.shape[0])
+
+
+def csr_source(A, T: int):
+    """What :func:`akfviz.analyze` reads: ``(M, indptr, indices, data, rb_count, deferred)``.
+
+    When ``A`` is a float64 CSR matrix/array whose indices are canonical (strictly increasing in
+    every row and in range: checked here, with the tiles per row block counted on the way),
+    ``M`` is None and ``deferred`` True: its values are checked (finite, nonzero) and its arrays
+    copied by the scan pass, and :func:`canonical_csr` is the fallback if a value fails. Anything
+    else gives ``M = canonical_csr(A, T)``'s matrix and ``deferred`` False.
+    """
+    if _plain_float_csr(A):
+        indptr = _index(A.indptr)
+        indices = _index(A.indices)
+        ok, rb_count = _count(indptr, indices, np.zeros(0), A.shape, T)
+        if ok:
+            return None, indptr, indices, np.asarray(A.data), rb_count, True
+    M, indptr, indices, rb_count = canonical_csr(A, T)
+    return M, indptr, indices, M.data, rb_count, False
+
+
 def canonical_csr(A, T: int):
     """``as_csr(A)`` with a fast path, plus the tile count of every row block.
 
@@ -417,10 +450,7 @@ def canonical_csr(A, T: int):
     rb_count : ndarray of int64, shape (n_brows,)
         Number of nonempty tiles per row block.
     """
-    if (sp.issparse(A) and A.format == "csr" and A.ndim == 2 and A.dtype == np.float64
-            and A.shape[0] >= 1 and A.shape[1] >= 1
-            and A.indptr.shape[0] == A.shape[0] + 1 and A.indptr[0] == 0
-            and A.indptr[-1] == A.indices.shape[0] == A.data.shape[0]):
+    if _plain_float_csr(A):
         indptr = _index(A.indptr)
         indices = _index(A.indices)
         check_memory(indptr.nbytes + indices.nbytes + A.data.nbytes, "A copy of the matrix",

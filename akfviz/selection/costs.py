@@ -161,8 +161,8 @@ class SelectionProblem:
             self.unit_size = np.ones(n, dtype=np.int64)
         nu = self.units.size
         self.n_units = nu
-        self.unit_density = comp.density[self.units]
-        self.unit_scale = unit_area(pa, self.units) / float(self.T * self.T)
+        self.unit_density = comp.density_of(self.units)
+        self.unit_scale = comp.area(self.units).astype(np.float64) / float(self.T * self.T)
         self.unit_cls = comp.cls[self.units].astype(np.int64)
         self._tile_cls = None
         self.timings["units"] = time.perf_counter() - t1
@@ -253,7 +253,7 @@ class SelectionProblem:
         if self._tile_arrays is None:
             comp = self.pa.compact
             self._tile_arrays = (comp.cls.astype(np.int64), comp.density,
-                                 unit_area(self.pa, None) / float(self.T * self.T))
+                                 comp.area().astype(np.float64) / float(self.T * self.T))
         return self._tile_arrays
 
     def resource_matrix(self, density, scale, cls) -> np.ndarray:
@@ -399,20 +399,3 @@ class SelectionProblem:
         name_of_kid = {int(k): n for k, n in zip(kids, self.names)}
         cats = [name_of_kid[int(k)] for k in order]
         return total, pd.Categorical.from_codes(codes, categories=cats, validate=False)
-
-
-def unit_area(pa, idx) -> np.ndarray:
-    """``h·w`` (float64) of the tiles ``idx`` of an analysis (all tiles for None), from its row-block
-    pointers and column blocks — no full pass."""
-    ts = pa.tileset
-    T = int(ts.tile)
-    n_rows, n_cols = ts.shape
-    if idx is None:
-        h, w = ts.h, ts.w
-    else:
-        idx = np.asarray(idx, dtype=np.int64)
-        bi = np.searchsorted(ts.rb_ptr, idx, side="right") - 1
-        bj = np.asarray(pa.compact.col_block)[idx].astype(np.int64)
-        h = np.minimum(T, n_rows - bi * T)
-        w = np.minimum(T, n_cols - bj * T)
-    return h.astype(np.float64) * w.astype(np.float64)

@@ -285,7 +285,8 @@ def test_parallel_kernels_match_serial():
         seed = np.uint64(np.random.default_rng(0).integers(0, 2**63, dtype=np.int64))
         P._stats_chunks(np.array([0, nc // 3, nc]), cl["cptr"], cpp, cpairs, pr["uid"], pr["count"],
                         pr["first"], pr["dens"], pr["tm"], pr["uniform"], cl["order"], pid,
-                        cl["unique_signatures"], seed, 256, d, tm, dens, rep, jm, dsum, fsum)  # two chunks, in parallel
+                        cl["unique_signatures"], seed, 256, d, tm, dens, np.zeros(0, np.int32),
+                        np.zeros(0, np.int32), np.zeros(6, np.int64), rep, jm, dsum, fsum)  # two chunks, in parallel
         np.testing.assert_array_equal(rep, cl["representative"])
         np.testing.assert_array_equal(jm, cl["jaccard_mean"])
         np.testing.assert_array_equal(dsum, cl["density_sum"])

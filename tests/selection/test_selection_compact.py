@@ -6,7 +6,6 @@ import pytest
 import scipy.sparse as sp
 
 import akfviz
-from akfviz.selection.costs import unit_area
 
 
 def test_cluster_fro2_sums_equal_bincount_bit_for_bit():
@@ -19,11 +18,16 @@ def test_cluster_fro2_sums_equal_bincount_bit_for_bit():
         np.testing.assert_array_equal(pa.compact.cluster_fro2, ref)
 
 
-def test_unit_area_from_the_compact_arrays():
+def test_tile_area_density_and_top_from_the_compact_arrays():
     pa = akfviz.analyze(akfviz.generate("uniform", n=1000, m=777, density=0.01, seed=4), tile=24)
+    comp = pa.compact
     idx = np.array([0, pa.n_tiles - 1, 7, 3])
-    np.testing.assert_array_equal(unit_area(pa, idx), (pa.tiles["h"] * pa.tiles["w"]).to_numpy()[idx])
-    np.testing.assert_array_equal(unit_area(pa, None), (pa.tiles["h"] * pa.tiles["w"]).to_numpy())
+    assert not pa._full.done
+    np.testing.assert_array_equal(comp.area(idx), (pa.tiles["h"] * pa.tiles["w"]).to_numpy()[idx])
+    np.testing.assert_array_equal(comp.area(), (pa.tiles["h"] * pa.tiles["w"]).to_numpy())
+    np.testing.assert_array_equal(comp.density_of(idx), pa.tiles["density"].to_numpy()[idx])
+    np.testing.assert_array_equal(comp.density, pa.tiles["density"].to_numpy())
+    np.testing.assert_array_equal(comp.top, pa.tiles["top_mass"].to_numpy())
 
 
 @pytest.mark.parametrize("kw", [dict(), dict(granularity="tile"), dict(error_budget=0.01),
