@@ -490,6 +490,90 @@ ONE_ENTRY_NORMAL = 1e-290
 
 
 @njit_cached
+def _rb_tile_map(t0, t1, col_block, src, tile_nnz, tmap, mx, acc):
+    """``tmap[j] = t << 8 | code`` for the tiles ``t0:t1`` of a row block (a one-entry QUANT8 tile's
+    code is ``SRC_QUANT8 | ONE_ENTRY``); the others' ``mx`` / ``acc`` zeroed. Returns whether there
+    is a QUANT8 tile of several entries."""
+    q8one = SRC_QUANT8 | ONE_ENTRY
+    multi = False
+    for t in range(t0, t1):
+        j = np.uint64(col_block[t])
+        s = np.int64(src[t])
+        if s == SRC_QUANT8:
+            if tile_nnz[t] == 1:
+                s = q8one
+            else:
+                mx[j] = 0.0
+                acc[j] = 0.0
+                multi = True
+        tmap[j] = (np.int64(t) << 8) | s
+    return multi
+
+
+@njit_cached
+def _rb_scales(k0, k1, t0, t1, indices, data, sh, T, col_block, src, tile_nnz, tmap, mx):
+    """The scale of each QUANT8 tile of several entries of a row block (entries ``k0:k1``):
+    ``max |v|`` then :func:`akfviz.kernels.quant.tile_scale`'s formula."""
+    ush = np.uint64(sh if sh >= 0 else 0)
+    uT = np.uint64(T)
+    for k in range(k0, k1):
+        uc = np.uint64(indices[k])
+        j = (uc >> ush) if sh >= 0 else uc // uT
+        if tmap[j] & 255 == SRC_QUANT8:
+            mx[j] = max(mx[j], abs(data[k]))
+    for t in range(t0, t1):
+        if src[t] == SRC_QUANT8 and tile_nnz[t] > 1:
+            j = np.uint64(col_block[t])
+            m = mx[j]
+            mx[j] = max(m / 127.0, 5e-324) if m > 0.0 else 1.0
+
+
+@njit_cached
+def _rb_values(r0, r1, indptr, indices, data, sh, T, tmap, mx, acc, dropped, err, val):
+    """Residual values of a row block's entries (rows ``r0:r1``), the entries each row leaves out,
+    and the errors of its one-entry QUANT8 tiles (the others' add up in ``acc``)."""
+    ush = np.uint64(sh if sh >= 0 else 0)
+    uT = np.uint64(T)
+    q8one = SRC_QUANT8 | ONE_ENTRY
+    for row in range(r0, r1):
+        nd = 0
+        for k in range(np.uint64(indptr[row]), np.uint64(indptr[row + 1])):
+            uc = np.uint64(indices[k])
+            j = (uc >> ush) if sh >= 0 else uc // uT
+            x = tmap[j]
+            s = x & 255
+            v = data[k]
+            if s == SRC_OWN:
+                val[k] = v
+            elif s == q8one:
+                a = abs(v)
+                if a > ONE_ENTRY_NORMAL:
+                    vh = (127.0 if v > 0.0 else -127.0) * (a / 127.0)
+                else:
+                    vh = quant_value(v, max(a / 127.0, 5e-324))[0]
+                if vh == 0.0:
+                    err[x >> 8] = v * v
+                    nd += 1
+                else:
+                    dv = v - vh
+                    err[x >> 8] = dv * dv
+                val[k] = vh
+            elif s == SRC_QUANT8:
+                vh = quant_value(v, mx[j])[0]
+                if vh == 0.0:
+                    acc[j] += v * v
+                    nd += 1
+                else:
+                    dv = v - vh
+                    acc[j] += dv * dv
+                val[k] = vh
+            else:  # SRC_PACKED, or an approximated tile's (merged in later)
+                val[k] = 0.0
+                nd += 1
+        dropped[row + 1] = nd
+
+
+@njit_cached
 def _csr_residual_range(indptr, indices, data, n_rows, T, sh, b0, b1, rb_ptr, col_block, tile_nnz, src,
                         tmap, mx, acc, dropped, err, val):
     """Row blocks ``b0:b1`` of :func:`build_residual_from_csr`: ``val[k]`` is entry ``k``'s residual
@@ -502,73 +586,16 @@ def _csr_residual_range(indptr, indices, data, n_rows, T, sh, b0, b1, rb_ptr, co
     error is written at once. A tile's entries arrive in its (r, c) order, so its error
     ``Σ (v − v̂)²`` is the one of the tile-order builder. (Unsigned indices: numba then skips its
     negative-index test.)"""
-    ush = np.uint64(sh if sh >= 0 else 0)
-    uT = np.uint64(T)
-    q8one = SRC_QUANT8 | ONE_ENTRY
     for b in range(b0, b1):
         r0 = b * T
         r1 = min(r0 + T, n_rows)
         t0 = np.uint64(rb_ptr[b])
         t1 = np.uint64(rb_ptr[b + 1])
-        multi = False   # a QUANT8 tile of several entries
-        for t in range(t0, t1):
-            j = np.uint64(col_block[t])
-            s = np.int64(src[t])
-            if s == SRC_QUANT8:
-                if tile_nnz[t] == 1:
-                    s = q8one
-                else:
-                    mx[j] = 0.0
-                    acc[j] = 0.0
-                    multi = True
-            tmap[j] = (np.int64(t) << 8) | s
+        multi = _rb_tile_map(t0, t1, col_block, src, tile_nnz, tmap, mx, acc)
         if multi:
-            for k in range(np.uint64(indptr[r0]), np.uint64(indptr[r1])):
-                uc = np.uint64(indices[k])
-                j = (uc >> ush) if sh >= 0 else uc // uT
-                if tmap[j] & 255 == SRC_QUANT8:
-                    mx[j] = max(mx[j], abs(data[k]))
-            for t in range(t0, t1):
-                if src[t] == SRC_QUANT8 and tile_nnz[t] > 1:  # the tile's scale (tile_scale)
-                    j = np.uint64(col_block[t])
-                    m = mx[j]
-                    mx[j] = max(m / 127.0, 5e-324) if m > 0.0 else 1.0
-        for row in range(r0, r1):
-            nd = 0
-            for k in range(np.uint64(indptr[row]), np.uint64(indptr[row + 1])):
-                uc = np.uint64(indices[k])
-                j = (uc >> ush) if sh >= 0 else uc // uT
-                x = tmap[j]
-                s = x & 255
-                v = data[k]
-                if s == SRC_OWN:
-                    val[k] = v
-                elif s == q8one:
-                    a = abs(v)
-                    if a > ONE_ENTRY_NORMAL:
-                        vh = (127.0 if v > 0.0 else -127.0) * (a / 127.0)
-                    else:
-                        vh = quant_value(v, max(a / 127.0, 5e-324))[0]
-                    if vh == 0.0:
-                        err[x >> 8] = v * v
-                        nd += 1
-                    else:
-                        dv = v - vh
-                        err[x >> 8] = dv * dv
-                    val[k] = vh
-                elif s == SRC_QUANT8:
-                    vh = quant_value(v, mx[j])[0]
-                    if vh == 0.0:
-                        acc[j] += v * v
-                        nd += 1
-                    else:
-                        dv = v - vh
-                        acc[j] += dv * dv
-                    val[k] = vh
-                else:  # SRC_PACKED, or an approximated tile's (merged in later)
-                    val[k] = 0.0
-                    nd += 1
-            dropped[row + 1] = nd
+            _rb_scales(np.uint64(indptr[r0]), np.uint64(indptr[r1]), t0, t1, indices, data, sh, T, col_block,
+                       src, tile_nnz, tmap, mx)
+        _rb_values(r0, r1, indptr, indices, data, sh, T, tmap, mx, acc, dropped, err, val)
         if multi:
             for t in range(t0, t1):
                 if src[t] == SRC_QUANT8 and tile_nnz[t] > 1:
