@@ -54,10 +54,11 @@ class FullPass:
     def __init__(self, M, rb_count, T, cfg):
         self._args = (M, rb_count, int(T), int(cfg.grid), float(cfg.top_q), int(cfg.bins_per_decade))
         self._result = None
+        self.seconds = None   # how long the pass took, once it has run
         self._lock = threading.Lock()
 
     def __getstate__(self):
-        return {"_args": self._args, "_result": self._result}
+        return {"_args": self._args, "_result": self._result, "seconds": self.seconds}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -72,6 +73,7 @@ class FullPass:
         if self._result is None:
             with self._lock:
                 if self._result is None:
+                    t0 = time.perf_counter()
                     M, rb_count, T, grid, top_q, bpd = self._args
                     ts, ints, floats, sig, dbin = tiles_and_features(
                         M, _index(M.indptr), _index(M.indices), rb_count, T, grid, top_q, bpd)
@@ -79,6 +81,7 @@ class FullPass:
                     res.update(ints=ints, floats=floats, sig=sig, dbin=dbin)
                     for arr in res.values():
                         arr.setflags(write=False)
+                    self.seconds = time.perf_counter() - t0
                     self._result = res
         return self._result
 
@@ -214,7 +217,8 @@ class PatternAnalysis:
         ``bin_left``, ``bin_right`` (log10 density) and ``count`` of tiles, one row per
         log-density bin from the lowest to the highest occupied bin.
     timings : dict
-        Seconds per stage, and ``total``.
+        Seconds per stage, and ``total`` (the eager work of :func:`analyze`; ``summary()`` adds
+        ``full_pass`` once the deferred full pass has run).
     cluster_order, cluster_ptr : ndarray of int64
         Tile indices grouped by cluster: members of ``c`` are
         ``cluster_order[cluster_ptr[c]:cluster_ptr[c+1]]`` (in tile order).
@@ -345,7 +349,10 @@ class PatternAnalysis:
             "n_density_bins": int(len(self.density_hist)),
             "fro_norm": float(self.fro_norm),
             "lsh": self.lsh.to_dict(),
-            "timings": {k: float(v) for k, v in self.timings.items()},
+            # with the deferred full pass (every entry to its tile, every feature) once it has run
+            "timings": {**{k: float(v) for k, v in self.timings.items()},
+                        **({"full_pass": float(self._full.seconds)} if self._full is not None and self._full.done
+                           else {})},
         }
 
 

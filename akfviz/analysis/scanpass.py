@@ -116,6 +116,138 @@ def _small_tile_class(hh, ww, k, sig, grid):
 
 
 @njit_cached
+def _rb_count(r0, r1, indptr, indices, data, sh, T, g, rcell, ccell, ecell, j_last, bits, count, words, dl,
+              first_cell, first_v, acc_f2, acc_vm, acc_sig, ind_out, dat_out):
+    """Step 1 of a row block (rows ``r0:r1``) of :func:`_scan_range`: count the entries of every
+    column block; a block's first entry keeps its value and coarse cell, from the second on it
+    accumulates ``Σ v²``, ``max v²`` and the signature; new column blocks go to ``dl`` (or, with
+    ``bits``, to the bitmap ``words``). With ``ind_out`` non-empty the entries are copied there,
+    their values checked. Returns (distinct blocks listed in ``dl``, largest count, a value
+    failed). Its own function, as each step of the row block: inlined into one kernel the loops
+    ran slower (register spills)."""
+    one = np.uint64(1)
+    zero = np.uint64(0)
+    ug = np.uint64(g)
+    uT = np.uint64(T)
+    ush = np.uint64(sh if sh >= 0 else 0)
+    copy = ind_out.shape[0] > 0
+    bad = False
+    q = zero
+    maxk = 1
+    for row in range(r0, r1):
+        rbit = np.uint64(rcell[row - r0]) * ug
+        for k in range(np.uint64(indptr[row]), np.uint64(indptr[row + 1])):
+            col = np.uint64(indices[k])
+            if copy:   # the analysis' copy of the matrix, values checked on the way
+                xv = data[k]
+                bad |= (xv == 0.0) | (not (xv - xv == 0.0))
+                ind_out[k] = indices[k]
+                dat_out[k] = xv
+            j = (col >> ush) if sh >= 0 else col // uT
+            c = count[j] + 1
+            count[j] = c
+            cc = col - j * uT
+            cell = rbit + np.uint64(ccell[cc] if j != j_last else ecell[cc])
+            if c == 1:
+                if bits:
+                    words[j >> np.uint64(6)] |= one << (j & np.uint64(63))
+                else:
+                    dl[q] = j
+                    q += one
+                first_cell[j] = cell
+                first_v[j] = data[k]
+            else:
+                x = data[k] * data[k]
+                if c == 2:
+                    f = first_v[j] * first_v[j]
+                    acc_f2[j] = f + x
+                    acc_vm[j] = max(f, x)
+                    acc_sig[j] = (one << first_cell[j]) | (one << cell)
+                else:
+                    acc_f2[j] += x
+                    acc_vm[j] = max(acc_vm[j], x)
+                    acc_sig[j] |= one << cell
+                maxk = max(maxk, c)
+    return q, maxk, bad
+
+
+@njit_cached
+def _rb_order(d, bits, n_words, words, dl):
+    """Step 2: the row block's ``d`` column blocks in ascending order in ``dl`` (from the bitmap
+    ``words``, cleared on the way, when ``bits``)."""
+    one = np.uint64(1)
+    zero = np.uint64(0)
+    if bits:
+        q = zero
+        for wd in range(n_words):
+            x = words[wd]
+            if x != 0:
+                words[wd] = zero
+                base = np.uint64(wd) * np.uint64(64)
+                while x != 0:
+                    dl[q] = base + np.uint64(trailing_zeros(x))
+                    q += one
+                    x &= x - one
+    elif d <= 16:
+        _insertion_sort(dl, 0, d)
+    else:
+        dl[:d].sort()
+
+
+@njit_cached
+def _rb_group(r0, r1, d, indptr, indices, data, sh, T, dl, count, offs, lr, lc, lv):
+    """Step 3, for a row block with large tiles: its entries grouped by tile in the local buffers
+    ``lr`` / ``lc`` / ``lv`` (stable: a tile's entries in (r, c) order); ``offs[j]`` ends at the
+    end of tile ``j``'s entries."""
+    one = np.uint64(1)
+    zero = np.uint64(0)
+    uT = np.uint64(T)
+    ush = np.uint64(sh if sh >= 0 else 0)
+    run = zero
+    for i in range(d):
+        j = dl[i]
+        offs[j] = run
+        run += np.uint64(count[j])
+    for row in range(r0, r1):
+        rr = row - r0
+        for k in range(np.uint64(indptr[row]), np.uint64(indptr[row + 1])):
+            col = np.uint64(indices[k])
+            j = (col >> ush) if sh >= 0 else col // uT
+            p = offs[j]
+            offs[j] = p + one
+            lr[p] = rr
+            lc[p] = np.int64(col - j * uT)
+            lv[p] = data[k]
+
+
+@njit_cached
+def _rb_plain(t0, d, full_rb, j_last, dl, count, first_v, first_cell, direct, unb, plain_off, plain_cls,
+              bj, nnz, fro2, cls, pid, slow):
+    """Step 4: every tile of the row block gets its column block and nnz; the *plain* ones — one
+    entry, a full T×T tile, top = 1, in a pair whose first tile was plain (``direct``'s low bit) —
+    their Σv², class and pair too. The others are listed in ``slow``; returns how many."""
+    ns = 0
+    for i in range(d):
+        j = dl[i]
+        k = count[j]
+        t = t0 + np.uint64(i)
+        bj[t] = j
+        nnz[t] = k
+        if k == 1 and full_rb and j != j_last:
+            f2 = first_v[j] * first_v[j]
+            v = direct[first_cell[j] * unb + plain_off]
+            if f2 > 0.0 and v >= 0 and (v & 1) == 1:
+                fro2[t] = f2
+                cls[t] = plain_cls
+                pid[t] = v >> 1
+                count[j] = 0
+                continue
+        slow[ns] = i
+        ns += 1
+    return ns
+
+
+@njit_cached
 def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q, bpd, grid,
                 bmin, nbins, c0, c1, bounds, rb_ptr, buf_size,
                 bj, nnz, cls, fro2, top, pid,
@@ -137,10 +269,6 @@ def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q,
     Hot loops index with unsigned integers: numba then skips the negative-index check, which
     was a third of the time of the counting loop."""
     one = np.uint64(1)
-    zero = np.uint64(0)
-    ug = np.uint64(g)
-    uT = np.uint64(T)
-    ush = np.uint64(sh if sh >= 0 else 0)
     n_words = (n_bcols + 63) // 64
     count = np.zeros(n_bcols, dtype=np.int64)
     acc_f2 = np.empty(n_bcols, dtype=np.float64)   # set by a tile's second entry
@@ -206,100 +334,23 @@ def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q,
             while (1 << lg) < d:
                 lg += 1
             bits = d > 16 and d * lg >= 2 * n_words   # order the column blocks by a bitmap
-            q = zero
-            maxk = 1
-            for row in range(r0, r1):
-                rbit = np.uint64(rcell[row - r0]) * ug
-                for k in range(np.uint64(indptr[row]), np.uint64(indptr[row + 1])):
-                    col = np.uint64(indices[k])
-                    if copy:   # the analysis' copy of the matrix, values checked on the way
-                        xv = data[k]
-                        bad |= (xv == 0.0) | (not (xv - xv == 0.0))
-                        ind_out[k] = indices[k]
-                        dat_out[k] = xv
-                    j = (col >> ush) if sh >= 0 else col // uT
-                    c = count[j] + 1
-                    count[j] = c
-                    cc = col - j * uT
-                    cell = rbit + np.uint64(ccell[cc] if j != j_last else ecell[cc])
-                    if c == 1:
-                        if bits:
-                            words[j >> np.uint64(6)] |= one << (j & np.uint64(63))
-                        else:
-                            dl[q] = j
-                            q += one
-                        first_cell[j] = cell
-                        first_v[j] = data[k]
-                    else:
-                        x = data[k] * data[k]
-                        if c == 2:
-                            f = first_v[j] * first_v[j]
-                            acc_f2[j] = f + x
-                            acc_vm[j] = max(f, x)
-                            acc_sig[j] = (one << first_cell[j]) | (one << cell)
-                        else:
-                            acc_f2[j] += x
-                            acc_vm[j] = max(acc_vm[j], x)
-                            acc_sig[j] |= one << cell
-                        maxk = max(maxk, c)
+            q, maxk, bad_rb = _rb_count(r0, r1, indptr, indices, data, sh, T, g, rcell, ccell, ecell, j_last,
+                                        bits, count, words, dl, first_cell, first_v, acc_f2, acc_vm, acc_sig,
+                                        ind_out, dat_out)
+            bad |= bad_rb
             # 2. the distinct column blocks in order: O(min(d log d, n_bcols / 64))
-            if bits:
-                q = zero
-                for wd in range(n_words):
-                    x = words[wd]
-                    if x != 0:
-                        words[wd] = zero
-                        base = np.uint64(wd) * np.uint64(64)
-                        while x != 0:
-                            dl[q] = base + np.uint64(trailing_zeros(x))
-                            q += one
-                            x &= x - one
-            elif d <= 16:
-                _insertion_sort(dl, 0, d)
-            else:
-                dl[:d].sort()
+            _rb_order(d, bits, n_words, words, dl)
             # 3. large tiles need their entries grouped (local buffer, stable by (r, c)) for their
             #    diagonals, N:M groups and top-q sums
             small = (top_count(maxk, top_q) == 1 and maxk < DIAG_FILL * min(hh, w_min)
                      and maxk < NM_MIN_DENSITY * hh * w_min)
             if not small:
-                run = zero
-                for i in range(d):
-                    j = dl[i]
-                    offs[j] = run
-                    run += np.uint64(count[j])
-                for row in range(r0, r1):
-                    rr = row - r0
-                    for k in range(np.uint64(indptr[row]), np.uint64(indptr[row + 1])):
-                        col = np.uint64(indices[k])
-                        j = (col >> ush) if sh >= 0 else col // uT
-                        p = offs[j]
-                        offs[j] = p + one
-                        lr[p] = rr
-                        lc[p] = np.int64(col - j * uT)
-                        lv[p] = data[k]
+                _rb_group(r0, r1, d, indptr, indices, data, sh, T, dl, count, offs, lr, lc, lv)
             # 4. plain tiles — one entry, a full T×T tile, top = 1, in a pair whose first tile was
             #    plain — in a tight loop; the others (a hyper-sparse matrix has few) after it
             t0 = np.uint64(rb_ptr[b])
-            ns = 0
-            full_rb = hh == T
-            for i in range(d):
-                j = dl[i]
-                k = count[j]
-                t = t0 + np.uint64(i)
-                bj[t] = j
-                nnz[t] = k
-                if k == 1 and full_rb and j != j_last:
-                    f2 = first_v[j] * first_v[j]
-                    v = direct[first_cell[j] * unb + plain_off]
-                    if f2 > 0.0 and v >= 0 and (v & 1) == 1:
-                        fro2[t] = f2
-                        cls[t] = plain_cls
-                        pid[t] = v >> 1
-                        count[j] = 0
-                        continue
-                slow[ns] = i
-                ns += 1
+            ns = _rb_plain(t0, d, hh == T, j_last, dl, count, first_v, first_cell, direct, unb, plain_off,
+                           plain_cls, bj, nnz, fro2, cls, pid, slow)
             for si in range(ns):
                 i = slow[si]
                 j = dl[i]
