@@ -616,16 +616,22 @@ def _csr_residual(indptr, indices, data, n_rows, T, sh, n_bcols, bounds, rb_ptr,
 _csr_residual_serial = serial_twin(_csr_residual)
 
 
-@njit_cached
-def _drop_zeros(indptr, indices, val, res_ptr, res_col, res_val):
-    """Copy the entries with ``val != 0`` to their rows' new places (row order kept)."""
-    for row in range(indptr.shape[0] - 1):
-        p = res_ptr[row]
-        for k in range(indptr[row], indptr[row + 1]):
-            if val[k] != 0.0:
-                res_col[p] = indices[k]
-                res_val[p] = val[k]
-                p += 1
+@njit_parallel
+def _drop_zeros(indptr, indices, val, res_ptr, res_col, res_val, n_chunks):
+    """Copy the entries with ``val != 0`` to their rows' new places (row order kept; ``prange``
+    over ``n_chunks`` ranges of rows: each row's place is known)."""
+    n_rows = indptr.shape[0] - 1
+    for ch in numba.prange(n_chunks):
+        for row in range(ch * n_rows // n_chunks, (ch + 1) * n_rows // n_chunks):
+            p = res_ptr[row]
+            for k in range(indptr[row], indptr[row + 1]):
+                if val[k] != 0.0:
+                    res_col[p] = indices[k]
+                    res_val[p] = val[k]
+                    p += 1
+
+
+_drop_zeros_serial = serial_twin(_drop_zeros)
 
 
 @njit_cached
@@ -748,7 +754,8 @@ def build_residual_from_csr(ts, A, col_block, tile_nnz, src, errors=None, approx
         m = int(res_ptr[-1])
         res_col = np.empty(m, dtype=cdt)
         res_val = np.empty(m, dtype=np.float64)
-        _drop_zeros(indptr, indices, val, res_ptr, res_col, res_val)
+        (_drop_zeros if par else _drop_zeros_serial)(indptr, indices, val, res_ptr, res_col, res_val,
+                                                     n_chunks)
         return residual_layout(ts, res_ptr, res_col, res_val)
     lo, hi, ar, ac, av = approx
     cur = np.empty(ts.n_tiles, dtype=np.int64)
