@@ -17,13 +17,16 @@ mode need far less. This pass writes, per tile,
 ``pid``     int32    the tile's (signature, density bin) pair, numbered within its chunk
 ==========  =======  =================================================================================
 
-≈ 37 bytes per tile, and per *pair* (distinct signature and log-density bin, a few thousand at most
-on such a matrix) its signature, bin, first tile, number of tiles and the range of its tiles'
-densities and ``top`` values. Entries are grouped by tile only in a per-chunk buffer of one row block
-(cache-resident), never written out. The definitions are those of :mod:`akfviz.analysis.features`
-and the arithmetic is the same, so the values are those of the full pass bit for bit (tested); the
-full pass (:func:`akfviz.analysis.tilepass.tiles_and_features`) runs only when something asks for
-the entries or the other features (``pa.tileset``, ``pa.tiles``).
+≈ 21 bytes per tile (plus ``top`` where written), and per *pair* (distinct signature and log-density
+bin, tens of thousands at most on such a matrix) its signature, bin, first tile, and the first tile's
+density and ``top`` with a flag saying whether every later tile of the pair matches them. A row
+block's entries are grouped by tile only when one of its tiles is too large for its class and
+``top`` to follow from counters, and then only in a per-worker buffer (cache-resident), never
+written out. The definitions are those of :mod:`akfviz.analysis.features` and the arithmetic is the
+same, so the values are those of the full pass bit for bit (tested); the full pass
+(:func:`akfviz.analysis.tilepass.tiles_and_features`) runs only when something asks for the entries
+or the other features (``pa.tileset``, ``pa.tiles``). With ``copy_of`` the pass also checks the
+values (finite, nonzero) and copies the matrix's arrays, which :func:`akfviz.analyze` keeps.
 
 Chunks are fixed ranges of row blocks (:func:`chunk_bounds`, independent of the thread count), so
 the pair numbering — and everything computed from it — is the same on any machine.

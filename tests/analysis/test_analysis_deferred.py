@@ -119,3 +119,26 @@ def test_a_selection_in_cluster_mode_and_its_plan_need_no_full_pass():
     np.testing.assert_array_equal(plan.tile_errors, plan2.tile_errors)
     np.testing.assert_array_equal(y, plan2.matvec(x))
     np.testing.assert_array_equal(plan.selection.E, plan2.selection.E)
+
+
+def test_values_checked_by_the_scan_fall_back_to_the_canonical_form():
+    """A float64 CSR input with canonical indices has its values checked by the eager pass: an
+    explicit zero sends it through scipy's canonical form (the zero dropped), a NaN is refused."""
+    rng = np.random.default_rng(0)
+    A = sp.random_array((300, 200), density=0.05, format="csr", rng=rng)
+    ref = akfviz.analyze(A, tile=16)
+    Z = A.copy()
+    Z.data[7] = 0.0                        # an explicit zero: same indices, one entry less
+    pz = akfviz.analyze(Z, tile=16)
+    assert pz.nnz == A.nnz - 1 and pz.A.has_canonical_format
+    assert (pz.A != ref.A).nnz == 1
+    assert Z.data[7] == 0.0 and Z.data.flags.writeable     # the caller's matrix is untouched
+    Nn = A.copy()
+    Nn.data[3] = np.nan
+    with pytest.raises(akfviz.InputError):
+        akfviz.analyze(Nn, tile=16)
+    # a clean input: pa.A is a copy, the caller's arrays stay writable and unchanged
+    pa = akfviz.analyze(A, tile=16)
+    assert pa.A.data is not A.data and A.data.flags.writeable and not pa.A.data.flags.writeable
+    np.testing.assert_array_equal(pa.A.data, A.data)
+    np.testing.assert_array_equal(pa.A.indices, A.indices)
