@@ -164,6 +164,42 @@ _scatter_groups_serial = serial_twin(_scatter_groups)
 
 
 @njit_cached
+def _count_tables(pcount_g, pcluster, pbin, bmin, pcount, cptr, pos, bin_counts, cpairs, cpp):
+    """From the tiles counted per pair and group (``pcount_g``): tiles per pair (``pcount``), the
+    clusters' tile ranges in the cluster order (``cptr``), each group's first slot per cluster for
+    the counting sort (``pos``), tiles per density bin (``bin_counts``), and each cluster's pairs in
+    id order — first appearance among its tiles — (``cpairs`` from ``cpp[c]``: a stable counting
+    sort). Integer sums: the numbers of bincount / cumsum / a stable argsort."""
+    groups = pcount_g.shape[0]
+    n_pairs = pcluster.shape[0]
+    n_clusters = cptr.shape[0] - 1
+    for p in range(n_pairs):
+        tot = 0
+        for g in range(groups):
+            tot += pcount_g[g, p]
+        pcount[p] = tot
+        c = pcluster[p]
+        cptr[c + 1] += tot
+        cpp[c + 1] += 1
+        bin_counts[pbin[p] - bmin] += tot
+        for g in range(groups):
+            pos[g, c] += pcount_g[g, p]   # per-group tiles of cluster c, for now
+    for c in range(n_clusters):
+        cptr[c + 1] += cptr[c]
+        cpp[c + 1] += cpp[c]
+        run = cptr[c]
+        for g in range(groups):   # group g's first slot: after the earlier groups' tiles of c
+            k = pos[g, c]
+            pos[g, c] = run
+            run += k
+    fill = cpp[:n_clusters].copy()
+    for p in range(n_pairs):
+        c = pcluster[p]
+        cpairs[fill[c]] = p
+        fill[c] += 1
+
+
+@njit_cached
 def _exact_repeat(x, m):
     """True when adding ``x`` to itself ``m`` times, left to right, gives exactly ``m·x`` (every
     partial sum representable): ``x = N·2^e`` with ``N`` odd and ``N·m < 2^53``."""
@@ -501,18 +537,14 @@ def cluster_pairs(pairs, goff, gid, pid, tbounds, cfg, dens, top, fro2=None, t_s
         gb = (np.arange(groups + 1, dtype=np.int64) * n_chunks) // groups
         pcount_g = np.zeros((groups, n_pairs + 8), np.int64)  # rows padded: no shared cache line
         (_gather_groups if par else _gather_groups_serial)(gb, tbounds, goff, gid, pid, pcount_g)
-        pcount_g = pcount_g[:, :n_pairs]
-        pcount = pcount_g.sum(axis=0)
-        counts = np.bincount(pcluster, weights=pcount, minlength=n_clusters).astype(np.int64)
+        pcount = np.empty(n_pairs, np.int64)
         cptr = np.zeros(n_clusters + 1, np.int64)
-        np.cumsum(counts, out=cptr[1:])
-        ccount_g = np.zeros((groups, n_clusters), np.int64)
-        for g in range(groups):
-            ccount_g[g] = np.bincount(pcluster, weights=pcount_g[g], minlength=n_clusters)
-        pos = np.zeros((groups, n_clusters + 8), np.int64)
-        pos[:, :n_clusters] = cptr[:-1] + (np.cumsum(ccount_g, axis=0) - ccount_g)
+        pos = np.zeros((groups, n_clusters + 8), np.int64)  # padded as pcount_g
+        bin_counts = np.zeros(nbins, np.int64)
+        cpairs = np.empty(n_pairs, np.int64)
+        cpp = np.zeros(n_clusters + 1, np.int64)
+        _count_tables(pcount_g, pcluster, pbin, bmin, pcount, cptr, pos, bin_counts, cpairs, cpp)
         (_scatter_groups if par else _scatter_groups_serial)(gb, tbounds, pid, pcluster, pos, order)
-        bin_counts = np.bincount(pbin - bmin, weights=pcount, minlength=nbins).astype(np.int64)
     else:
         root = np.empty(0, np.int64)
         pcluster = np.empty(0, np.int64)
@@ -528,10 +560,6 @@ def cluster_pairs(pairs, goff, gid, pid, tbounds, cfg, dens, top, fro2=None, t_s
     fsum = np.zeros(n_clusters, dtype=np.float64)
     cbin = np.empty(n_clusters, dtype=np.int64)
     if n_clusters:
-        # each cluster's pairs in id order (= first appearance among its tiles)
-        cpairs = np.argsort(pcluster, kind="stable").astype(np.int64)
-        cpp = np.zeros(n_clusters + 1, np.int64)
-        np.cumsum(np.bincount(pcluster, minlength=n_clusters), out=cpp[1:])
         cbin[:] = pbin[cpairs[cpp[:-1]]]
         seed = np.uint64(np.random.default_rng(cfg.seed).integers(0, 2**63, dtype=np.int64))
         args = (cptr, cpp, cpairs, puid, pcount, pairs["first"], pairs["dens"], pairs["tm"],
