@@ -327,10 +327,12 @@ class SelectionProblem:
                 lens = np.array([s.size for s in segs], dtype=np.int64)
                 tiles = np.concatenate(segs)
                 e = np.maximum(np.asarray(self.kernels[k].batch_error(self.ts, tiles), dtype=np.float64), 0.0)
-                offs = np.zeros(lens.size + 1, dtype=np.int64)
-                offs[1:] = np.cumsum(lens)
-                cs = np.concatenate([[0.0], np.cumsum(e)])
-                self._Esum[us, k] = cs[offs[1:]] - cs[offs[:-1]]
+                # each unit's sum over its own members in tile order (bincount adds in input
+                # order), so it does not depend on which other units share the batch: a
+                # difference of prefix sums did, and the Pareto front's thinning then kept
+                # other plans depending on the order of earlier calls
+                seg = np.repeat(np.arange(us.size, dtype=np.int64), lens)
+                self._Esum[us, k] = np.bincount(seg, weights=e, minlength=us.size)
             got = self._Esum[np.arange(nu), choice]
         return got
 

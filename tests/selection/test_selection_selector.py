@@ -802,3 +802,40 @@ def test_granularity_and_resource_names_ignore_case_as_kernel_names_do():
     for bad in ({"granularity": "tiles"}, {"granularity": 1}, {"resource": "watts"}, {"resource": None}):
         with pytest.raises(InputError, match="Unknown (granularity|resource)"):
             select(pa, **bad)
+
+
+def test_member_error_sums_do_not_depend_on_which_units_are_asked_together():
+    """Cluster mode sums E(t, k) over each unit's members. Those sums were differences of one
+    prefix sum over the batch of units asked together, so a unit's sum changed in its last bits
+    with the other units in the batch, and the Pareto front (built after the sweep's calls) kept
+    other plans than a fresh problem. Each sum must equal the plain sequential sum over the
+    unit's members in tile order, whatever was asked before."""
+    import akfviz
+    from akfviz.npu.hardware import HardwareConfig
+    from akfviz.selection.costs import SelectionProblem, resolve_candidates
+
+    pa = akfviz.analyze(akfviz.generate("powerlaw", n=384, seed=2), tile=16)
+
+    def problem():
+        return SelectionProblem(pa, resolve_candidates(None), HardwareConfig(), resource="cycles",
+                                granularity="cluster")
+
+    whole = problem().member_error_matrix()
+    piecewise = problem()
+    rng = np.random.default_rng(0)
+    for _ in range(6):  # random choices first: each kernel's units arrive in several batches
+        piecewise.member_error_sums(rng.integers(0, len(piecewise.names), piecewise.n_units))
+    np.testing.assert_array_equal(piecewise.member_error_matrix(), whole)
+
+    ref = problem()
+    multi = np.flatnonzero(ref.unit_size > 1)
+    assert multi.size > 10
+    lossy = [k for k in range(len(ref.names)) if not ref.lossless[k]]
+    for k in lossy[:4]:
+        per_tile = np.maximum(np.asarray(ref.kernels[k].batch_error(ref.ts, np.arange(ref.ts.n_tiles)),
+                                         dtype=np.float64), 0.0)
+        for u in multi:
+            total = 0.0
+            for t in ref.members(u):
+                total += float(per_tile[t])
+            assert whole[u, k] == total, (ref.names[k], u)
