@@ -300,6 +300,8 @@ def _stats_range(c0, c1, cptr, cpp, cpairs, puid, pcount, pfirst, pdens, ptm, pu
     their multiplicities read from its pairs. Without densities and top shares (``dens`` /
     ``top`` empty) the representative is the medoid's first tile and the density sums stay 0."""
     ccost = np.empty(129, dtype=np.float64)
+    mdn_buf = np.empty(0, dtype=np.float64)   # members' densities and top shares, reused (grown)
+    mtv_buf = np.empty(0, dtype=np.float64)
     cid = np.empty(129, dtype=np.int64)
     compact = geo[0] != 0   # densities and top shares from the eager pass's arrays (:func:`_member_values`)
     has_dens = compact or dens.shape[0] > 0
@@ -331,8 +333,11 @@ def _stats_range(c0, c1, cptr, cpp, cpairs, puid, pcount, pfirst, pdens, ptm, pu
                 fs = _fro2_sum(order, s, e, fro2)
         else:
             # the members' values, once (read again below for the typical member): in tile order
-            mdn = np.empty(m)
-            mtv = np.empty(m)
+            if m > mdn_buf.shape[0]:
+                mdn_buf = np.empty(max(m, 2 * mdn_buf.shape[0]), dtype=np.float64)
+                mtv_buf = np.empty(max(m, 2 * mtv_buf.shape[0]), dtype=np.float64)
+            mdn = mdn_buf[:m]
+            mtv = mtv_buf[:m]
             ds, fs, dn_sum, dn_sq, tm_sum, tm_sq = _member_sums(order, s, e, dens, top, fro2, nnz, col_block,
                                                                 geo, values, sum_fro2, mdn, mtv)
         state = _mix64(seed ^ _mix64(np.uint64(cl) + np.uint64(0x632BE59BD9B4E019)))
