@@ -8,6 +8,11 @@ import types
 
 import numba
 
+from .allocator import keep_freed_memory
+
+# freed arrays stay with the process for the next call (see akfviz.allocator)
+keep_freed_memory()
+
 JIT_OPTIONS = dict(cache=True, nogil=True, fastmath=False)
 PARALLEL_OPTIONS = dict(JIT_OPTIONS, parallel=True)
 
