@@ -240,6 +240,27 @@ class PerformanceTable:
                            np.ascontiguousarray(group, dtype=np.int64), out)
         return out
 
+    def _full_tile_values(self, kid: int, mw: np.ndarray) -> np.ndarray:
+        """``(n_classes, T² + 1)``: the chosen-pass value of a full ``T×T`` tile of every class and
+        nonzero count under table kernel ``kid`` and measure weights ``mw`` (:func:`_full_tile_lut`),
+        remembered on the table per (kernel, weights): each ``select`` asked for it again."""
+        memo = self.__dict__.get("_full_tile_memo")
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_full_tile_memo", memo)
+        key = (kid, mw.tobytes())
+        got = memo.get(key)
+        if got is None:
+            T = int(self.tile)
+            coef, lin, floor, ovf, lo, hi = self._args()
+            got = np.empty((1, len(self.classes), T * T + 1))
+            _full_tile_lut(coef, lin, floor, ovf, mw, lo, hi, np.array([kid], dtype=np.int64), np.int64(T),
+                           float(T) ** 2, got)
+            got = got[0]
+            got.setflags(write=False)
+            memo[key] = got
+        return got
+
     def chosen_pass(self, pa, unit_of_tile, kernel_of_unit, weights: dict, codes: bool = False):
         """``Σ_t Σ_m weights[m] · R_m(t, kernel(t))`` over every tile of an analysis, where
         ``kernel(t) = kernel_of_unit[unit_of_tile[t]]`` (indices into :attr:`kernels`), and with
@@ -275,8 +296,7 @@ class PerformanceTable:
         slot = np.zeros(len(self.kernels), dtype=np.int64)
         if used.size * len(self.classes) * (T * T + 1) <= n // 4:
             slot[used] = np.arange(used.size)
-            lut = np.empty((used.size, len(self.classes), T * T + 1))
-            _full_tile_lut(coef, lin, floor, ovf, mw, lo, hi, used, np.int64(T), float(T) ** 2, lut)
+            lut = np.stack([self._full_tile_values(int(k), mw) for k in used])
         else:
             lut = np.empty((0, len(self.classes), 1))
         if len(self.kernels) > 127:  # pragma: no cover - int8 codes hold 127 kernels

@@ -55,6 +55,29 @@ def test_hash_stable_across_processes():
     assert HardwareConfig(rows=8).config_hash() != HardwareConfig().config_hash()
 
 
+def test_remembered_hash_is_the_hash_of_the_toml_text(monkeypatch):
+    """config_hash is remembered per plain form: every configuration, asked in any order and
+    again after the memory is cleared, gets the sha256 of its own TOML text."""
+    import hashlib
+
+    from akfviz.npu import hardware as hw_mod
+
+    def direct(h):
+        return hashlib.sha256(h.to_toml().encode("utf-8")).hexdigest()
+
+    configs = [HardwareConfig(), HardwareConfig(rows=8), HardwareConfig(rows=8, cols=16),
+               HardwareConfig.preset(HardwareConfig.preset_names()[-1]),
+               HardwareConfig(energy=EnergyTable.preset("horowitz-45nm").replace(dram=100.0))]
+    for h in configs + configs[::-1]:
+        assert h.config_hash() == direct(h)
+    assert len({h.config_hash() for h in configs}) == len(configs)
+    monkeypatch.setattr(hw_mod, "_CONFIG_HASHES", {})
+    monkeypatch.setattr(hw_mod, "_CONFIG_HASHES_MAX", 2)
+    for h in configs:   # the memory is cleared when full: still the right hashes
+        assert h.config_hash() == direct(h)
+    assert len(hw_mod._CONFIG_HASHES) <= 2
+
+
 def test_replace_validates_and_presets():
     hw = HardwareConfig()
     with pytest.raises(InputError, match="mac_lanes"):
