@@ -29,19 +29,20 @@ from .fused import INLINE_RESIDUAL, pack_plan
 
 #: Up to this many tiles, :func:`all_tiles` keeps its index array for the next plan (8 bytes a tile).
 ALL_TILES_KEEP = 4_000_000
-_ALL_TILES = {"iota": np.zeros(0, dtype=np.int64)}
+_ALL_TILES = {"iota": None}
 
 
 def all_tiles(n: int) -> np.ndarray:
     """``np.arange(n)`` as int64, read-only, shared by the plans of up to :data:`ALL_TILES_KEEP`
-    tiles: a one-kernel plan's tile list. Writing a fresh 7.6 MB arange for the 951k tiles of the
+    tiles (a fresh array beyond): a one-kernel plan's tile list. Writing a fresh 7.6 MB arange for the 951k tiles of the
     1M-nonzero uniform matrix took 1–2 ms of each ``select``."""
     n = int(n)
     iota = _ALL_TILES["iota"]
     if n > ALL_TILES_KEEP:
         return np.arange(n, dtype=np.int64)
-    if iota.shape[0] < n:
-        iota = np.arange(max(n, min(2 * iota.shape[0], ALL_TILES_KEEP)), dtype=np.int64)
+    if iota is None or iota.shape[0] < n:
+        have = 0 if iota is None else iota.shape[0]
+        iota = np.arange(max(n, min(2 * have, ALL_TILES_KEEP)), dtype=np.int64)
         iota.setflags(write=False)
         _ALL_TILES["iota"] = iota
     return iota[:n]

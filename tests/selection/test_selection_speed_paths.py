@@ -107,6 +107,34 @@ def test_lookup_table_path_is_taken_and_exact():
     assert total == _ref_total(prob, choice)
 
 
+def test_remembered_full_tile_table_follows_the_measure_and_the_choice():
+    """The full-tile values are remembered on the (shared) table per kernel and measure weights:
+    problems with other measures and choices, asked in turn, still get the direct totals."""
+    A, T = MATRICES["uniform_lut"]()
+    pa = akfviz.analyze(A, tile=T)
+    for resource in ("energy", "cycles", "mix", "energy"):
+        prob = SelectionProblem(pa, resolve_candidates(None), HW, resource=resource)
+        for a, b in ((1.0, 1.0), (1.0, 1e-3), (1e-3, 1.0)):
+            choice = prob.argmin(a, b)
+            total, _ = prob.expand(choice)
+            assert total == _ref_total(prob, choice), (resource, a, b)
+    assert len(prob.table.__dict__["_full_tile_memo"]) >= 2
+
+
+def test_all_tiles_is_a_shared_read_only_arange(monkeypatch):
+    from akfviz.execute import plan as plan_mod
+
+    monkeypatch.setattr(plan_mod, "_ALL_TILES", {"iota": None})
+    monkeypatch.setattr(plan_mod, "ALL_TILES_KEEP", 100)
+    for n in (0, 5, 3, 40, 100, 7):
+        got = plan_mod.all_tiles(n)
+        np.testing.assert_array_equal(got, np.arange(n))
+        assert got.dtype == np.int64 and not got.flags.writeable
+    assert plan_mod._ALL_TILES["iota"].shape[0] == 100
+    np.testing.assert_array_equal(plan_mod.all_tiles(250), np.arange(250))   # beyond the limit: not kept
+    assert plan_mod._ALL_TILES["iota"].shape[0] == 100
+
+
 def test_class_shortcut_never_changes_the_class():
     rng = np.random.default_rng(0)
     for _ in range(3000):
