@@ -381,9 +381,9 @@ def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 1
         tied = (C[ar, choice] == C[ar, argmin]) & (b[ar, argmin] <= b[ar, choice])
         choice = np.where(tied, argmin, choice)
     S_fin = float((s * b[ar, choice]).sum()) if nu else 0.0
-    traj_df = pd.DataFrame(traj[:r], columns=["step", "cost", "entropy", "temperature", "penalty",
-                                              "sram_bytes"])
-    traj_df["step"] = traj_df["step"].astype(np.int64)
+    cols = ["step", "cost", "entropy", "temperature", "penalty", "sram_bytes"]
+    traj_df = pd.DataFrame({c: traj[:r, i].astype(np.int64 if c == "step" else np.float64)
+                            for i, c in enumerate(cols)})   # columns at once: no astype afterwards
     return FusionResult(weights=w, choice=choice, argmin=argmin, trajectory=traj_df,
                         weights_trajectory=wtraj[:r], recorded_units=rec_units, capacity=cap,
                         sram_bytes_argmin=S_arg, sram_bytes_final=S_fin, binding=binding,
