@@ -110,6 +110,10 @@ def horner(coef: np.ndarray, x: np.ndarray) -> np.ndarray:
     return out
 
 
+#: Most bytes of full-tile values a table remembers (:meth:`PerformanceTable._full_tile_values`).
+FULL_TILE_MEMO_BYTES = 32 << 20
+
+
 # --------------------------------------------------------------------------- the table
 @dataclass(frozen=True, eq=False)
 class PerformanceTable:
@@ -258,6 +262,8 @@ class PerformanceTable:
                            float(T) ** 2, got)
             got = got[0]
             got.setflags(write=False)
+            if sum(a.nbytes for a in memo.values()) + got.nbytes > FULL_TILE_MEMO_BYTES:
+                memo.clear()   # the weights of the ``mix`` measure differ per matrix: keep it bounded
             memo[key] = got
         return got
 

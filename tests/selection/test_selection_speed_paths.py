@@ -107,9 +107,12 @@ def test_lookup_table_path_is_taken_and_exact():
     assert total == _ref_total(prob, choice)
 
 
-def test_remembered_full_tile_table_follows_the_measure_and_the_choice():
+def test_remembered_full_tile_table_follows_the_measure_and_the_choice(monkeypatch):
     """The full-tile values are remembered on the (shared) table per kernel and measure weights:
-    problems with other measures and choices, asked in turn, still get the direct totals."""
+    problems with other measures and choices, asked in turn, still get the direct totals; the
+    memory is bounded (cleared when a new entry would pass FULL_TILE_MEMO_BYTES)."""
+    from akfviz.selection import perftable as ptab_mod
+
     A, T = MATRICES["uniform_lut"]()
     pa = akfviz.analyze(A, tile=T)
     for resource in ("energy", "cycles", "mix", "energy"):
@@ -118,7 +121,16 @@ def test_remembered_full_tile_table_follows_the_measure_and_the_choice():
             choice = prob.argmin(a, b)
             total, _ = prob.expand(choice)
             assert total == _ref_total(prob, choice), (resource, a, b)
-    assert len(prob.table.__dict__["_full_tile_memo"]) >= 2
+    memo = prob.table.__dict__["_full_tile_memo"]
+    assert len(memo) >= 2
+    one = next(iter(memo.values())).nbytes
+    memo.clear()
+    monkeypatch.setattr(ptab_mod, "FULL_TILE_MEMO_BYTES", one)   # room for one entry
+    for resource in ("cycles", "energy", "mix"):
+        prob = SelectionProblem(pa, resolve_candidates(None), HW, resource=resource)
+        choice = prob.argmin(1.0, 1.0)
+        assert prob.expand(choice)[0] == _ref_total(prob, choice), resource
+        assert len(memo) == 1
 
 
 def test_all_tiles_is_a_shared_read_only_arange(monkeypatch):
