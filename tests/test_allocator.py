@@ -45,6 +45,14 @@ def _probe(env_value):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _thp_always() -> bool:
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as fh:
+            return "[always]" in fh.read()
+    except OSError:
+        return False
+
+
 def _glibc():
     import platform
 
@@ -58,7 +66,9 @@ def test_freed_array_is_reused_without_page_faults():
     assert on["active"] is True
     assert off["active"] is False
     assert on["faults"] < 64, on           # the same pages again
-    assert off["faults"] > 8 * on["faults"] + 64, (on, off)   # glibc's defaults: fresh pages
+    assert off["faults"] >= on["faults"], (on, off)
+    if not _thp_always():  # with huge pages everywhere 8 MB of fresh memory is only a few faults
+        assert off["faults"] > 8 * on["faults"] + 64, (on, off)   # glibc's defaults: fresh pages
 
 
 @pytest.mark.parametrize("value", ["0", "false", "OFF", " no "])
