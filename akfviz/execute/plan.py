@@ -34,8 +34,8 @@ _ALL_TILES = {"iota": None}
 
 def all_tiles(n: int) -> np.ndarray:
     """``np.arange(n)`` as int64, read-only, shared by the plans of up to :data:`ALL_TILES_KEEP`
-    tiles (a fresh array beyond): a one-kernel plan's tile list. Writing a fresh 7.6 MB arange for the 951k tiles of the
-    1M-nonzero uniform matrix took 1–2 ms of each ``select``."""
+    tiles (a fresh array beyond): a one-kernel plan's tile list. Writing a fresh 7.6 MB arange
+    for the 951k tiles of the 1M-nonzero uniform matrix took 1–2 ms of each ``select``."""
     n = int(n)
     iota = _ALL_TILES["iota"]
     if n > ALL_TILES_KEEP:

@@ -240,19 +240,6 @@ def tile_overflow(payload: np.ndarray, pe: np.ndarray, sram: int) -> np.ndarray:
 #: Mappings computed by simulate(), keyed by a digest of everything map_tiles reads.
 _MAPPING_CACHE: OrderedDict = OrderedDict()
 MAPPING_CACHE_SIZE = 8
-_HASH_CACHE: dict = {}
-
-
-def _config_hash(hw: HardwareConfig) -> str:
-    """``hw.config_hash()``, computed once per HardwareConfig object (it is frozen)."""
-    hit = _HASH_CACHE.get(id(hw))
-    if hit is not None and hit[0] is hw:
-        return hit[1]
-    h = hw.config_hash()
-    if len(_HASH_CACHE) > 64:
-        _HASH_CACHE.clear()
-    _HASH_CACHE[id(hw)] = (hw, h)
-    return h
 
 
 def mapping_key(work: TileWork, hw: HardwareConfig, rho: float, method: str, seed: int,
@@ -263,7 +250,7 @@ def mapping_key(work: TileWork, hw: HardwareConfig, rho: float, method: str, see
     counts get the same key, whatever the objects' identities.
     """
     h = hashlib.sha256()
-    h.update(repr((_config_hash(hw), float(rho), method, int(seed), int(n_brows), int(n_bcols),
+    h.update(repr((hw.config_hash(), float(rho), method, int(seed), int(n_brows), int(n_bcols),
                    work.n_tiles, work.n_routes)).encode())
     for name in ("bi", "bj", "col_ptr", "ev_macs", "ev_decodes", "final_macs", "out_rows",
                  "payload_bytes"):
@@ -645,7 +632,7 @@ def simulate(plan, hw: HardwareConfig | None = None, x=None, iterations: int = 1
                 kernels=kernel_list if n else [], phases=len(phases), seed=seed, recorded=bool(record),
                 payload_bytes=int(full.sum()), overflow_bytes=int(ovf.sum()),
                 preload_bytes=int(full.sum() - ovf.sum()) if persistent else 0)
-    return SimResult(counters=counters, cycles=cycles, hw=hw, config_hash=_config_hash(hw),
+    return SimResult(counters=counters, cycles=cycles, hw=hw, config_hash=hw.config_hash(),
                      mapping=mp.summary(), per_iteration_columns=per_it, hop_histogram=hop_hist,
                      meta=meta, intervals=intervals, kernel_names=tuple(work.kernel_names),
                      kernel_id=kid)
