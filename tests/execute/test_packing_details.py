@@ -91,3 +91,25 @@ def test_time_matvec_reports_milliseconds(monkeypatch):
     assert out["plan_ms"] == pytest.approx(25.0)
     assert out["scipy_ms"] == pytest.approx(4.0)
     assert out["repeats"] == 5
+
+
+@pytest.mark.parametrize("n_chunks", [1, 3, 8, 50])
+def test_drop_zeros_keeps_the_nonzero_entries_in_row_order(n_chunks):
+    """The residual's compaction (entries QUANT8 rounded to 0 left out) against a boolean mask, for
+    chunks of rows that start and end anywhere, including empty rows and a chunk with no rows."""
+    from akfviz.execute.packing import _drop_zeros, _drop_zeros_serial
+
+    rng = np.random.default_rng(n_chunks)
+    A = sp.random_array((40, 30), density=0.2, format="csr", rng=rng)
+    val = A.data.copy()
+    val[rng.random(val.size) < 0.3] = 0.0
+    val[A.indptr[5]:A.indptr[7]] = 0.0                    # two rows that keep nothing
+    kept = val != 0.0
+    rows = np.repeat(np.arange(40), np.diff(A.indptr))
+    res_ptr = np.concatenate([[0], np.cumsum(np.bincount(rows[kept], minlength=40))]).astype(np.int64)
+    for kernel in (_drop_zeros, _drop_zeros_serial):
+        col = np.full(int(kept.sum()), -1, dtype=np.int32)
+        out = np.full(int(kept.sum()), np.nan)
+        kernel(A.indptr.astype(np.int64), A.indices, val, res_ptr, col, out, n_chunks)
+        np.testing.assert_array_equal(out, val[kept])
+        np.testing.assert_array_equal(col, A.indices[kept])
