@@ -490,12 +490,12 @@ ONE_ENTRY_NORMAL = 1e-290
 
 
 @njit_cached
-def _rb_tile_map(t0, t1, col_block, src, tile_nnz, tmap, mx, acc):
+def _rb_tile_map(t0, t1, col_block, src, tile_nnz, tmap, mx, acc, multi):
     """``tmap[j] = t << 8 | code`` for the tiles ``t0:t1`` of a row block (a one-entry QUANT8 tile's
-    code is ``SRC_QUANT8 | ONE_ENTRY``); the others' ``mx`` / ``acc`` zeroed. Returns whether there
-    is a QUANT8 tile of several entries."""
+    code is ``SRC_QUANT8 | ONE_ENTRY``); the QUANT8 tiles of several entries get ``mx`` / ``acc``
+    zeroed and are listed in ``multi``. Returns how many were listed."""
     q8one = SRC_QUANT8 | ONE_ENTRY
-    multi = False
+    nm = 0
     for t in range(t0, t1):
         j = np.uint64(col_block[t])
         s = np.int64(src[t])
@@ -505,74 +505,89 @@ def _rb_tile_map(t0, t1, col_block, src, tile_nnz, tmap, mx, acc):
             else:
                 mx[j] = 0.0
                 acc[j] = 0.0
-                multi = True
+                multi[nm] = t
+                nm += 1
         tmap[j] = (np.int64(t) << 8) | s
-    return multi
+    return nm
+
+
+@njit_inline
+def _leave_out(k, row, nxt, indptr, dropped):
+    """Count entry ``k`` as left out of its row: ``row`` is a cursor at or before that row (``nxt`` its
+    end, ``indptr[row + 1]``), moved forward to it; returns the cursor. Entries come in increasing
+    ``k``, so the cursor walks each row once however many entries are left out."""
+    while k >= nxt:
+        row += 1
+        nxt = np.uint64(indptr[row + 1])
+    dropped[row + 1] += 1
+    return row, nxt
 
 
 @njit_cached
-def _rb_values(r0, r1, indptr, indices, data, sh, T, tmap, mx, acc, dropped, err, val, pk, prow):
+def _rb_values(r0, r1, indptr, indices, data, sh, T, tmap, mx, acc, dropped, err, val, pk):
     """Residual values of a row block's entries (rows ``r0:r1``) that need no tile scale — own,
-    one-entry QUANT8 (its error written at once), left out — and the entries each row leaves out;
-    the entries of QUANT8 tiles of several entries only update their tile's ``max |v|`` (``mx``)
-    and are listed (``pk``, their rows in ``prow``, in the row block's order) for
-    :func:`_rb_pending`. Returns how many were listed. The row block's entries are read once
-    (a pass for the scales and a pass for the values took 7 % longer)."""
+    one-entry QUANT8 (its error written at once), left out — and ``dropped[row + 1]`` counts the
+    entries each row leaves out (``dropped`` starts at zero); the entries of QUANT8 tiles of several
+    entries only update their tile's ``max |v|`` (``mx``) and are listed (``pk``, in the row block's
+    order) for :func:`_rb_pending`. Returns how many were listed. The row block's entries are read
+    once (a pass for the scales and a pass for the values took 7 % longer), in one flat loop: the
+    rows matter only for the entries left out, whose row a cursor finds (a loop per row of about
+    ten entries cost a third more)."""
     ush = np.uint64(sh if sh >= 0 else 0)
     uT = np.uint64(T)
     q8one = SRC_QUANT8 | ONE_ENTRY
     npend = 0
-    for row in range(r0, r1):
-        nd = 0
-        for k in range(np.uint64(indptr[row]), np.uint64(indptr[row + 1])):
-            uc = np.uint64(indices[k])
-            j = (uc >> ush) if sh >= 0 else uc // uT
-            x = tmap[j]
-            s = x & 255
-            v = data[k]
-            if s == SRC_OWN:
-                val[k] = v
-            elif s == q8one:
-                a = abs(v)
-                if a > ONE_ENTRY_NORMAL:
-                    vh = (127.0 if v > 0.0 else -127.0) * (a / 127.0)
-                else:
-                    vh = quant_value(v, max(a / 127.0, 5e-324))[0]
-                if vh == 0.0:
-                    err[x >> 8] = v * v
-                    nd += 1
-                else:
-                    dv = v - vh
-                    err[x >> 8] = dv * dv
-                val[k] = vh
-            elif s == SRC_QUANT8:
-                mx[j] = max(mx[j], abs(v))
-                pk[npend] = k
-                prow[npend] = row
-                npend += 1
-            else:  # SRC_PACKED, or an approximated tile's (merged in later)
-                val[k] = 0.0
-                nd += 1
-        dropped[row + 1] = nd
+    row = r0
+    nxt = np.uint64(indptr[r0 + 1])
+    for k in range(np.uint64(indptr[r0]), np.uint64(indptr[r1])):
+        uc = np.uint64(indices[k])
+        j = (uc >> ush) if sh >= 0 else uc // uT
+        x = tmap[j]
+        s = x & 255
+        v = data[k]
+        if s == SRC_OWN:
+            val[k] = v
+        elif s == q8one:
+            a = abs(v)
+            if a > ONE_ENTRY_NORMAL:
+                vh = (127.0 if v > 0.0 else -127.0) * (a / 127.0)
+            else:
+                vh = quant_value(v, max(a / 127.0, 5e-324))[0]
+            if vh == 0.0:
+                err[x >> 8] = v * v
+                row, nxt = _leave_out(k, row, nxt, indptr, dropped)
+            else:
+                dv = v - vh
+                err[x >> 8] = dv * dv
+            val[k] = vh
+        elif s == SRC_QUANT8:
+            mx[j] = max(mx[j], abs(v))
+            pk[npend] = k
+            npend += 1
+        else:  # SRC_PACKED, or an approximated tile's (merged in later)
+            val[k] = 0.0
+            row, nxt = _leave_out(k, row, nxt, indptr, dropped)
     return npend
 
 
 @njit_cached
-def _rb_pending(npend, pk, prow, indices, data, sh, T, mx, acc, dropped, val):
-    """The listed entries of QUANT8 tiles of several entries (:func:`_rb_values`), in the row
-    block's order — a tile's in its (r, c) order: ``v̂ = q·s`` with the tile's scale ``mx[j]``,
-    ``acc[j] += (v − v̂)²``, and one more entry left out of its row when ``v̂ = 0``."""
+def _rb_pending(npend, pk, r0, indptr, indices, data, sh, T, mx, acc, dropped, val):
+    """The listed entries of QUANT8 tiles of several entries (:func:`_rb_values`) of the row block
+    from row ``r0``, in its order — a tile's in its (r, c) order: ``v̂ = q·s`` with the tile's scale
+    ``mx[j]``, ``acc[j] += (v − v̂)²``, and one more entry left out of its row when ``v̂ = 0``."""
     ush = np.uint64(sh if sh >= 0 else 0)
     uT = np.uint64(T)
+    row = r0
+    nxt = np.uint64(indptr[r0 + 1])
     for i in range(npend):
-        k = pk[i]
+        k = np.uint64(pk[i])
         uc = np.uint64(indices[k])
         j = (uc >> ush) if sh >= 0 else uc // uT
         v = data[k]
         vh = quant_value(v, mx[j])[0]
         if vh == 0.0:
             acc[j] += v * v
-            dropped[prow[i] + 1] += 1
+            row, nxt = _leave_out(k, row, nxt, indptr, dropped)
         else:
             dv = v - vh
             acc[j] += dv * dv
@@ -581,7 +596,7 @@ def _rb_pending(npend, pk, prow, indices, data, sh, T, mx, acc, dropped, val):
 
 @njit_cached
 def _csr_residual_range(indptr, indices, data, n_rows, T, sh, b0, b1, rb_ptr, col_block, tile_nnz, src,
-                        tmap, mx, acc, dropped, err, val, pk, prow):
+                        tmap, mx, acc, dropped, err, val, pk, multi):
     """Row blocks ``b0:b1`` of :func:`build_residual_from_csr`: ``val[k]`` is entry ``k``'s residual
     value (its own for ``SRC_OWN``, ``v̂ = q·s`` for ``SRC_QUANT8``, 0 for an entry left out: a
     ``SRC_PACKED`` tile's, an approximated tile's, or one that quantises to 0 — kept entries are
@@ -589,7 +604,7 @@ def _csr_residual_range(indptr, indices, data, n_rows, T, sh, b0, b1, rb_ptr, co
     error. A row block maps each column block to its tile and source code (``tmap``: ``t << 8 |
     code``); one read of its entries writes every value that needs no scale and finds the
     scales of its QUANT8 tiles of several entries (``mx``, from their ``max |v|``), whose entries
-    it lists (``pk`` / ``prow``, at most ``rb_max`` of a row block) and quantises afterwards; a
+    it lists (``pk``, at most ``rb_max`` of a row block) and quantises afterwards; a
     one-entry tile's scale is its value's, and its error is written at once. A tile's entries
     arrive in its (r, c) order, so its error ``Σ (v − v̂)²`` is the one of the tile-order builder.
     (Unsigned indices: numba then skips its negative-index test.)"""
@@ -598,18 +613,17 @@ def _csr_residual_range(indptr, indices, data, n_rows, T, sh, b0, b1, rb_ptr, co
         r1 = min(r0 + T, n_rows)
         t0 = np.uint64(rb_ptr[b])
         t1 = np.uint64(rb_ptr[b + 1])
-        multi = _rb_tile_map(t0, t1, col_block, src, tile_nnz, tmap, mx, acc)
-        npend = _rb_values(r0, r1, indptr, indices, data, sh, T, tmap, mx, acc, dropped, err, val, pk, prow)
-        if multi:
-            for t in range(t0, t1):
-                if src[t] == SRC_QUANT8 and tile_nnz[t] > 1:
-                    j = np.uint64(col_block[t])
-                    m = mx[j]
-                    mx[j] = max(m / 127.0, 5e-324) if m > 0.0 else 1.0
-            _rb_pending(npend, pk, prow, indices, data, sh, T, mx, acc, dropped, val)
-            for t in range(t0, t1):
-                if src[t] == SRC_QUANT8 and tile_nnz[t] > 1:
-                    err[t] = acc[np.uint64(col_block[t])]
+        nm = _rb_tile_map(t0, t1, col_block, src, tile_nnz, tmap, mx, acc, multi)
+        npend = _rb_values(r0, r1, indptr, indices, data, sh, T, tmap, mx, acc, dropped, err, val, pk)
+        if nm:   # the QUANT8 tiles of several entries: their scales, their entries, their errors
+            for i in range(nm):
+                j = np.uint64(col_block[multi[i]])
+                m = mx[j]
+                mx[j] = max(m / 127.0, 5e-324) if m > 0.0 else 1.0
+            _rb_pending(npend, pk, r0, indptr, indices, data, sh, T, mx, acc, dropped, val)
+            for i in range(nm):
+                t = multi[i]
+                err[t] = acc[np.uint64(col_block[t])]
 
 
 @njit_parallel
@@ -620,9 +634,9 @@ def _csr_residual(indptr, indices, data, n_rows, T, sh, n_bcols, bounds, rb_ptr,
         mx = np.empty(n_bcols, dtype=np.float64)
         acc = np.empty(n_bcols, dtype=np.float64)
         pk = np.empty(rb_max, dtype=np.int64)
-        prow = np.empty(rb_max, dtype=np.int64)
+        multi = np.empty(n_bcols, dtype=np.uint64)
         _csr_residual_range(indptr, indices, data, n_rows, T, sh, bounds[ch], bounds[ch + 1], rb_ptr,
-                            col_block, tile_nnz, src, tmap, mx, acc, dropped, err, val, pk, prow)
+                            col_block, tile_nnz, src, tmap, mx, acc, dropped, err, val, pk, multi)
 
 
 _csr_residual_serial = serial_twin(_csr_residual)

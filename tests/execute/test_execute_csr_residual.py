@@ -110,3 +110,22 @@ def test_tiles_that_need_their_entries_take_the_tile_order_route():
     src, approx = fused._compact_route(fresh.tileset, [], fresh.compact)  # no group: nothing routed
     assert approx is None and not src.any()
     assert fused._compact_route(fresh.tileset, [], None) is None  # no compact arrays: tile order
+
+
+@pytest.mark.parametrize("mix", [("QUANT8",), ("QUANT8", "SKIP", "CSC"), ("QUANT8", "PRUNE50")],
+                         ids=["QUANT8", "QUANT8+SKIP+CSC", "QUANT8+PRUNE50"])
+def test_the_residual_read_on_worker_threads_equals_the_tile_order_route(monkeypatch, mix):
+    """A small matrix sent down the parallel path (chunks of row blocks on the worker threads; a
+    lazy row cursor counts the entries each row leaves out): the same arrays as the tile-order
+    builder, with entries left out by QUANT8 (values over 6 decades), by SKIP and by approximations."""
+    from akfviz.execute import threads
+
+    monkeypatch.setattr(threads, "PACK_PARALLEL_MIN", 1)
+    A = _hyper_sparse(3000, 2600, 4e-3, 5, spread=True)
+    fresh, ready = _two_analyses(A, 16)
+    rng = np.random.default_rng(7)
+    names = np.asarray(mix, dtype=object)[rng.integers(0, len(mix), fresh.n_tiles)]
+    p1, p2 = FusionPlan(fresh, names), FusionPlan(ready, names)
+    _same_plans(p1, p2, A)
+    kept = p1._packed.residual["val"].shape[0]
+    assert kept < A.nnz   # entries were left out, so the rows were closed up
