@@ -91,6 +91,8 @@ def tile_density(t, nnz, col_block, last_rb_start, T, h_last, w_last, j_last):
     the last row block (tiles from ``last_rb_start`` on, ``h_last`` high) and ``T`` wide unless it is
     in the last column block (``j_last``, ``w_last`` wide)."""
     hh = h_last if t >= last_rb_start else T
+    if w_last == T:   # every column block is T wide: the tile's own is not read (a cache line
+        return nnz[t] / (hh * T)   # per tile when the tiles are read at random, as a cluster's)
     ww = w_last if col_block[t] == j_last else T
     return nnz[t] / (hh * ww)
 

@@ -281,16 +281,19 @@ def test_parallel_kernels_match_serial():
         # each tile's global pair: the pair of its (signature, bin)
         key = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(pr["sig"], pr["bin"]))}
         pid = np.array([key[(int(a), int(b))] for a, b in zip(s, dbin)], dtype=np.int64)
-        rep, jm, dsum, fsum = np.empty(nc, np.int64), np.empty(nc), np.zeros(nc), np.zeros(nc)
         seed = np.uint64(np.random.default_rng(0).integers(0, 2**63, dtype=np.int64))
-        P._stats_chunks(np.array([0, nc // 3, nc]), cl["cptr"], cpp, cpairs, pr["uid"], pr["count"],
-                        pr["first"], pr["dens"], pr["tm"], pr["uniform"], cl["order"], pid,
-                        cl["unique_signatures"], seed, 256, d, tm, dens, np.zeros(0, np.int32),
-                        np.zeros(0, np.int32), np.zeros(6, np.int64), rep, jm, dsum, fsum)  # two chunks, in parallel
-        np.testing.assert_array_equal(rep, cl["representative"])
-        np.testing.assert_array_equal(jm, cl["jaccard_mean"])
-        np.testing.assert_array_equal(dsum, cl["density_sum"])
-        np.testing.assert_array_equal(fsum, np.bincount(cl["cluster"], weights=dens, minlength=nc))
+        # two chunks, in parallel: in id order, then the clusters shuffled (a cluster's results
+        # depend on the cluster alone, whatever the worker and the order it takes them in)
+        for clist in (np.arange(nc), np.random.default_rng(nc).permutation(nc)):
+            rep, jm, dsum, fsum = np.empty(nc, np.int64), np.empty(nc), np.zeros(nc), np.zeros(nc)
+            P._stats_chunks(np.array([0, nc // 3, nc]), clist, cl["cptr"], cpp, cpairs, pr["uid"], pr["count"],
+                            pr["first"], pr["dens"], pr["tm"], pr["uniform"], cl["order"], pid,
+                            cl["unique_signatures"], seed, 256, d, tm, dens, np.zeros(0, np.int32),
+                            np.zeros(0, np.int32), np.zeros(6, np.int64), rep, jm, dsum, fsum)
+            np.testing.assert_array_equal(rep, cl["representative"])
+            np.testing.assert_array_equal(jm, cl["jaccard_mean"])
+            np.testing.assert_array_equal(dsum, cl["density_sum"])
+            np.testing.assert_array_equal(fsum, np.bincount(cl["cluster"], weights=dens, minlength=nc))
     np.testing.assert_array_equal(cluster_tiles(s, dbin, LSHConfig())["density_sum"], 0.0)  # no densities
 
 
@@ -440,3 +443,27 @@ def test_minhash_refuses_signature_bits_beyond_the_universe():
     assert minhash_signatures(np.array([1 << 15], np.uint64), num_hashes=8, seed=0, universe=16).shape == (1, 8)
     with pytest.raises(ValueError, match="beyond the universe"):
         minhash_signatures(np.array([1 << 16], np.uint64), num_hashes=8, seed=0, universe=16)
+
+
+def test_stats_schedule_gives_each_cluster_once_and_a_heavy_cluster_its_own_worker():
+    """Clusters per worker of the statistics pass: every cluster exactly once; a cluster whose
+    members are read one by one (pairs not alike) costs MEMBER_READ_COST per member, so a 40k-tile
+    one outweighs a 900k-tile cluster of alike tiles and takes a worker of its own."""
+    from akfviz.analysis import pairclust as P
+
+    sizes = np.array([900_000, 40_000] + [25] * 140)
+    n_pairs = np.array([64, 3000] + [1] * 140)
+    nc = sizes.size
+    cptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    cpp = np.concatenate([[0], np.cumsum(n_pairs)]).astype(np.int64)
+    cpairs = np.arange(cpp[-1], dtype=np.int64)
+    alike = np.ones(cpp[-1], bool)
+    alike[cpp[1] + 1] = False                      # cluster 1: one pair unlike its first
+    pairs = dict(uniform=alike, dens=np.full(cpp[-1], 1 / 1024), tm=np.ones(cpp[-1]))
+    for workers in (2, 3, 8):
+        cb, clist = P.stats_schedule(cptr, cpp, cpairs, pairs, workers)
+        assert cb.shape == (workers + 1,) and cb[0] == 0 and cb[-1] == nc and np.all(np.diff(cb) >= 0)
+        np.testing.assert_array_equal(np.sort(clist), np.arange(nc))
+        mine = [set(clist[cb[w]:cb[w + 1]].tolist()) for w in range(workers)]
+        assert {1} in mine                          # the heavy cluster alone
+        assert any(0 in m and len(m) > 1 for m in mine) or workers > 2
