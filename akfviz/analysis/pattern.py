@@ -230,11 +230,11 @@ class PatternAnalysis:
     A: object
     tile: int
     tileset: TileSet
-    _clusters: pd.DataFrame = field(repr=False)
+    _cluster_cols: dict = field(repr=False)
     n_clusters: int
     lsh: LSHConfig
     fro_norm: float
-    density_hist: pd.DataFrame
+    _hist_cols: dict = field(repr=False)
     timings: dict
     cluster_order: np.ndarray = field(repr=False)
     cluster_ptr: np.ndarray = field(repr=False)
@@ -272,6 +272,23 @@ class PatternAnalysis:
         """The per-tile table (see the class docstring): the user's copy-on-write view,
         built once on first access; edits to it stay in it."""
         return self._table.copy(deep=False)
+
+    @cached_property
+    def _clusters(self) -> pd.DataFrame:
+        """The clusters table over :meth:`cluster_arrays` (built on first use: :func:`analyze` and
+        the selector read the arrays). Never handed out itself."""
+        return pd.DataFrame(dict(self._cluster_cols), index=pd.RangeIndex(self.n_clusters, name="cluster"))
+
+    def cluster_arrays(self) -> dict:
+        """The clusters table's columns as :func:`analyze` computed them (read-only arrays, one
+        entry per cluster id): what the selector reads, without a DataFrame."""
+        return dict(self._cluster_cols)
+
+    @cached_property
+    def density_hist(self) -> pd.DataFrame:
+        """``bin_left``, ``bin_right`` (log10 density) and ``count`` of tiles, one row per
+        log-density bin from the lowest to the highest occupied bin (built on first use)."""
+        return pd.DataFrame(dict(self._hist_cols))
 
     @cached_property
     def clusters(self) -> pd.DataFrame:
@@ -346,7 +363,7 @@ class PatternAnalysis:
                 "mean": stat(np.mean), "max": stat(np.max),
             },
             "jaccard_mean": jaccard,
-            "n_density_bins": int(len(self.density_hist)),
+            "n_density_bins": int(len(self._hist_cols["count"])),
             "fro_norm": float(self.fro_norm),
             "lsh": self.lsh.to_dict(),
             # with the deferred full pass (every entry to its tile, every feature) once it has run
@@ -442,11 +459,11 @@ def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
     size = np.diff(cptr)
     rep = cl["representative"]
     mean_density = cl["density_sum"] / size if nc else np.empty(0, np.float64)
-    clusters = pd.DataFrame(
-        {"size": size.astype(np.int64), "representative": rep.astype(np.int64),
-         "density_bin": cl["density_bin"].astype(np.int64), "mean_density": mean_density,
-         "jaccard_mean": cl["jaccard_mean"]},
-        index=pd.RangeIndex(nc, name="cluster"))
+    # the tables themselves are built on first use (pa.clusters, pa.density_hist): a DataFrame costs
+    # ≈ 0.2 ms, which the analysis and the selector do not need
+    cluster_cols = {"size": size.astype(np.int64), "representative": rep.astype(np.int64),
+                    "density_bin": cl["density_bin"].astype(np.int64), "mean_density": mean_density,
+                    "jaccard_mean": cl["jaccard_mean"]}
 
     bpd = cfg.bins_per_decade
     if n:
@@ -456,8 +473,7 @@ def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
     else:
         counts = np.empty(0, np.int64)
         edges = np.zeros(1)
-    density_hist = pd.DataFrame({"bin_left": edges[:-1], "bin_right": edges[1:],
-                                 "count": counts})
+    hist_cols = {"bin_left": edges[:-1], "bin_right": edges[1:], "count": np.asarray(counts, dtype=np.int64)}
     fro_norm = math.sqrt(float(scan.fro2.sum())) if n else 0.0
     if n:
         _check_scale(fro_norm, M)
@@ -478,10 +494,10 @@ def analyze(A, tile: int = 32, lsh=None) -> PatternAnalysis:
     for arr in (M.data, M.indices, M.indptr, cl["order"], cptr, scan.rb_ptr, scan.bj, scan.nnz,
                 scan.cls, scan.fro2, scan.top, scan.pid, rb_count):
         arr.setflags(write=False)
-    for arr in (*cl["pairs"].values(), cl["fro2_sum"]):
+    for arr in (*cl["pairs"].values(), cl["fro2_sum"], *cluster_cols.values(), *hist_cols.values()):
         arr.setflags(write=False)
-    return PatternAnalysis(A=M, tile=T, tileset=ts, _clusters=clusters,
+    return PatternAnalysis(A=M, tile=T, tileset=ts, _cluster_cols=cluster_cols,
                            n_clusters=int(nc), lsh=cfg, fro_norm=fro_norm,
-                           density_hist=density_hist, timings=timings,
+                           _hist_cols=hist_cols, timings=timings,
                            cluster_order=cl["order"], cluster_ptr=cptr,
                            compact=compact, _full=full)

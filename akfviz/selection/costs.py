@@ -149,11 +149,11 @@ class SelectionProblem:
         self._tile_arrays = None
         self._tiles = None
         if self.granularity == "cluster":
-            clusters = pa.clusters_as_analysed()
-            self.units = clusters["representative"].to_numpy(np.int64)
+            clusters = pa.cluster_arrays()      # the analysis' own (read-only) columns
+            self.units = clusters["representative"]
             self._unit_of_tile = None           # = comp.cluster, made on first use
-            self.unit_cluster = np.asarray(clusters.index, dtype=np.int64)
-            self.unit_size = clusters["size"].to_numpy(np.int64)
+            self.unit_cluster = np.arange(self.units.size, dtype=np.int64)
+            self.unit_size = clusters["size"]
         else:
             self.units = np.arange(n, dtype=np.int64)
             self._unit_of_tile = self.units
