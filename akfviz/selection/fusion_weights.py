@@ -35,7 +35,8 @@ they were only discouraged, and a penalty of 10⁶ outweighed the cap.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numba
 import numpy as np
@@ -43,6 +44,10 @@ import pandas as pd
 
 from .._jit import njit_cached, njit_inline, njit_parallel
 from ..errors import InputError
+
+
+#: Columns of ``FusionResult.trajectory``.
+TRAJECTORY_COLUMNS = ("step", "cost", "entropy", "temperature", "penalty", "sram_bytes")
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,7 +81,7 @@ class FusionResult:
     weights: np.ndarray
     choice: np.ndarray
     argmin: np.ndarray
-    trajectory: pd.DataFrame
+    _traj: np.ndarray = field(repr=False)   # (recorded steps, 6): the trajectory's columns
     weights_trajectory: np.ndarray
     recorded_units: np.ndarray
     capacity: float
@@ -85,6 +90,13 @@ class FusionResult:
     binding: bool
     steps: int
     penalty: float
+
+    @cached_property
+    def trajectory(self) -> pd.DataFrame:
+        """The trajectory table (see the class docstring), built on first use: a selection only
+        records the numbers, the Kernels page and the exports read the table."""
+        return pd.DataFrame({c: self._traj[:, i].astype(np.int64 if c == "step" else np.float64)
+                             for i, c in enumerate(TRAJECTORY_COLUMNS)})
 
     def to_dict(self) -> dict:
         return {"steps": int(self.steps), "penalty": float(self.penalty), "capacity": float(self.capacity),
@@ -381,10 +393,7 @@ def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 1
         tied = (C[ar, choice] == C[ar, argmin]) & (b[ar, argmin] <= b[ar, choice])
         choice = np.where(tied, argmin, choice)
     S_fin = float((s * b[ar, choice]).sum()) if nu else 0.0
-    cols = ["step", "cost", "entropy", "temperature", "penalty", "sram_bytes"]
-    traj_df = pd.DataFrame({c: traj[:r, i].astype(np.int64 if c == "step" else np.float64)
-                            for i, c in enumerate(cols)})   # columns at once: no astype afterwards
-    return FusionResult(weights=w, choice=choice, argmin=argmin, trajectory=traj_df,
+    return FusionResult(weights=w, choice=choice, argmin=argmin, _traj=traj[:r],
                         weights_trajectory=wtraj[:r], recorded_units=rec_units, capacity=cap,
                         sram_bytes_argmin=S_arg, sram_bytes_final=S_fin, binding=binding,
                         steps=int(steps), penalty=float(penalty))
