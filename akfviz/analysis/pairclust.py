@@ -35,12 +35,21 @@ from .scanpass import tile_density, tile_top
 
 
 @njit_cached
-def _merge_kernel(starts, m, psig, pbin, pfirst, pdens, ptm, pmixed, bmin, nbins,
+def _merge_kernel(starts, m, psig, pbin, pfirst, pdens, ptm, pmixed,
                   gid, g_sig, g_bin, g_first, g_dens, g_tm, g_uni):
     """Number the chunks' pairs by first appearance (see :func:`merge_pairs`); returns how
-    many distinct pairs there are. One-bit signatures are looked up in a direct table, the
-    others in an open-addressing hash table."""
+    many distinct pairs there are. One-bit signatures are looked up in a direct table (by bit,
+    and bin from the lowest bin listed up to 0), the others in an open-addressing hash table."""
     one = np.uint64(1)
+    bmin = np.int64(0)
+    seen = False
+    for ch in range(starts.shape[0]):
+        for j in range(m[ch]):
+            bb = pbin[starts[ch] + j]
+            if not seen or bb < bmin:
+                bmin = bb
+                seen = True
+    nbins = 1 - bmin
     direct = np.full(64 * nbins, -1, dtype=np.int64)
     size = 1024
     while size < 2 * gid.shape[0]:
@@ -114,10 +123,8 @@ def merge_pairs(scan):
                first=np.empty(total, np.int64), dens=np.empty(total, np.float64),
                tm=np.empty(total, np.float64), uniform=np.empty(total, np.bool_))
     if total:
-        bmin = min(int(scan.pbin[starts[ch]:starts[ch] + m[ch]].min()) for ch in range(n_chunks) if m[ch])
-        nbins = 1 - bmin
         n = _merge_kernel(starts, m, scan.psig, scan.pbin, scan.pfirst, scan.pdens, scan.ptm,
-                          scan.pmixed, bmin, nbins, gid, out["sig"], out["bin"], out["first"], out["dens"],
+                          scan.pmixed, gid, out["sig"], out["bin"], out["first"], out["dens"],
                           out["tm"], out["uniform"])
         out = {key: arr[:n].copy() for key, arr in out.items()}
     return out, goff, gid
