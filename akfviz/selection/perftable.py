@@ -308,7 +308,9 @@ class PerformanceTable:
         if len(self.kernels) > 127:  # pragma: no cover - int8 codes hold 127 kernels
             raise InputError("chosen_pass codes are int8; the table has more than 127 kernels.")
         uot = np.ascontiguousarray(unit_of_tile)
-        out = np.empty(n if codes else 0, dtype=np.int8)
+        # one kernel in use: every tile's code is 0, set at once instead of tile by tile in the pass
+        one_code = codes and used.size == 1
+        out = np.empty(n if codes and not one_code else 0, dtype=np.int8)
         code_of_kid = np.full(len(self.kernels), -1, dtype=np.int8)
         n_codes = _first_codes(uot, kou, np.int64(used.size), code_of_kid) if codes else 0
         n_rows, n_cols = (int(x) for x in pa.shape)
@@ -318,6 +320,8 @@ class PerformanceTable:
                     np.int64(64), out, code_of_kid)
         if not codes:
             return float(total), None, None
+        if one_code:
+            out = np.zeros(n, dtype=np.int8)
         kernels = np.zeros(int(n_codes), dtype=np.int64)
         seen = np.flatnonzero(code_of_kid >= 0)
         kernels[code_of_kid[seen].astype(np.int64)] = seen
