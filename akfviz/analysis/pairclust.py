@@ -276,7 +276,8 @@ def _member_sums(order, s, e, dens, top, fro2, nnz, col_block, geo, values, sum_
     dn_sq = 0.0
     tm_sum = 0.0
     tm_sq = 0.0
-    if compact and sum_fro2:   # analyze's case, its own loop: the one below, branches and all, took 2×
+    if compact:   # analyze's case (``fro2`` always given: one-entry tiles' top share reads it); its
+        # own loop: with the other case's branches in the same loop it took 2×
         for i in range(s, e):
             t = order[i]
             dn = tile_density(t, nnz, col_block, last_rb_start, T, h_last, w_last, j_last)
@@ -290,14 +291,10 @@ def _member_sums(order, s, e, dens, top, fro2, nnz, col_block, geo, values, sum_
             tm_sum += tv
             tm_sq += tv * tv
         return ds, fs, dn_sum, dn_sq, tm_sum, tm_sq
-    for i in range(s, e):
+    for i in range(s, e):   # per-tile arrays (lsh.cluster_tiles)
         t = order[i]
-        if compact:
-            dn = tile_density(t, nnz, col_block, last_rb_start, T, h_last, w_last, j_last)
-            tv = tile_top(t, nnz, fro2, top)
-        else:
-            dn = dens[t]
-            tv = top[t] if values else 0.0
+        dn = dens[t]
+        tv = top[t] if values else 0.0
         mdn[i - s] = dn
         mtv[i - s] = tv
         ds += dn
