@@ -168,7 +168,7 @@ def _first_codes(unit_of_tile, kid_of_unit, n_used, code_of_kid):
 
 @njit_cached
 def _chosen_chunk(coef, lin, floor, ovf, mweight, lo, hi, rb_ptr, col_block, nnz, cls, n_rows, n_cols,
-                  unit_of_tile, kid_of_unit, T, lut, slot_of_kid, i0, i1, codes, code_of_kid):
+                  unit_of_tile, kid_of_unit, T, lut, slot_of_kid, i0, i1, codes, code_of_kid, one_kid):
     """Σ over tiles ``i0:i1`` (in order) of one tile's value (see :func:`_chosen_total`)."""
     use_lut = lut.shape[0] > 0
     write = codes.shape[0] == nnz.shape[0]
@@ -188,7 +188,7 @@ def _chosen_chunk(coef, lin, floor, ovf, mweight, lo, hi, rb_ptr, col_block, nnz
         end = min(ui1, np.uint64(rb_ptr[b + 1]))
         full_row = use_lut and hi_ == T
         for i in range(ui0, end):
-            k = kid_of_unit[np.uint64(unit_of_tile[i])]
+            k = one_kid if one_kid >= 0 else kid_of_unit[np.uint64(unit_of_tile[i])]
             if write:
                 codes[i] = code_of_kid[k]
             j = np.int64(col_block[i])
@@ -206,10 +206,11 @@ def _chosen_chunk(coef, lin, floor, ovf, mweight, lo, hi, rb_ptr, col_block, nnz
 
 @njit_parallel
 def _chosen_total(coef, lin, floor, ovf, mweight, lo, hi, rb_ptr, col_block, nnz, cls, n_rows, n_cols,
-                  unit_of_tile, kid_of_unit, T, lut, slot_of_kid, n_chunks, codes, code_of_kid):
+                  unit_of_tile, kid_of_unit, T, lut, slot_of_kid, n_chunks, codes, code_of_kid, one_kid):
     """Σ_t Σ_m mweight[m] · value_m(t, k(t)) (:func:`_chosen_value`) over all tiles of an analysis, from
     its compact per-tile arrays: class ``cls``, ``nnz``, ``h`` from the row block (``rb_ptr``) and ``w``
-    from ``col_block``; ``k(t) = kid_of_unit[unit_of_tile[t]]``.
+    from ``col_block``; ``k(t) = kid_of_unit[unit_of_tile[t]]``, or ``one_kid`` for every tile when it is
+    ≥ 0 (a plan of one kernel: no per-tile lookups; 1.95 → 1.4 ms on 950k tiles).
 
     Full ``T×T`` tiles take their value from ``lut[slot_of_kid[k], s, nnz]`` (:func:`_full_tile_lut`)
     when ``lut`` is not empty; other tiles are evaluated directly. When ``codes`` has one entry per tile
@@ -222,7 +223,7 @@ def _chosen_total(coef, lin, floor, ovf, mweight, lo, hi, rb_ptr, col_block, nnz
     for ch in numba.prange(n_chunks):
         part[ch] = _chosen_chunk(coef, lin, floor, ovf, mweight, lo, hi, rb_ptr, col_block, nnz, cls, n_rows,
                                  n_cols, unit_of_tile, kid_of_unit, T, lut, slot_of_kid, ch * step,
-                                 min((ch + 1) * step, n), codes, code_of_kid)
+                                 min((ch + 1) * step, n), codes, code_of_kid, one_kid)
     tot = 0.0
     for ch in range(n_chunks - 1):
         tot += part[ch]

@@ -317,7 +317,7 @@ class PerformanceTable:
         run = _chosen_total if n >= CHOSEN_PARALLEL_MIN and numba.get_num_threads() > 1 else _chosen_total_serial
         total = run(coef, lin, floor, ovf, mw, lo, hi, pa.tileset.rb_ptr, comp.col_block,
                     comp.nnz, comp.cls, n_rows, n_cols, uot, kou, np.int64(T), lut, slot,
-                    np.int64(64), out, code_of_kid)
+                    np.int64(64), out, code_of_kid, np.int64(used[0] if used.size == 1 else -1))
         if not codes:
             return float(total), None, None
         if one_code:

@@ -85,6 +85,17 @@ def test_expand_matches_reference(pa, granularity, resource):
         assert list(cat.categories) == list(uniq)
 
 
+@pytest.mark.parametrize("kernel", ["QUANT8", "CSC", "DENSE"])
+def test_one_kernel_plans_match_reference(pa, kernel):
+    """Every unit on one kernel: the pass reads that kernel once instead of per tile (and sets every
+    code at once); the total is still the tile-by-tile sum and the categorical holds that one name."""
+    prob = SelectionProblem(pa, resolve_candidates(None), HW, granularity="cluster")
+    choice = np.full(prob.n_units, prob.names.index(kernel), dtype=np.int64)
+    total, cat = prob.expand(choice)
+    assert total == _ref_total(prob, choice)
+    assert list(cat.categories) == [kernel] and np.all(cat.codes == 0) and len(cat) == prob.n_tiles
+
+
 @pytest.mark.parametrize("resource", ["energy", "bytes", "mix"])
 def test_member_resource_sums_are_the_members_resources_added_up(pa, resource):
     prob = SelectionProblem(pa, resolve_candidates(None), HW, resource=resource, granularity="cluster")
