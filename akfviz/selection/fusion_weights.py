@@ -195,30 +195,105 @@ def _descend(Ch, b, s, z, ok, cap, pen, lr, temps, rec_every, rec_units, C, traj
     return r
 
 
+#: Units a worker descends together in :func:`_block_descent`, one per SIMD lane (a compile-time
+#: constant, so LLVM unrolls and vectorises the loops over them).
+LANES = 8
+
+
 @njit_cached
-def _unit_descent(c, Ch, b, s, z, ok, lr, temps, rec_every, C, terms, w_c):
-    """The steps of :func:`_descend` for unit ``c`` alone, when no SRAM penalty couples the units
-    (the same operations on its logits ``z[c]``: ``λ = 0``); ``terms[r, 0|1|2, c, k]`` receive its
-    cost, entropy and SRAM terms at recorded step ``r`` and ``w_c[r, k]`` its weights."""
-    K = Ch.shape[1]
-    g = np.empty(K)
-    w = np.empty(K)
+def _block_descent(c0, Ch, b, s, z, ok, lr, temps, rec_every, C, terms, wtraj, rec_slot):
+    """The steps of :func:`_descend` for units ``c0 : c0 + LANES`` (those below ``n_units``), when no
+    SRAM penalty couples the units (``λ = 0``). Each unit gets the operations of
+    :func:`_softmax_row` and :func:`_step_row`, in the same order, so its numbers are the same bits;
+    but the units of the block are interleaved (entry ``k·LANES + u`` of the work arrays is kernel
+    ``k`` of unit ``c0 + u``), so the chains of dependent operations of a step — the maximum, the
+    sums, the step itself — run for eight units side by side instead of one, and the exponentials
+    form one flat loop that LLVM vectorises (a loop nest over kernels and lanes it did not). A
+    disallowed kernel's terms are computed and discarded (a select, no branch); its weight is 0, so
+    the sums add ``+0.0`` where the scalar code skips it: the same bits (no sum here is ever
+    ``-0.0``). Padding lanes (past the last unit) repeat unit ``c0`` and are not written back.
+    ``terms[r, 0|1|2, c, k]`` receive unit ``c``'s cost, entropy and SRAM terms at recorded step
+    ``r``, ``wtraj[r, rec_slot[c], k]`` its weights when it is one of the recorded units."""
+    nu, K = Ch.shape
+    n = min(LANES, nu - c0)
+    nk = K * LANES
+    zt = np.empty(nk)
+    cht = np.empty(nk)
+    okt = np.empty(nk, dtype=np.bool_)
+    wt = np.empty(nk)
+    gt = np.empty(nk)
+    m = np.empty(LANES)
+    tot = np.empty(LANES)
+    lse = np.empty(LANES)
+    gbar = np.empty(LANES)
+    for u in range(LANES):
+        c = c0 + (u if u < n else 0)
+        for k in range(K):
+            zt[k * LANES + u] = z[c, k]
+            cht[k * LANES + u] = Ch[c, k] + 0.0 * b[c, k]   # g's constant part, as _step_row at λ = 0
+            okt[k * LANES + u] = ok[c, k]
     nsteps = temps.shape[0]
     r = 0
     for step in range(nsteps + 1):
         T = temps[step] if step < nsteps else 0.0
         record = step % rec_every == 0 or step == nsteps
-        lse = _softmax_row(z, ok, c, w)
+        # the softmax of each lane (_softmax_row)
+        for u in range(LANES):
+            m[u] = -np.inf
+            tot[u] = 0.0
+        for k in range(K):
+            for u in range(LANES):
+                zk = zt[k * LANES + u] if okt[k * LANES + u] else -np.inf
+                m[u] = zk if zk > m[u] else m[u]
+        for k in range(K):
+            for u in range(LANES):
+                wt[k * LANES + u] = zt[k * LANES + u] - m[u]
+        for i in range(nk):   # flat: vectorised
+            e = exp_nonpos(wt[i])
+            wt[i] = e if okt[i] else 0.0
+        for k in range(K):
+            for u in range(LANES):
+                tot[u] += wt[k * LANES + u]
+        for u in range(LANES):
+            lse[u] = 1.0 / tot[u]       # the inverse first, the log-sum-exp below
+        for k in range(K):
+            for u in range(LANES):
+                wt[k * LANES + u] *= lse[u]
+        for u in range(LANES):
+            lse[u] = m[u] + np.log(tot[u])
         if record and r < terms.shape[0]:
-            for k in range(K):
-                terms[r, 0, c, k] = s[c] * w[k] * C[c, k]
-                terms[r, 1, c, k] = s[c] * w[k] * (z[c, k] - lse) if w[k] > 0.0 else 0.0
-                terms[r, 2, c, k] = s[c] * w[k] * b[c, k]
-                w_c[r, k] = w[k]
+            for u in range(n):
+                c = c0 + u
+                slot = rec_slot[c]
+                for k in range(K):
+                    w = wt[k * LANES + u]
+                    terms[r, 0, c, k] = s[c] * w * C[c, k]
+                    terms[r, 1, c, k] = s[c] * w * (zt[k * LANES + u] - lse[u]) if w > 0.0 else 0.0
+                    terms[r, 2, c, k] = s[c] * w * b[c, k]
+                    if slot >= 0:
+                        wtraj[r, slot, k] = w
             r += 1
         if step == nsteps:
             break
-        _step_row(Ch, b, z, ok, c, w, lse, 0.0, T, lr, g)
+        # one gradient step of each lane (_step_row at λ = 0)
+        for u in range(LANES):
+            gbar[u] = 0.0
+        for k in range(K):
+            for u in range(LANES):
+                i = k * LANES + u
+                gk = cht[i]
+                if T > 0.0:
+                    gk += T * (zt[i] - lse[u] + 1.0)
+                gt[i] = gk
+                gbar[u] += wt[i] * gk if okt[i] else 0.0
+        for k in range(K):
+            for u in range(LANES):
+                i = k * LANES + u
+                zk = zt[i]
+                zt[i] = zk - lr * wt[i] * (gt[i] - gbar[u]) if okt[i] else zk
+    for u in range(n):
+        for k in range(K):
+            z[c0 + u, k] = zt[k * LANES + u]
     return r
 
 
@@ -237,13 +312,8 @@ def _descend_free(Ch, b, s, z, ok, cap, lr, temps, rec_every, rec_units, rec_slo
     for step in range(nsteps + 1):
         if (step % rec_every == 0 or step == nsteps) and n_rec < traj.shape[0]:
             n_rec += 1
-    for c in numba.prange(nu):
-        w_c = np.zeros((traj.shape[0], K))
-        rr = _unit_descent(c, Ch, b, s, z, ok, lr, temps, rec_every, C, terms, w_c)
-        if rec_slot[c] >= 0:
-            for r in range(rr):
-                for k in range(K):
-                    wtraj[r, rec_slot[c], k] = w_c[r, k]
+    for blk in numba.prange((nu + LANES - 1) // LANES):
+        _block_descent(blk * LANES, Ch, b, s, z, ok, lr, temps, rec_every, C, terms, wtraj, rec_slot)
     r = 0
     for step in range(nsteps + 1):
         if not (step % rec_every == 0 or step == nsteps) or r >= n_rec:
@@ -382,7 +452,7 @@ def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 1
         rec_slot = np.full(nu, -1, dtype=np.int64)
         rec_slot[rec_units] = np.arange(rec_units.size)
         r = _descend_free(Ch, b, s, z, ok, cap, float(lr), temps, int(record_every), rec_units, rec_slot, C,
-                          traj, wtraj, np.zeros((n_rec, 3, nu, K)))
+                          traj, wtraj, np.empty((n_rec, 3, nu, K)))   # rows < the recorded steps all written
     else:
         r = _descend(Ch, b, s, z, ok, cap, float(penalty) if binding else 0.0, float(lr), temps,
                      int(record_every), rec_units, C, traj, wtraj)
