@@ -208,14 +208,19 @@ def _band_components(mh, bands):
     size = _table_size(U)
     mask = np.uint64(size - 1)
     slot = np.empty(size, dtype=np.int64)
+    mh_t = np.ascontiguousarray(mh.T)   # (K, U): a band's hashes of every row, column by column
+    hsh = np.empty(U, dtype=np.uint64)
     for band in range(bands):
         k0 = band * rpb
         slot[:] = -1
+        # every row's band hash first, in flat loops over the rows (vectorised; chained in the
+        # probe loop, each row's four dependent mixes were most of its time)
+        hsh[:] = np.uint64(band)
+        for k in range(k0, k0 + rpb):
+            for u in range(U):
+                hsh[u] = _mix64(hsh[u] ^ mh_t[k, u])
         for u in range(U):
-            hsh = np.uint64(band)
-            for k in range(k0, k0 + rpb):
-                hsh = _mix64(hsh ^ mh[u, k])
-            pos = hsh & mask
+            pos = hsh[u] & mask
             while True:
                 other = slot[pos]
                 if other < 0:
