@@ -356,8 +356,8 @@ def _residual_span(s, t, tptr, lo, hi):
 @njit_parallel
 def _residual_counts(n_brows, T, rb_ptr, src, lo, hi, tptr, ts_r, ts_v, m_r, o_r, counts, err):
     """``counts[i + 1]`` = residual entries of row ``i`` (``prange`` over row blocks: a row
-    block owns its rows, no races). QUANT8 tiles count their entries with ``v̂ ≠ 0`` and
-    write their error ``err[t] = Σ (v − v̂)²`` (a dropped entry contributes ``v²``)."""
+    block owns its rows, no races). QUANT8 tiles count every entry (one whose ``v̂`` rounds to 0 is
+    a stored 0) and write their error ``err[t] = Σ (v − v̂)²``."""
     for b in numba.prange(n_brows):
         r0 = b * T + 1
         for t in range(rb_ptr[b], rb_ptr[b + 1]):
@@ -370,13 +370,9 @@ def _residual_counts(n_brows, T, rb_ptr, src, lo, hi, tptr, ts_r, ts_v, m_r, o_r
                 e = 0.0
                 for k in range(k0, k1):
                     v = ts_v[k]
-                    vh = quant_value(v, sc)[0]
-                    if vh != 0.0:
-                        counts[r0 + ts_r[k]] += 1
-                        d = v - vh
-                        e += d * d
-                    else:
-                        e += v * v
+                    d = v - quant_value(v, sc)[0]
+                    counts[r0 + ts_r[k]] += 1
+                    e += d * d
                 err[t] = e
                 continue
             rr = ts_r if s == SRC_OWN else (m_r if s == SRC_MAIN else o_r)
@@ -389,7 +385,7 @@ def _residual_fill(n_brows, T, rb_ptr, bj, src, lo, hi, tptr, ts_r, ts_c, ts_v, 
                    o_r, o_c, o_v, res_ptr, res_col, res_val, n_rows):
     """Entries of every residual tile at their row's next free slot (tiles in ``bj`` order,
     entries by column inside a tile: rows end up ordered by column). QUANT8 tiles: their
-    entries ``v̂ = q·s ≠ 0`` (:func:`akfviz.kernels.quant.quant_value`)."""
+    entries ``v̂ = q·s`` (:func:`akfviz.kernels.quant.quant_value`), zeros included."""
     for b in numba.prange(n_brows):
         r0b = b * T
         r1b = min(r0b + T, n_rows)
@@ -400,16 +396,14 @@ def _residual_fill(n_brows, T, rb_ptr, bj, src, lo, hi, tptr, ts_r, ts_c, ts_v, 
                 continue
             c0 = bj[t] * T
             k0, k1 = _residual_span(s, t, tptr, lo, hi)
-            if s == SRC_QUANT8:  # v̂ = q·s (the arithmetic of quant_approx), zeros dropped
+            if s == SRC_QUANT8:  # v̂ = q·s (the arithmetic of quant_approx), stored zeros kept
                 sc = tile_scale(ts_v, k0, k1)
                 for k in range(k0, k1):
-                    vh = quant_value(ts_v[k], sc)[0]
-                    if vh != 0.0:
-                        lr = ts_r[k]
-                        p = fill[lr]
-                        res_col[p] = c0 + ts_c[k]
-                        res_val[p] = vh
-                        fill[lr] = p + 1
+                    lr = ts_r[k]
+                    p = fill[lr]
+                    res_col[p] = c0 + ts_c[k]
+                    res_val[p] = quant_value(ts_v[k], sc)[0]
+                    fill[lr] = p + 1
                 continue
             if s == SRC_OWN:
                 rr, cc, vv = ts_r, ts_c, ts_v
@@ -449,7 +443,7 @@ def build_residual(ts, src, lo, hi, main=None, other=None, errors=None):
         ``SRC_OWN``: the tile's own entries ``ts.*[ts.ptr[t]:ts.ptr[t+1]]``; ``SRC_MAIN`` /
         ``SRC_OTHER``: entries ``lo[t]:hi[t]`` of the ``main`` / ``other`` approximation
         arrays ``(r, c, v)`` (int64, int64, float64; ``None``: empty); ``SRC_QUANT8``: the
-        tile's own entries quantised (``v̂ = q·s``, entries with ``v̂ = 0`` dropped).
+        tile's own entries quantised (``v̂ = q·s``; one that rounds to 0 is kept, a stored 0).
     lo, hi : int64 (n_tiles,)
         Read only where ``src`` is ``SRC_MAIN`` or ``SRC_OTHER``.
     errors : float64 (n_tiles,), optional
@@ -480,6 +474,9 @@ def build_residual(ts, src, lo, hi, main=None, other=None, errors=None):
     return residual_layout(ts, res_ptr, res_col, res_val)
 
 
+#: ``val`` of an entry left out of the residual (its tile packed elsewhere, or approximated): NaN, which
+#: no kept value is (the analysis refuses non-finite values), so a kept 0 stays apart from it.
+LEFT_OUT = np.nan
 #: ``tmap`` code of a QUANT8 tile of one entry (``SRC_QUANT8 | ONE_ENTRY``): its scale is its value's
 #: ``|v| / 127``, no pass over the tile's entries is needed for it.
 ONE_ENTRY = 16
@@ -526,8 +523,9 @@ def _leave_out(k, row, nxt, indptr, dropped):
 @njit_cached
 def _rb_values(r0, r1, indptr, indices, data, sh, T, tmap, mx, acc, dropped, err, val, pk):
     """Residual values of a row block's entries (rows ``r0:r1``) that need no tile scale — own,
-    one-entry QUANT8 (its error written at once), left out — and ``dropped[row + 1]`` counts the
-    entries each row leaves out (``dropped`` starts at zero); the entries of QUANT8 tiles of several
+    one-entry QUANT8 (its error written at once), left out (:data:`LEFT_OUT`) — and ``dropped[row +
+    1]`` counts the entries each row leaves out (``dropped`` starts at zero); the entries of QUANT8
+    tiles of several
     entries only update their tile's ``max |v|`` (``mx``) and are listed (``pk``, in the row block's
     order) for :func:`_rb_pending`. Returns how many were listed. The row block's entries are read
     once (a pass for the scales and a pass for the values took 7 % longer), in one flat loop: the
@@ -553,44 +551,34 @@ def _rb_values(r0, r1, indptr, indices, data, sh, T, tmap, mx, acc, dropped, err
                 vh = (127.0 if v > 0.0 else -127.0) * (a / 127.0)
             else:
                 vh = quant_value(v, max(a / 127.0, 5e-324))[0]
-            if vh == 0.0:
-                err[x >> 8] = v * v
-                row, nxt = _leave_out(k, row, nxt, indptr, dropped)
-            else:
-                dv = v - vh
-                err[x >> 8] = dv * dv
+            dv = v - vh
+            err[x >> 8] = dv * dv
             val[k] = vh
         elif s == SRC_QUANT8:
             mx[j] = max(mx[j], abs(v))
             pk[npend] = k
             npend += 1
         else:  # SRC_PACKED, or an approximated tile's (merged in later)
-            val[k] = 0.0
+            val[k] = LEFT_OUT
             row, nxt = _leave_out(k, row, nxt, indptr, dropped)
     return npend
 
 
 @njit_cached
-def _rb_pending(npend, pk, r0, indptr, indices, data, sh, T, mx, acc, dropped, val):
-    """The listed entries of QUANT8 tiles of several entries (:func:`_rb_values`) of the row block
-    from row ``r0``, in its order — a tile's in its (r, c) order: ``v̂ = q·s`` with the tile's scale
-    ``mx[j]``, ``acc[j] += (v − v̂)²``, and one more entry left out of its row when ``v̂ = 0``."""
+def _rb_pending(npend, pk, indices, data, sh, T, mx, acc, val):
+    """The listed entries of QUANT8 tiles of several entries (:func:`_rb_values`) of a row block,
+    in its order — a tile's in its (r, c) order: ``v̂ = q·s`` with the tile's scale ``mx[j]`` (a
+    stored 0 when it rounds to 0), ``acc[j] += (v − v̂)²``."""
     ush = np.uint64(sh if sh >= 0 else 0)
     uT = np.uint64(T)
-    row = r0
-    nxt = np.uint64(indptr[r0 + 1])
     for i in range(npend):
         k = np.uint64(pk[i])
         uc = np.uint64(indices[k])
         j = (uc >> ush) if sh >= 0 else uc // uT
         v = data[k]
         vh = quant_value(v, mx[j])[0]
-        if vh == 0.0:
-            acc[j] += v * v
-            row, nxt = _leave_out(k, row, nxt, indptr, dropped)
-        else:
-            dv = v - vh
-            acc[j] += dv * dv
+        dv = v - vh
+        acc[j] += dv * dv
         val[k] = vh
 
 
@@ -598,9 +586,9 @@ def _rb_pending(npend, pk, r0, indptr, indices, data, sh, T, mx, acc, dropped, v
 def _csr_residual_range(indptr, indices, data, n_rows, T, sh, b0, b1, rb_ptr, col_block, tile_nnz, src,
                         tmap, mx, acc, dropped, err, val, pk, multi):
     """Row blocks ``b0:b1`` of :func:`build_residual_from_csr`: ``val[k]`` is entry ``k``'s residual
-    value (its own for ``SRC_OWN``, ``v̂ = q·s`` for ``SRC_QUANT8``, 0 for an entry left out: a
-    ``SRC_PACKED`` tile's, an approximated tile's, or one that quantises to 0 — kept entries are
-    never 0), ``dropped[row + 1]`` counts the entries a row leaves out, ``err[t]`` is a QUANT8 tile's
+    value (its own for ``SRC_OWN``, ``v̂ = q·s`` for ``SRC_QUANT8`` — 0 included —, :data:`LEFT_OUT`
+    for an entry left out: a ``SRC_PACKED`` tile's or an approximated tile's), ``dropped[row + 1]``
+    counts the entries a row leaves out, ``err[t]`` is a QUANT8 tile's
     error. A row block maps each column block to its tile and source code (``tmap``: ``t << 8 |
     code``); one read of its entries writes every value that needs no scale and finds the
     scales of its QUANT8 tiles of several entries (``mx``, from their ``max |v|``), whose entries
@@ -620,7 +608,7 @@ def _csr_residual_range(indptr, indices, data, n_rows, T, sh, b0, b1, rb_ptr, co
                 j = np.uint64(col_block[multi[i]])
                 m = mx[j]
                 mx[j] = max(m / 127.0, 5e-324) if m > 0.0 else 1.0
-            _rb_pending(npend, pk, r0, indptr, indices, data, sh, T, mx, acc, dropped, val)
+            _rb_pending(npend, pk, indices, data, sh, T, mx, acc, val)
             for i in range(nm):
                 t = multi[i]
                 err[t] = acc[np.uint64(col_block[t])]
@@ -643,8 +631,9 @@ _csr_residual_serial = serial_twin(_csr_residual)
 
 
 @njit_parallel
-def _drop_zeros(indptr, indices, val, res_ptr, res_col, res_val, n_chunks):
-    """Copy the entries with ``val != 0`` to their rows' new places (row order kept; ``prange``
+def _drop_left_out(indptr, indices, val, res_ptr, res_col, res_val, n_chunks):
+    """Copy the entries not :data:`LEFT_OUT` (``val`` is not NaN) to their rows' new places (row
+    order kept; ``prange``
     over ``n_chunks`` ranges of rows). The entries of a range of rows are consecutive, and so are
     their places from ``res_ptr`` of its first row: one flat loop per range, unsigned indices
     (no negative-index tests): 3.4× faster than a loop per row."""
@@ -656,13 +645,13 @@ def _drop_zeros(indptr, indices, val, res_ptr, res_col, res_val, n_chunks):
         p = np.uint64(res_ptr[r0])
         for k in range(np.uint64(indptr[r0]), np.uint64(indptr[r1])):
             v = val[k]
-            if v != 0.0:
+            if v == v:   # not LEFT_OUT
                 res_col[p] = indices[k]
                 res_val[p] = v
                 p += one
 
 
-_drop_zeros_serial = serial_twin(_drop_zeros)
+_drop_left_out_serial = serial_twin(_drop_left_out)
 
 
 @njit_cached
@@ -670,7 +659,8 @@ def _merge_approx(indptr, indices, val, n_rows, T, rb_ptr, col_block, src, lo, h
                   cur, res_ptr, res_col, res_val):
     """Rows of the residual when some tiles bring approximated entries (``src == SRC_MAIN``: entries
     ``lo[t]:hi[t]`` of ``(ar, ac, av)``, ordered by (r, c)): with ``res_val`` empty, count each row's
-    entries into ``res_ptr[row + 1]``; else write them, the row's own entries (``val != 0``) and the
+    entries into ``res_ptr[row + 1]``; else write them, the row's own entries (``val`` not
+    :data:`LEFT_OUT`) and the
     approximated tiles' merged by column. A row block's approximated tiles are walked in column-block
     order with one cursor each (``cur``), so their entries of a row come out ordered by column."""
     fill = res_val.shape[0] > 0
@@ -690,7 +680,7 @@ def _merge_approx(indptr, indices, val, n_rows, T, rb_ptr, col_block, src, lo, h
             if not fill:
                 n = 0
                 for k in range(indptr[row], indptr[row + 1]):
-                    if val[k] != 0.0:
+                    if val[k] == val[k]:   # not LEFT_OUT
                         n += 1
                 if na:
                     for t in range(t0, t1):
@@ -711,7 +701,7 @@ def _merge_approx(indptr, indices, val, n_rows, T, rb_ptr, col_block, src, lo, h
                     while cur[t] < hi[t] and ar[cur[t]] == lr:
                         col = c0 + ac[cur[t]]
                         while k < k1 and indices[k] < col:   # own entries before it
-                            if val[k] != 0.0:
+                            if val[k] == val[k]:
                                 res_col[p] = indices[k]
                                 res_val[p] = val[k]
                                 p += 1
@@ -721,7 +711,7 @@ def _merge_approx(indptr, indices, val, n_rows, T, rb_ptr, col_block, src, lo, h
                         p += 1
                         cur[t] += 1
             while k < k1:
-                if val[k] != 0.0:
+                if val[k] == val[k]:
                     res_col[p] = indices[k]
                     res_val[p] = val[k]
                     p += 1
@@ -734,11 +724,15 @@ def build_residual_from_csr(ts, A, col_block, tile_nnz, src, errors=None, approx
     in the same order and the same QUANT8 errors, bit for bit (tested).
 
     One pass writes every entry's residual value where ``A`` has it: its own (``SRC_OWN``), its
-    quantised ``v̂ = q·s`` (``SRC_QUANT8``), or 0 when it is left out (``SRC_PACKED``, ``SRC_MAIN``,
-    or ``v̂ = 0``). When nothing is left out and no tile brings approximated entries — the common
-    case: QUANT8 keeps an entry unless it is below ``max|v| / 254`` of its tile — the residual
-    shares ``A``'s row pointers and column indices. Otherwise a count and a fill pass close the
-    gaps and merge in the approximated tiles' entries (``SRC_MAIN``), by column.
+    quantised ``v̂ = q·s`` (``SRC_QUANT8``; an entry below ``max|v| / 254`` of its tile rounds to
+    0 and is kept as a stored 0, as the tile-order builder keeps it), or :data:`LEFT_OUT` when its
+    tile is not in the residual (``SRC_PACKED``) or brings approximated entries (``SRC_MAIN``).
+    When nothing is left out and no tile brings approximated entries — every plan of exact entry
+    kernels and QUANT8 — the residual shares ``A``'s row pointers and column indices. Otherwise a
+    count and a fill pass close the gaps and merge in the approximated tiles' entries
+    (``SRC_MAIN``), by column. (Dropping the stored zeros instead cost a copy of the whole
+    residual — 0.6–1 ms for the ≈ 200 of a million entries that round to 0 in the 1M-nonzero
+    benchmark — and they cost the matrix-vector product nothing: ``x`` is finite.)
 
     Parameters
     ----------
@@ -787,8 +781,8 @@ def build_residual_from_csr(ts, A, col_block, tile_nnz, src, errors=None, approx
         m = int(res_ptr[-1])
         res_col = np.empty(m, dtype=cdt)
         res_val = np.empty(m, dtype=np.float64)
-        (_drop_zeros if par else _drop_zeros_serial)(indptr, indices, val, res_ptr, res_col, res_val,
-                                                     n_chunks)
+        (_drop_left_out if par else _drop_left_out_serial)(indptr, indices, val, res_ptr, res_col,
+                                                           res_val, n_chunks)
         return residual_layout(ts, res_ptr, res_col, res_val)
     lo, hi, ar, ac, av = approx
     cur = np.empty(ts.n_tiles, dtype=np.int64)

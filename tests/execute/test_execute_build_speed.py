@@ -97,6 +97,14 @@ def ref_plan(ts, names):
         if sub.size:
             if ap is None:
                 r, c, v, seg = ref_entries(ts, sub, None)
+            elif k.name in fused.INLINE_RESIDUAL:
+                # QUANT8 in the residual: every entry of its tiles, quantised with its tile's scale
+                # (a value that rounds to 0 is a stored 0; the kernel's own approx leaves it out)
+                r, c, v, seg = ref_entries(ts, sub, None)
+                mx = np.zeros(ts.n_tiles)
+                np.maximum.at(mx, seg, np.abs(v))
+                scale = quant_scale(mx[seg])
+                v = quant_codes(v, scale).astype(np.float64) * scale
             else:
                 keep = np.isin(ap.idx, sub)
                 seg_all = np.repeat(ap.idx, np.diff(ap.ptr))
@@ -160,7 +168,7 @@ def matrices():
     blk = sp.block_diag([rng.standard_normal((8, 8)) for _ in range(8)], format="csr")
     yield "blocks", sp.csr_array(blk), 16
     small = sp.random(64, 64, density=0.3, random_state=6, format="csr")
-    small.data[::3] *= 1e-4  # entries that quantise to 0 (dropped by QUANT8)
+    small.data[::3] *= 1e-4  # entries that quantise to 0 (stored zeros in the residual)
     yield "tiny-values", sp.csr_array(small), 16
 
 
@@ -225,13 +233,13 @@ def test_fast_build_equals_reference(case):
 def test_quant8_residual_values_and_errors_equal_quant_approx():
     # every tile QUANT8: Â is computed inside the residual builder, never materialised
     A = sp.random(300, 300, density=0.02, random_state=9, format="csr")
-    A.data[::4] *= 1e-5  # codes 0: dropped entries
+    A.data[::4] *= 1e-5  # codes 0: left out of quant_approx, stored zeros in the residual
     pa = analyze(A, tile=16)
     ts = pa.tileset
     plan = FusionPlan(pa, ["QUANT8"] * ts.n_tiles)
     ap = quant_approx(ts, np.arange(ts.n_tiles))
     assert np.array_equal(plan.tile_errors, ap.err)
-    assert np.diff(ap.ptr).sum() < ts.nnz  # some entries were dropped
+    assert np.diff(ap.ptr).sum() < ts.nnz  # some entries round to 0
     # obvious per-tile numpy quantisation
     for t in range(0, ts.n_tiles, 7):
         tile = ts.dense(t)
@@ -243,7 +251,13 @@ def test_quant8_residual_values_and_errors_equal_quant_approx():
     r = ts.bi[seg] * 16 + ap.r
     c = ts.bj[seg] * 16 + ap.c
     o = np.lexsort((c, r))
-    assert np.array_equal(col, c[o]) and np.array_equal(val, ap.v[o])
+    # the residual has A's pattern (it shares A's arrays); its nonzero values are quant_approx's Â
+    # and its stored zeros are the entries that round to 0
+    M = pa.A
+    assert np.array_equal(ptr, M.indptr) and np.array_equal(col, M.indices)
+    nz = val != 0.0
+    assert np.array_equal(col[nz], c[o]) and np.array_equal(val[nz], ap.v[o])
+    assert (~nz).sum() == ts.nnz - np.diff(ap.ptr).sum()
     assert "csc_i8" not in plan._packed.packs and plan._packed.format_tiles()["csc_i8"] == 0
 
 

@@ -82,7 +82,7 @@ def test_a_few_approximated_tiles_merge_into_the_residual_read_from_the_matrix()
     assert (p1.tile_errors[names == "PRUNE50"] > 0).all()
 
 
-def test_quant8_drops_small_entries_and_counts_their_error():
+def test_quant8_keeps_small_entries_as_stored_zeros_and_counts_their_error():
     M = np.zeros((64, 64))
     M[:4, :4] = [[1.0, 1e-4, 0, 0], [0, 2.0, 0, 3e-5], [0, 0, 0, 0], [5.0, 0, 0, 0]]
     A = sp.csr_array(M)
@@ -90,7 +90,10 @@ def test_quant8_drops_small_entries_and_counts_their_error():
     p1, p2 = FusionPlan(fresh, ["QUANT8"]), FusionPlan(ready, ["QUANT8"])
     _same_plans(p1, p2, A)
     assert not fresh._full.done
-    assert p1._packed.residual["val"].shape[0] == 3   # 1e-4 and 3e-5 quantise to 0
+    res = p1._packed.residual
+    assert res["val"].shape[0] == 5                    # 1e-4 and 3e-5 quantise to 0: stored zeros
+    assert np.count_nonzero(res["val"]) == 3
+    assert res["col"][res["val"] == 0.0].tolist() == [1, 3]
     v = np.array([1.0, 1e-4, 2.0, 3e-5, 5.0])
     scale = 5.0 / 127
     vh = np.clip(np.rint(v / scale), -127, 127) * scale
@@ -117,7 +120,8 @@ def test_tiles_that_need_their_entries_take_the_tile_order_route():
 def test_the_residual_read_on_worker_threads_equals_the_tile_order_route(monkeypatch, mix):
     """A small matrix sent down the parallel path (chunks of row blocks on the worker threads; a
     lazy row cursor counts the entries each row leaves out): the same arrays as the tile-order
-    builder, with entries left out by QUANT8 (values over 6 decades), by SKIP and by approximations."""
+    builder, with entries QUANT8 rounds to 0 (values over 6 decades: stored zeros) and entries left
+    out by SKIP and by approximations."""
     from akfviz.execute import threads
 
     monkeypatch.setattr(threads, "PACK_PARALLEL_MIN", 1)
@@ -127,5 +131,10 @@ def test_the_residual_read_on_worker_threads_equals_the_tile_order_route(monkeyp
     names = np.asarray(mix, dtype=object)[rng.integers(0, len(mix), fresh.n_tiles)]
     p1, p2 = FusionPlan(fresh, names), FusionPlan(ready, names)
     _same_plans(p1, p2, A)
-    kept = p1._packed.residual["val"].shape[0]
-    assert kept < A.nnz   # entries were left out, so the rows were closed up
+    res = p1._packed.residual
+    kept = res["val"].shape[0]
+    assert (res["val"] == 0.0).any()   # stored zeros (QUANT8 values that round to 0)
+    if mix == ("QUANT8",):
+        assert kept == A.nnz   # nothing left out: the residual has A's pattern
+    else:
+        assert kept < A.nnz    # entries were left out, so the rows were closed up

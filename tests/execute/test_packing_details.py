@@ -94,20 +94,23 @@ def test_time_matvec_reports_milliseconds(monkeypatch):
 
 
 @pytest.mark.parametrize("n_chunks", [1, 3, 8, 50])
-def test_drop_zeros_keeps_the_nonzero_entries_in_row_order(n_chunks):
-    """The residual's compaction (entries QUANT8 rounded to 0 left out) against a boolean mask, for
-    chunks of rows that start and end anywhere, including empty rows and a chunk with no rows."""
-    from akfviz.execute.packing import _drop_zeros, _drop_zeros_serial
+def test_drop_left_out_keeps_the_other_entries_in_row_order(n_chunks):
+    """The residual's compaction (entries of tiles packed elsewhere marked LEFT_OUT, NaN) against a
+    boolean mask, for chunks of rows that start and end anywhere, including empty rows and a chunk
+    with no rows; stored zeros (QUANT8 values that round to 0) are kept."""
+    from akfviz.execute.packing import LEFT_OUT, _drop_left_out, _drop_left_out_serial
 
     rng = np.random.default_rng(n_chunks)
     A = sp.random_array((40, 30), density=0.2, format="csr", rng=rng)
     val = A.data.copy()
-    val[rng.random(val.size) < 0.3] = 0.0
-    val[A.indptr[5]:A.indptr[7]] = 0.0                    # two rows that keep nothing
-    kept = val != 0.0
+    val[rng.random(val.size) < 0.3] = LEFT_OUT
+    val[rng.random(val.size) < 0.1] = 0.0                 # stored zeros: kept
+    val[A.indptr[5]:A.indptr[7]] = LEFT_OUT               # two rows that keep nothing
+    kept = ~np.isnan(val)
+    assert (val[kept] == 0.0).any()
     rows = np.repeat(np.arange(40), np.diff(A.indptr))
     res_ptr = np.concatenate([[0], np.cumsum(np.bincount(rows[kept], minlength=40))]).astype(np.int64)
-    for kernel in (_drop_zeros, _drop_zeros_serial):
+    for kernel in (_drop_left_out, _drop_left_out_serial):
         col = np.full(int(kept.sum()), -1, dtype=np.int32)
         out = np.full(int(kept.sum()), np.nan)
         kernel(A.indptr.astype(np.int64), A.indices, val, res_ptr, col, out, n_chunks)
