@@ -523,11 +523,10 @@ def _leave_out(k, row, nxt, indptr, dropped):
 @njit_cached
 def _rb_values(r0, r1, indptr, indices, data, sh, T, tmap, mx, acc, dropped, err, val, pk):
     """Residual values of a row block's entries (rows ``r0:r1``) that need no tile scale — own,
-    one-entry QUANT8 (its error written at once), left out (:data:`LEFT_OUT`) — and ``dropped[row +
-    1]`` counts the entries each row leaves out (``dropped`` starts at zero); the entries of QUANT8
-    tiles of several
-    entries only update their tile's ``max |v|`` (``mx``) and are listed (``pk``, in the row block's
-    order) for :func:`_rb_pending`. Returns how many were listed. The row block's entries are read
+    one-entry QUANT8 (its error written at once), left out (:data:`LEFT_OUT`) — and
+    ``dropped[row + 1]`` counts the entries each row leaves out (``dropped`` starts at zero); the
+    entries of QUANT8 tiles of several entries only update their tile's ``max |v|`` (``mx``) and are
+    listed (``pk``, in the row block's order) for :func:`_rb_pending`. Returns how many were listed. The row block's entries are read
     once (a pass for the scales and a pass for the values took 7 % longer), in one flat loop: the
     rows matter only for the entries left out, whose row a cursor finds (a loop per row of about
     ten entries cost a third more)."""
@@ -588,8 +587,7 @@ def _csr_residual_range(indptr, indices, data, n_rows, T, sh, b0, b1, rb_ptr, co
     """Row blocks ``b0:b1`` of :func:`build_residual_from_csr`: ``val[k]`` is entry ``k``'s residual
     value (its own for ``SRC_OWN``, ``v̂ = q·s`` for ``SRC_QUANT8`` — 0 included —, :data:`LEFT_OUT`
     for an entry left out: a ``SRC_PACKED`` tile's or an approximated tile's), ``dropped[row + 1]``
-    counts the entries a row leaves out, ``err[t]`` is a QUANT8 tile's
-    error. A row block maps each column block to its tile and source code (``tmap``: ``t << 8 |
+    counts the entries a row leaves out, ``err[t]`` is a QUANT8 tile's error. A row block maps each column block to its tile and source code (``tmap``: ``t << 8 |
     code``); one read of its entries writes every value that needs no scale and finds the
     scales of its QUANT8 tiles of several entries (``mx``, from their ``max |v|``), whose entries
     it lists (``pk``, at most ``rb_max`` of a row block) and quantises afterwards; a
@@ -633,8 +631,7 @@ _csr_residual_serial = serial_twin(_csr_residual)
 @njit_parallel
 def _drop_left_out(indptr, indices, val, res_ptr, res_col, res_val, n_chunks):
     """Copy the entries not :data:`LEFT_OUT` (``val`` is not NaN) to their rows' new places (row
-    order kept; ``prange``
-    over ``n_chunks`` ranges of rows). The entries of a range of rows are consecutive, and so are
+    order kept; ``prange`` over ``n_chunks`` ranges of rows). The entries of a range of rows are consecutive, and so are
     their places from ``res_ptr`` of its first row: one flat loop per range, unsigned indices
     (no negative-index tests): 3.4× faster than a loop per row."""
     n_rows = indptr.shape[0] - 1
@@ -660,8 +657,7 @@ def _merge_approx(indptr, indices, val, n_rows, T, rb_ptr, col_block, src, lo, h
     """Rows of the residual when some tiles bring approximated entries (``src == SRC_MAIN``: entries
     ``lo[t]:hi[t]`` of ``(ar, ac, av)``, ordered by (r, c)): with ``res_val`` empty, count each row's
     entries into ``res_ptr[row + 1]``; else write them, the row's own entries (``val`` not
-    :data:`LEFT_OUT`) and the
-    approximated tiles' merged by column. A row block's approximated tiles are walked in column-block
+    :data:`LEFT_OUT`) and the approximated tiles' merged by column. A row block's approximated tiles are walked in column-block
     order with one cursor each (``cur``), so their entries of a row come out ordered by column."""
     fill = res_val.shape[0] > 0
     n_brows = rb_ptr.shape[0] - 1

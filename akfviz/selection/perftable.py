@@ -308,8 +308,10 @@ class PerformanceTable:
         if len(self.kernels) > 127:  # pragma: no cover - int8 codes hold 127 kernels
             raise InputError("chosen_pass codes are int8; the table has more than 127 kernels.")
         uot = np.ascontiguousarray(unit_of_tile)
-        # one kernel in use: every tile's code is 0, set at once instead of tile by tile in the pass
-        one_code = codes and used.size == 1
+        # one kernel in use: the pass reads it once (not per tile), and every tile's code is 0, set
+        # at once instead of tile by tile in the pass
+        one_kid = int(used[0]) if used.size == 1 else -1
+        one_code = codes and one_kid >= 0
         out = np.empty(n if codes and not one_code else 0, dtype=np.int8)
         code_of_kid = np.full(len(self.kernels), -1, dtype=np.int8)
         n_codes = _first_codes(uot, kou, np.int64(used.size), code_of_kid) if codes else 0
@@ -317,7 +319,7 @@ class PerformanceTable:
         run = _chosen_total if n >= CHOSEN_PARALLEL_MIN and numba.get_num_threads() > 1 else _chosen_total_serial
         total = run(coef, lin, floor, ovf, mw, lo, hi, pa.tileset.rb_ptr, comp.col_block,
                     comp.nnz, comp.cls, n_rows, n_cols, uot, kou, np.int64(T), lut, slot,
-                    np.int64(64), out, code_of_kid, np.int64(used[0] if used.size == 1 else -1))
+                    np.int64(64), out, code_of_kid, np.int64(one_kid))
         if not codes:
             return float(total), None, None
         if one_code:
