@@ -31,31 +31,48 @@ from ..memory import check_memory
 from .lsh import NEAR_MEDOID, _band_components, _first_appearance, _jaccard, _mix64, _rand_below
 from .tiling import _popcount64
 from .minhash import minhash_signatures
-from .scanpass import tile_density, tile_top
+from .scanpass import DIRECT2_MAX_BINS, tile_density, tile_top, two_bit_key
 
 
 @njit_cached
 def _merge_kernel(starts, m, psig, pbin, pfirst, pdens, ptm, pmixed,
                   gid, g_sig, g_bin, g_first, g_dens, g_tm, g_uni):
     """Number the chunks' pairs by first appearance (see :func:`merge_pairs`); returns how
-    many distinct pairs there are. One-bit signatures are looked up in a direct table (by bit,
-    and bin from the lowest bin listed up to 0), the others in an open-addressing hash table."""
+    many distinct pairs there are. Pairs of one-bit signatures are looked up in a direct table (by
+    bit, and bin from the lowest bin listed up to 0), those of two-bit signatures in another (by
+    both bits and bin: :func:`akfviz.analysis.scanpass.two_bit_key`, with at most
+    :data:`~akfviz.analysis.scanpass.DIRECT2_MAX_BINS` bins), the others in an open-addressing hash
+    table sized for them."""
     one = np.uint64(1)
     bmin = np.int64(0)
     seen = False
+    n_two = 0     # entries of two-bit signatures
+    n_more = 0    # of three bits or more
     for ch in range(starts.shape[0]):
         for j in range(m[ch]):
-            bb = pbin[starts[ch] + j]
+            p = starts[ch] + j
+            bb = pbin[p]
             if not seen or bb < bmin:
                 bmin = bb
                 seen = True
+            x = psig[p]
+            x2 = x & (x - one)
+            if x2 != 0:
+                if (x2 & (x2 - one)) == 0:
+                    n_two += 1
+                else:
+                    n_more += 1
     nbins = 1 - bmin
+    use2 = nbins <= DIRECT2_MAX_BINS
+    if not use2:
+        n_more += n_two
     direct = np.full(64 * nbins, -1, dtype=np.int64)
+    direct2 = np.full(4096 * nbins if use2 and n_two > 0 else 0, -1, dtype=np.int64)
     size = 1024
-    while size < 2 * gid.shape[0]:
+    while size < 2 * n_more:
         size *= 2
     mask = np.uint64(size - 1)
-    slot = np.full(size, -1, dtype=np.int64)
+    slot = np.full(size if n_more > 0 else 0, -1, dtype=np.int64)
     n = 0
     li = 0
     for ch in range(starts.shape[0]):
@@ -64,12 +81,19 @@ def _merge_kernel(starts, m, psig, pbin, pfirst, pdens, ptm, pmixed,
             p = a + j
             x = psig[p]
             bb = pbin[p]
-            if (x & (x - one)) == 0:
+            x2 = x & (x - one)
+            if x2 == 0:
                 key = _popcount64(x - one) * nbins + (bb - bmin)
                 q = direct[key]
                 if q < 0:
                     q = n
                     direct[key] = n
+            elif use2 and (x2 & (x2 - one)) == 0:
+                key2 = two_bit_key(x, bb, bmin, nbins)
+                q = direct2[key2]
+                if q < 0:
+                    q = n
+                    direct2[key2] = n
             else:
                 pos = _mix64(x ^ _mix64(np.uint64(bb))) & mask
                 while True:

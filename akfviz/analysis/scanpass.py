@@ -67,6 +67,20 @@ def chunk_bounds(n_brows: int, nnz: int) -> np.ndarray:
 
 #: Sentinel of the density-bin table (no tile has this bin).
 NO_BIN = -(1 << 40)
+#: Pairs of two-bit signatures (a tile whose entries fall in two coarse cells: most tiles of two
+#: entries) are found in a direct table of 64·64 bit pairs per density bin — by the eager pass and by
+#: :func:`akfviz.analysis.pairclust.merge_pairs` — when there are at most this many bins (≤ 1.2 MB
+#: of int64; the defaults have 9); else, as signatures of three bits or more, by hashing.
+DIRECT2_MAX_BINS = 36
+
+
+@njit_inline
+def two_bit_key(x, bb, bmin, nbins):
+    """Slot of the pair (two-bit signature ``x``, bin ``bb``) in a direct table of ``4096·nbins``:
+    ``(lo·64 + hi)·nbins + bb − bmin`` with ``lo`` / ``hi`` the signature's bits."""
+    lo = np.uint64(trailing_zeros(x))
+    hi = np.uint64(trailing_zeros(x & (x - np.uint64(1))))
+    return (lo * np.uint64(64) + hi) * np.uint64(nbins) + np.uint64(bb - bmin)
 
 
 def bin_floor(T: int, bpd: int) -> int:
@@ -300,6 +314,10 @@ def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q,
     full_area = T * T
     bintab = np.full(full_area + 1, NO_BIN, dtype=np.int64)  # density bin of k entries in a T×T tile
     direct = np.empty(64 * nbins, dtype=np.int64)  # one-bit signatures: (bit, bin) -> 2·pair + plain
+    # two-bit signatures: (bit, bit, bin) -> (chunk + 1) << 32 | pair; the chunk stamp replaces a
+    # reset per chunk (295 kB with the defaults)
+    use2 = nbins <= DIRECT2_MAX_BINS
+    direct2 = np.zeros(4096 * nbins if use2 else 0, dtype=np.int64)
     unb = np.uint64(nbins)
     plain_off = np.uint64(int(math.floor(math.log10(1 / full_area) * bpd)) - bmin)
     plain_cls = _class_of(T, T, 1, 1, 1, one, grid)
@@ -435,7 +453,8 @@ def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q,
                 # an earlier row block). The direct table of one-bit signatures keeps, beside the
                 # pair, whether its first tile was plain.
                 plain = k == 1 and area == full_area and tm == 1.0
-                if (sig & (sig - one)) == 0:  # one coarse cell (every one-nonzero tile)
+                s2 = sig & (sig - one)
+                if s2 == 0:  # one coarse cell (every one-nonzero tile)
                     key = np.uint64(trailing_zeros(sig)) * unb + np.uint64(bb - bmin)
                     v = direct[key]
                     if v < 0:
@@ -443,6 +462,14 @@ def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q,
                         direct[key] = 2 * pp + (1 if plain else 0)
                     else:
                         pp = v >> 1
+                elif use2 and (s2 & (s2 - one)) == 0:   # two coarse cells
+                    key = two_bit_key(sig, bb, bmin, nbins)
+                    v = direct2[key]
+                    if (v >> 32) == ch + 1:
+                        pp = v & 0xFFFFFFFF
+                    else:
+                        pp = np.int64(m)
+                        direct2[key] = ((ch + 1) << 32) | pp
                 else:
                     pos = _pair_slot(sig, bb, a, psig, pbin, slot, mask)
                     pp = slot[pos]
@@ -466,8 +493,9 @@ def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q,
                         slot = np.full(size, -1, dtype=np.int64)
                         for q2 in range(m):
                             y = psig[a + q2]
-                            if (y & (y - one)) == 0:
-                                continue  # one-bit signatures live in `direct`
+                            y2 = y & (y - one)
+                            if y2 == 0 or (use2 and (y2 & (y2 - one)) == 0):
+                                continue  # one- and two-bit signatures live in `direct` / `direct2`
                             slot[_pair_slot(y, pbin[a + q2], a, psig, pbin, slot, mask)] = q2
                 elif k / area != pdens[ap] or tm != ptm[ap]:
                     pmixed[ap] = 1

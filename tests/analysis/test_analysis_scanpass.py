@@ -166,6 +166,39 @@ def test_clusters_of_one_nonzero_tiles_at_scale():
     assert pa.compact.pairs["uniform"].any() and not pa.compact.pairs["uniform"].all()
 
 
+@pytest.mark.parametrize("bpd,T", [(2, 32), (20, 64)], ids=["two-bit table", "hashed (74 bins)"])
+def test_pairs_over_many_chunks(bpd, T):
+    """Many chunks (a pair table each, merged) and many tiles of two entries, whose pairs the eager
+    pass and the merge find in a direct table of bit pairs — or, with more than DIRECT2_MAX_BINS
+    density bins, by hashing: every tile points at its own pair, and the clusters are those of the
+    per-tile clustering."""
+    from akfviz.analysis.scanpass import DIRECT2_MAX_BINS, bin_floor
+
+    A = sp.random_array((24000, 24000), density=4.2e-4, format="csr",
+                        rng=np.random.default_rng(5))
+    cfg = LSHConfig(bins_per_decade=bpd)
+    assert (1 - bin_floor(T, bpd) <= DIRECT2_MAX_BINS) == (bpd == 2)
+    M, scan, (ts, ints, floats, sig, dbin) = _scan_and_full(A, T, cfg)
+    assert scan.bounds.size - 1 == MAX_CHUNKS
+    bits = np.bitwise_count(sig)
+    assert (bits == 2).sum() > 10_000 and (bits > 2).sum() > 100
+    slot = _tile_chunk_offsets(scan)
+    np.testing.assert_array_equal(scan.psig[slot], sig)
+    np.testing.assert_array_equal(scan.pbin[slot], dbin)
+    for ch in range(MAX_CHUNKS):   # a chunk lists each of its pairs once
+        a = scan.rb_ptr[scan.bounds[ch]]
+        keys = np.stack([scan.psig[a:a + scan.m[ch]].view(np.int64), scan.pbin[a:a + scan.m[ch]]])
+        assert np.unique(keys, axis=1).shape[1] == scan.m[ch]
+    cl = cluster_tiles(sig, dbin, cfg, density=floats[:, 0], top_mass=floats[:, 2])
+    pa = akfviz.analyze(A, tile=T, lsh=cfg)
+    np.testing.assert_array_equal(pa.compact.cluster, cl["cluster"])
+    np.testing.assert_array_equal(pa.cluster_order, cl["order"])
+    np.testing.assert_array_equal(pa.clusters["representative"].to_numpy(), cl["representative"])
+    pairs = pa.compact.pairs
+    np.testing.assert_array_equal(pairs["sig"][pa.compact.pair], sig)
+    assert np.unique(np.stack([pairs["sig"].view(np.int64), pairs["bin"]]), axis=1).shape[1] == pairs["sig"].size
+
+
 @pytest.mark.parametrize("x,m", [(1 / 1024, 10**6), (3 / 1024, 1234), (1 / 640, 7), (1.0, 10**9),
                                  (0.1, 3), (2.0 ** -40, 2**12), (0.0, 5), (5e-324, 3), (1 / 3, 1)])
 def test_exact_repeat_matches_a_left_to_right_sum(x, m):
