@@ -45,7 +45,7 @@ from ..selection._kernels import DIAG_FILL, NM_MIN_DENSITY, _class_of
 from .features import TOP_SMALL, _top_sum, _top_sum_small, top_count
 from .lsh import _mix64
 from .tilepass import _cells, row_block_pointers
-from .tiling import _insertion_sort
+from .tiling import _insertion_sort, _popcount64
 
 #: Row blocks are cut into at most this many chunks of consecutive row blocks (pairs are numbered
 #: per chunk, then merged): enough for load balance on a few cores, few enough that the per-chunk
@@ -197,16 +197,25 @@ def _rb_order(d, bits, n_words, words, dl):
     one = np.uint64(1)
     zero = np.uint64(0)
     if bits:
+        # a word's set bits, eight at a time whatever their number (its slots past the last bit
+        # get garbage, overwritten next): a row block's words have a few bits each, and a loop
+        # ending after the last one mispredicted its exit on nearly every word
         q = zero
         for wd in range(n_words):
             x = words[wd]
             if x != 0:
                 words[wd] = zero
                 base = np.uint64(wd) * np.uint64(64)
-                while x != 0:
-                    dl[q] = base + np.uint64(trailing_zeros(x))
-                    q += one
-                    x &= x - one
+                cnt = np.uint64(_popcount64(x))
+                end = q + cnt
+                while True:
+                    for _ in range(8):
+                        dl[q] = base + np.uint64(trailing_zeros(x))
+                        q += one
+                        x &= x - one
+                    if q >= end:
+                        break
+                q = end
     elif d <= 16:
         _insertion_sort(dl, 0, d)
     else:
@@ -297,7 +306,7 @@ def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q,
     first_cell = np.empty(n_bcols, dtype=np.uint64)
     first_v = np.empty(n_bcols, dtype=np.float64)
     words = np.zeros(n_words, dtype=np.uint64)
-    dl = np.empty(min(n_bcols, max(buf_size, 1)) + 1, dtype=np.uint64)
+    dl = np.empty(min(n_bcols, max(buf_size, 1)) + 9, dtype=np.uint64)   # + 8: _rb_order's slack
     lr = np.empty(max(buf_size, 1), dtype=np.int64)
     lc = np.empty(max(buf_size, 1), dtype=np.int64)
     lv = np.empty(max(buf_size, 1), dtype=np.float64)

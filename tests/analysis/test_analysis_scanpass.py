@@ -40,6 +40,8 @@ def _matrices():
     yield "nm 2:4 T=8", akfviz.generate("nm", n=512, seed=1), 8
     yield "powerlaw T=13", akfviz.generate("powerlaw", n=1200, density=0.01, seed=4), 13
     yield "dense 40x33 T=7", sp.csr_array(rng.standard_normal((40, 33))), 7
+    # wide and sparse: a row block's column blocks ordered by a bitmap with a few bits per word
+    yield "wide, few per word", sp.random_array((400, 200_000), density=5e-5, format="csr", rng=rng), 32
     yield "one nonzero", sp.csr_array(([2.5], ([3], [9])), shape=(10, 12)), 4
     yield "1x1", sp.csr_array(np.array([[3.0]])), 4
     yield "empty rows", sp.csr_array(([1.0, -2.0, 3.0], ([0, 0, 99], [5, 50, 0])), shape=(100, 64)), 16
