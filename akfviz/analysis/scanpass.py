@@ -326,7 +326,7 @@ def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q,
     # two-bit signatures: (bit, bit, bin) -> (chunk + 1) << 32 | pair; the chunk stamp replaces a
     # reset per chunk (295 kB with the defaults)
     use2 = nbins <= DIRECT2_MAX_BINS
-    direct2 = np.zeros(4096 * nbins if use2 else 0, dtype=np.int64)
+    direct2 = np.zeros(0, dtype=np.int64)   # allocated at the first two-bit signature
     unb = np.uint64(nbins)
     plain_off = np.uint64(int(math.floor(math.log10(1 / full_area) * bpd)) - bmin)
     plain_cls = _class_of(T, T, 1, 1, 1, one, grid)
@@ -472,6 +472,8 @@ def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q,
                     else:
                         pp = v >> 1
                 elif use2 and (s2 & (s2 - one)) == 0:   # two coarse cells
+                    if direct2.shape[0] == 0:
+                        direct2 = np.zeros(4096 * nbins, dtype=np.int64)
                     key = two_bit_key(sig, bb, bmin, nbins)
                     v = direct2[key]
                     if (v >> 32) == ch + 1:

@@ -75,7 +75,8 @@ def _count_blocks(indptr, indices, data, n_rows, n_cols, T, sh, b0, b1, stamp, r
         allowed = 0
         for row in range(r0 + 1, r1):
             s = np.uint64(indptr[row])
-            allowed += (s > k0) & (np.uint64(indptr[row + 1]) > s) & (indices[s] <= indices[s - np.uint64(1)])
+            if s > k0 and np.uint64(indptr[row + 1]) > s:   # (so 1 <= s < nnz: both reads in range)
+                allowed += indices[s] <= indices[s - np.uint64(1)]
         d = 0
         bad = False
         drops = 0

@@ -53,6 +53,13 @@ def _matrices():
     tiny[0, 0] = 1e-200  # its square underflows: fro2 = 0, top = 0
     tiny[4, 5] = 2.0
     yield "underflowing square", sp.csr_array(tiny), 4
+    one = np.zeros((1, 6400))
+    one[0, np.random.default_rng(4).choice(200, 100, replace=False) * 32 + 5] = 1.0
+    yield "one row, distinct column blocks", sp.csr_array(one), 32
+    every = np.zeros((32, 3200))
+    every[3, ::32] = 2.0
+    every[7, 1::32] = 3.0
+    yield "every column block", sp.csr_array(every), 32
 
 
 @pytest.mark.parametrize("name,A,T", list(_matrices()), ids=[m[0] for m in _matrices()])

@@ -119,3 +119,41 @@ def test_count_pass_copies_checked_entries():
         np.testing.assert_array_equal(ind_out, indices)
         np.testing.assert_array_equal(dat_out, data)
         np.testing.assert_array_equal(counts, _reference(indptr, indices, data, (50, 60), T)[1])
+
+
+_BOUNDS_PROBE = """
+import numpy as np
+from akfviz.analysis import tilepass
+cases = [
+    (np.array([0, 0, 0, 2, 3, 3, 3]), np.array([1, 5, 2]), (6, 8)),    # empty first and last rows
+    (np.array([0, 0, 0]), np.zeros(0, np.int64), (2, 5)),                 # no entries at all
+    (np.array([0, 1]), np.array([4]), (1, 9)),                            # one row
+    (np.array([0, 3, 3, 3, 3, 5]), np.array([0, 3, 6, 1, 2]), (5, 7)),    # a drop at a row start
+]
+for indptr, indices, shape in cases:
+    data = np.arange(1.0, indices.size + 1.0)
+    for T in (4, 3):
+        for vals in (np.zeros(0), data):
+            ok, _ = tilepass._count(indptr, indices, vals, shape, T)
+            assert ok
+        ok, _ = tilepass._count(indptr, indices, data, shape, T, np.empty_like(indices), np.empty_like(data))
+        assert ok
+print("in bounds")
+"""
+
+
+def test_count_pass_reads_no_index_out_of_range(tmp_path):
+    """The count pass compiled with numba's bounds checks (a fresh cache, another process) on arrays
+    whose first or last rows are empty: every index it reads is in range (reading before the first
+    entry or past the last would raise IndexError here; unchecked it reads whatever lies there)."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path),
+               PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", _BOUNDS_PROBE], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "in bounds" in out.stdout
