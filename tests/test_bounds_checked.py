@@ -15,6 +15,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 _PROBE = """
 import numpy as np, scipy.sparse as sp
 import akfviz
@@ -59,6 +61,8 @@ print("pipeline in bounds")
 """
 
 
+@pytest.mark.first
+@pytest.mark.slow
 def test_the_pipeline_reads_and_writes_in_bounds(tmp_path):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path),
