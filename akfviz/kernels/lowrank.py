@@ -73,6 +73,57 @@ def _compact_coords(ptr, r, c, wmax):
     return ri, ci, nr, nc
 
 
+@njit_cached
+def _two_line_tail(ptr, ri, ci, v, nr, nc, tail):
+    """``σ₂²`` of every tile whose compact matrix has exactly two rows or two columns
+    (``min(nr, nc) = 2``; other tiles are left alone): its rank-1 error (Eckart–Young).
+
+    With the two lines ``a``, ``b`` (length ``k``): ``σ₁² + σ₂² = ‖a‖² + ‖b‖²`` and
+    ``σ₁²·σ₂² = det(G) = Σ_{i<j} (a_i b_j − a_j b_i)²`` (the Gram determinant by Cauchy–Binet, a
+    sum of squares: no cancellation between terms). ``σ₁² = m + sqrt(d² + (a·b)²)`` with
+    ``m = (‖a‖² + ‖b‖²)/2``, ``d = (‖a‖² − ‖b‖²)/2`` adds positive terms only, and
+    ``σ₂² = det(G) / σ₁²`` keeps its relative accuracy when ``σ₂ ≪ σ₁`` (where
+    ``m − sqrt(…)`` would cancel). Hyper-sparse tiles of two or three entries are nearly all
+    of this kind; an SVD call per tile costs a thousand times more."""
+    n = ptr.shape[0] - 1
+    kmax = 1
+    for u in range(n):
+        k = max(nr[u], nc[u])
+        if k > kmax:
+            kmax = k
+    a = np.zeros(kmax)
+    b = np.zeros(kmax)
+    for u in range(n):
+        if min(nr[u], nc[u]) != 2:
+            continue
+        rows = nr[u] == 2
+        k = nc[u] if rows else nr[u]
+        for p in range(ptr[u], ptr[u + 1]):
+            line, pos = (ri[p], ci[p]) if rows else (ci[p], ri[p])
+            if line == 0:
+                a[pos] = v[p]
+            else:
+                b[pos] = v[p]
+        aa = 0.0
+        bb = 0.0
+        ab = 0.0
+        for i in range(k):
+            aa += a[i] * a[i]
+            bb += b[i] * b[i]
+            ab += a[i] * b[i]
+        det = 0.0
+        for i in range(k):
+            for j in range(i + 1, k):
+                m2 = a[i] * b[j] - a[j] * b[i]
+                det += m2 * m2
+        half = 0.5 * (aa - bb)
+        s1 = 0.5 * (aa + bb) + np.sqrt(half * half + ab * ab)
+        tail[u] = det / s1 if s1 > 0.0 else 0.0
+        for i in range(k):
+            a[i] = 0.0
+            b[i] = 0.0
+
+
 def lowrank_errors(ts, idx, ranks) -> np.ndarray:
     """``E = Σ_{i>r} σ_i²`` (Eckart–Young) of the tiles ``idx`` for every rank in ``ranks``,
     shape (len(idx), len(ranks)), from one pass of singular values (akf-spec §3).
@@ -80,7 +131,9 @@ def lowrank_errors(ts, idx, ranks) -> np.ndarray:
     Each tile is first reduced to its nonempty rows × nonempty columns (same nonzero
     singular values): a hyper-sparse 64×64 tile with three nonzeros becomes at most 3×3.
     A tile with at most ``r`` nonempty rows or columns has rank ≤ r and is exact for that
-    ``r`` (E = 0; an SVD would give rounding noise only). Equals
+    ``r`` (E = 0; an SVD would give rounding noise only). A tile with exactly two gets its
+    rank-1 error ``σ₂²`` in closed form (:func:`_two_line_tail`); the others are stacked by
+    compact shape for ``np.linalg.svd``. Equals
     ``‖t − decode(encode(t))‖_F²`` up to rounding (the tests check it against decode).
     """
     ranks = [int(r) for r in ranks]
@@ -92,7 +145,13 @@ def lowrank_errors(ts, idx, ranks) -> np.ndarray:
     ri, ci, nr, nc = _compact_coords(ptr, ts.r[pos].astype(np.int64),
                                      ts.c[pos].astype(np.int64), wmax)
     low = np.minimum(nr, nc)
-    need = np.flatnonzero(low > min(ranks))
+    if min(ranks) == 1 and np.any(low == 2):  # two rows or columns: σ₂² in closed form
+        tail = np.zeros(low.size)
+        _two_line_tail(ptr, ri, ci, ts.v[pos], nr, nc, tail)
+        for q, r in enumerate(ranks):
+            if r == 1:
+                err[:, q] = tail
+    need = np.flatnonzero(low > max(min(ranks), 2))  # the rest by SVD, grouped by shape
     if need.size == 0:
         return err
     # needed tiles ordered by compact shape; their entries in the same order

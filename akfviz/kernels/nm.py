@@ -17,11 +17,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
-from .._jit import njit_cached
+from .._jit import njit_cached, njit_parallel, serial_twin
 from .base import (ROUTE_BYTES, VALUE_BYTES, Kernel, all_columns, approx_from_mask, as_index,
                    as_tile, make_tilework)
+from .error_pass import run_error_pass
 
 
 @njit_cached
@@ -46,6 +48,38 @@ def _nm_keep(ptr, r, c, v, m, n):
                 out[i] = rank < n
             a = b
     return out
+
+
+@njit_parallel
+def _nm_error(tptr, tr, tc, tv, idx, bounds, err, m, n):
+    """``E`` of the N:M projection of the tiles ``idx`` (:mod:`.error_pass`): the sum of
+    ``v²`` over the entries that :func:`_nm_keep` drops (the same ranking: ``|v|`` descending,
+    ties by the lower column, then the position), in the tile's entry order."""
+    for ch in numba.prange(bounds.shape[0] - 1):
+        for u in range(bounds[ch], bounds[ch + 1]):
+            t = idx[u]
+            end = tptr[t + 1]
+            a = tptr[t]
+            e = 0.0
+            while a < end:
+                b = a + 1
+                while b < end and tr[b] == tr[a] and tc[b] // m == tc[a] // m:
+                    b += 1
+                if b - a > n:  # a group of at most n entries keeps them all
+                    for i in range(a, b):
+                        ki, ci = abs(tv[i]), tc[i]
+                        rank = 0
+                        for j in range(a, b):
+                            kj, cj = abs(tv[j]), tc[j]
+                            if kj > ki or (kj == ki and (cj < ci or (cj == ci and j < i))):
+                                rank += 1
+                        if rank >= n:
+                            e += tv[i] * tv[i]
+                a = b
+            err[u] = e
+
+
+_nm_error_serial = serial_twin(_nm_error)
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,6 +160,12 @@ class NMKernel(Kernel):
             return _nm_keep(ptr, ts.r[pos], ts.c[pos], ts.v[pos], np.int64(m), np.int64(n))
 
         return approx_from_mask(ts, idx, keep_fn=keep)
+
+    def batch_error(self, ts, idx=None):
+        """``E`` per tile of ``idx`` from one pass over the entries (:func:`_nm_error`), equal bit
+        for bit to ``approx(ts, idx).err``."""
+        return run_error_pass(_nm_error, _nm_error_serial, ts, as_index(ts, idx),
+                              np.int64(self.m), np.int64(self.n))
 
     def npu_work(self, ts, idx=None):
         idx = as_index(ts, idx)

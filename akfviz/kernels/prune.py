@@ -6,10 +6,59 @@ never dropped entirely): the largest ``|v|``, ties broken by the lower row-major
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 
+from .._jit import njit_parallel, serial_twin
 from .base import Kernel, approx_from_mask, as_index, as_tile, rank_within_groups
 from .csc import CSCPayload, csc_bytes, csc_decode, csc_encode, csc_work
+from .error_pass import run_error_pass
+
+#: Tiles of at most this many entries are ranked pairwise in :func:`_prune_error` (as
+#: :func:`akfviz.kernels.base.rank_within_groups` ranks small groups), larger ones by a sort.
+PAIRWISE_MAX = 16
+
+
+@njit_parallel
+def _prune_error(tptr, tr, tc, tv, idx, bounds, err, percent):
+    """``E`` of PRUNE (keep ``ceil(percent·k / 100)`` of a tile's ``k`` entries, the largest
+    ``|v|``, ties by the lower position) for the tiles ``idx`` (:mod:`.error_pass`): the sum of
+    ``v²`` over the dropped entries, in the tile's entry order."""
+    for ch in numba.prange(bounds.shape[0] - 1):
+        for u in range(bounds[ch], bounds[ch + 1]):
+            t = idx[u]
+            s0, s1 = tptr[t], tptr[t + 1]
+            k = s1 - s0
+            keep = -(-k * percent // 100)
+            e = 0.0
+            if keep >= k:
+                err[u] = e
+                continue
+            if k <= PAIRWISE_MAX:
+                for i in range(s0, s1):
+                    ki = abs(tv[i])
+                    rank = 0
+                    for j in range(s0, s1):
+                        kj = abs(tv[j])
+                        if kj > ki or (kj == ki and j < i):
+                            rank += 1
+                    if rank >= keep:
+                        e += tv[i] * tv[i]
+            else:
+                neg = np.empty(k, dtype=np.float64)
+                for q in range(k):
+                    neg[q] = -abs(tv[s0 + q])
+                order = np.argsort(neg, kind="mergesort")  # stable: ties by position
+                dropped = np.zeros(k, dtype=np.bool_)
+                for q in range(keep, k):
+                    dropped[order[q]] = True
+                for q in range(k):
+                    if dropped[q]:
+                        e += tv[s0 + q] * tv[s0 + q]
+            err[u] = e
+
+
+_prune_error_serial = serial_twin(_prune_error)
 
 
 class PruneKernel(Kernel):
@@ -56,6 +105,12 @@ class PruneKernel(Kernel):
             return rank < np.repeat(self.kept_count(np.diff(ptr)), np.diff(ptr))
 
         return approx_from_mask(ts, idx, keep_fn=keep)
+
+    def batch_error(self, ts, idx=None):
+        """``E`` per tile of ``idx`` from one pass over the entries (:func:`_prune_error`), equal
+        bit for bit to ``approx(ts, idx).err``."""
+        return run_error_pass(_prune_error, _prune_error_serial, ts, as_index(ts, idx),
+                              np.int64(self.percent))
 
     def npu_work(self, ts, idx=None):
         return csc_work(self.name, ts, self.approx(ts, idx), "fp32")

@@ -17,6 +17,7 @@ from .._jit import njit_inline, njit_parallel, serial_twin
 from .base import ROUTE_BYTES, SCALE_BYTES, VALUE_BYTES, Kernel, TileApprox, as_index, as_tile
 from .dense import dense_layout_bytes, dense_layout_work
 from .csc import CSCPayload, csc_bytes, csc_decode, csc_encode, csc_work
+from .error_pass import pass_bounds, run_error_pass
 
 QMAX = 127
 
@@ -116,14 +117,19 @@ def _quant_fill(tptr, tr, tc, tv, idx, bounds, kptr, scale, r_out, c_out, v_out,
                     m += 1
 
 
+@njit_parallel
+def _quant_error(tptr, tr, tc, tv, idx, bounds, err):
+    """``E`` of int8 quantisation (:func:`tile_quant`) for the tiles ``idx``, without the codes
+    (:mod:`.error_pass`; QUANT8 and QUANT8D have the same ``Â``)."""
+    for ch in numba.prange(bounds.shape[0] - 1):
+        for u in range(bounds[ch], bounds[ch + 1]):
+            t = idx[u]
+            err[u] = tile_quant(tv, tptr[t], tptr[t + 1])[1]
+
+
 _quant_count_serial = serial_twin(_quant_count)
+_quant_error_serial = serial_twin(_quant_error)
 _quant_fill_serial = serial_twin(_quant_fill)
-
-
-def _pass_bounds(n):
-    """Boundaries of about ``8 × threads`` equal chunks of ``n`` tiles."""
-    k = max(1, min(n, 8 * numba.get_num_threads()))
-    return np.linspace(0, n, k + 1).round().astype(np.int64)
 
 
 def quant_approx(ts, idx):
@@ -145,7 +151,7 @@ def quant_approx(ts, idx):
     from ..execute import threads  # (execute imports kernels: import here)
     par = bool(n) and threads.pack_parallel(n + int(ts.ptr[idx[-1] + 1] - ts.ptr[idx[0]]))
     if n:
-        bounds = _pass_bounds(n)
+        bounds = pass_bounds(n)
         (_quant_count if par else _quant_count_serial)(ts.ptr, ts.v, idx, bounds, kptr[1:], err, scale)
         np.cumsum(kptr[1:], out=kptr[1:])  # kept counts → their prefix sums
     m = int(kptr[-1])
@@ -157,6 +163,11 @@ def quant_approx(ts, idx):
         (_quant_fill if par else _quant_fill_serial)(ts.ptr, ts.r, ts.c, ts.v, idx, bounds, kptr, scale,
                                                      r, c, v, q)
     return TileApprox(idx=idx, ptr=kptr, r=r, c=c, v=v, err=err, extra={"scale": scale, "q": q})
+
+
+def quant_error(ts, idx=None):
+    """``E`` of int8 quantisation per tile of ``idx`` (QUANT8 and QUANT8D alike)."""
+    return run_error_pass(_quant_error, _quant_error_serial, ts, as_index(ts, idx))
 
 
 class Quant8Kernel(Kernel):
@@ -184,6 +195,11 @@ class Quant8Kernel(Kernel):
 
     def approx(self, ts, idx=None):
         return quant_approx(ts, as_index(ts, idx))
+
+    def batch_error(self, ts, idx=None):
+        """``E`` per tile of ``idx`` without the codes (:func:`_quant_error`), equal bit for bit
+        to ``approx(ts, idx).err``."""
+        return quant_error(ts, idx)
 
     def npu_work(self, ts, idx=None):
         return csc_work(self.name, ts, self.approx(ts, idx), "int8")
@@ -222,6 +238,11 @@ class Quant8DenseKernel(Kernel):
 
     def approx(self, ts, idx=None):
         return quant_approx(ts, as_index(ts, idx))
+
+    def batch_error(self, ts, idx=None):
+        """``E`` per tile of ``idx`` without the codes (:func:`_quant_error`), equal bit for bit
+        to ``approx(ts, idx).err``."""
+        return quant_error(ts, idx)
 
     def npu_work(self, ts, idx=None):
         return dense_layout_work(self.name, ts, as_index(ts, idx), "int8", SCALE_BYTES)

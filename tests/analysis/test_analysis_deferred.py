@@ -67,6 +67,23 @@ def test_subset_reads_tiles_from_the_matrix_as_the_full_pass_would():
         pa.tileset.subset([pa.n_tiles])
 
 
+@pytest.mark.parametrize("parallel", [True, False])
+def test_subset_reads_the_same_tiles_on_the_worker_threads_and_serially(parallel, monkeypatch):
+    from akfviz.analysis import tiling
+    from akfviz.execute import threads
+
+    monkeypatch.setattr(tiling, "SUBSET_PARALLEL_ROWS", 0 if parallel else 1 << 62)
+    monkeypatch.setattr(threads, "cores_have_room", lambda: True)
+    pa = _pa(4, n=900, T=16)
+    idx = np.random.default_rng(0).permutation(pa.n_tiles)[:300]
+    sub = pa.tileset.subset(idx)
+    assert not pa._full.done
+    pa.tileset.r  # the full pass
+    again = pa.tileset.subset(idx)  # gathered from its arrays
+    for f in ("ptr", "r", "c", "v", "bi", "bj", "h", "w"):
+        np.testing.assert_array_equal(getattr(sub, f), getattr(again, f), err_msg=f)
+
+
 def test_tileset_is_immutable_and_pickles_before_and_after_the_full_pass():
     pa = _pa(1)
     with pytest.raises(AttributeError):

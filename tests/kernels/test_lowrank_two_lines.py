@@ -1,0 +1,96 @@
+"""LOWRANK's closed form for tiles of two nonempty rows or columns (``_two_line_tail``) against
+numpy's SVD, and the rank-1 error it gives through ``lowrank_errors`` and ``batch_error``."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from akfviz.analysis.tiling import build_tiles
+from akfviz.kernels import get_kernel
+from akfviz.kernels.lowrank import lowrank_errors
+
+
+def _tiles_of(blocks, T=16):
+    """One tile per block (each block at most T×T, placed on the block diagonal)."""
+    rows, cols, vals = [], [], []
+    for i, b in enumerate(blocks):
+        r, c = np.nonzero(b)
+        rows.append(r + i * T)
+        cols.append(c + i * T)
+        vals.append(b[r, c])
+    n = len(blocks) * T
+    A = sp.csr_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
+    ts = build_tiles(A, T)
+    assert ts.n_tiles == len(blocks)
+    return ts
+
+
+def _random_two_line_blocks(rng, n):
+    out = []
+    for i in range(n):
+        k = int(rng.integers(2, 17))
+        a = rng.standard_normal(k) * 10.0 ** rng.integers(-4, 5)
+        kind = i % 4
+        if kind == 0:
+            b = rng.standard_normal(k)
+        elif kind == 1:   # nearly parallel: σ₂ ≪ σ₁
+            b = 3.0 * a + 1e-7 * np.abs(a).max() * rng.standard_normal(k)
+        elif kind == 2:   # very different scales
+            b = rng.standard_normal(k) * 1e-6
+        else:             # sparse lines with gaps
+            b = rng.standard_normal(k) * (rng.random(k) < 0.5)
+            b[0] = 1.0
+        a[a == 0] = 1.0
+        blk = np.zeros((16, 16))
+        rows = rng.choice(16, 2, replace=False)
+        cols = rng.choice(16, k, replace=False)
+        blk[rows[0], cols] = a
+        blk[rows[1], cols] = b
+        out.append(blk.T.copy() if rng.random() < 0.5 else blk)  # two rows or two columns
+    return out
+
+
+def test_two_line_tail_equals_svd():
+    rng = np.random.default_rng(7)
+    blocks = _random_two_line_blocks(rng, 200)
+    ts = _tiles_of(blocks)
+    got = lowrank_errors(ts, np.arange(ts.n_tiles), [1, 2, 4])
+    for u, blk in enumerate(blocks):
+        s = np.linalg.svd(blk, compute_uv=False)
+        assert got[u, 0] == pytest.approx(s[1] ** 2, rel=1e-7, abs=1e-14 * s[0] ** 2)
+        assert got[u, 1] == 0.0 and got[u, 2] == 0.0
+    # and through the kernel, against the reconstruction of approx()
+    k = get_kernel("LOWRANK1")
+    np.testing.assert_allclose(k.batch_error(ts), k.approx(ts).err, rtol=1e-7,
+                               atol=1e-14 * float(np.max(ts.v ** 2)))
+
+
+def test_two_line_tail_keeps_relative_accuracy_when_sigma2_is_tiny():
+    """M = diag(1, ε) rotated: σ₂² = ε². The difference form m − sqrt(m² − det) would lose it all."""
+    blocks = []
+    for eps, th in [(1e-3, 0.3), (1e-5, 1.1), (1e-7, 2.0)]:
+        c, s = np.cos(th), np.sin(th)
+        M = np.array([[c, s], [-eps * s, eps * c]])  # rows (c, s) and ε·(−s, c): orthogonal
+        blk = np.zeros((16, 16))
+        blk[3, [2, 9]] = M[0]
+        blk[11, [2, 9]] = M[1]
+        blocks.append(blk)
+    ts = _tiles_of(blocks)
+    got = lowrank_errors(ts, np.arange(3), [1])[:, 0]
+    np.testing.assert_allclose(got, [1e-6, 1e-10, 1e-14], rtol=1e-8)
+
+
+def test_exactly_parallel_lines_give_zero():
+    a = np.array([1.0, -2.0, 0.5, 4.0])
+    blk = np.zeros((16, 16))
+    blk[0, 1:5] = a
+    blk[7, 1:5] = -2.0 * a
+    ts = _tiles_of([blk, blk.T.copy()])
+    np.testing.assert_array_equal(lowrank_errors(ts, np.arange(2), [1, 2]), 0.0)
+
+
+def test_only_rank_one_uses_the_closed_form():
+    """Ranks above 1 of a two-line tile are exact (0); without rank 1 nothing is computed."""
+    rng = np.random.default_rng(1)
+    ts = _tiles_of(_random_two_line_blocks(rng, 12))
+    np.testing.assert_array_equal(lowrank_errors(ts, np.arange(12), [2, 8]), 0.0)
+    assert (lowrank_errors(ts, np.arange(12), [8, 1])[:, 1] > 0).all()
