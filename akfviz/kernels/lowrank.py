@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._jit import njit_cached
+from .._jit import njit_cached, njit_inline
 from .base import (ROUTE_BYTES, VALUE_BYTES, Kernel, TileApprox, all_columns, as_index, as_tile,
                    gather_entries, make_tilework)
 
@@ -27,6 +27,26 @@ class LowRankPayload:
 
     us: np.ndarray
     v: np.ndarray
+
+
+#: Lists up to this long are sorted by insertion in :func:`_sort_prefix` (a tile's few distinct
+#: columns, a hyper-sparse tile's squares): numba's ``sort`` on a slice costs ≈ 0.2 µs a call.
+INSERTION_MAX = 16
+
+
+@njit_inline
+def _sort_prefix(a, n):
+    """Sort ``a[:n]`` ascending in place."""
+    if n > INSERTION_MAX:
+        a[:n].sort()
+        return
+    for i in range(1, n):
+        x = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > x:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = x
 
 
 @njit_cached
@@ -55,7 +75,7 @@ def _compact_coords(ptr, r, c, wmax):
                 slot[j] = 0
                 cols[d] = j
                 d += 1
-        cols[:d].sort()
+        _sort_prefix(cols, d)
         for q in range(d):
             slot[cols[q]] = q
         rows = 0
@@ -73,55 +93,85 @@ def _compact_coords(ptr, r, c, wmax):
     return ri, ci, nr, nc
 
 
-@njit_cached
-def _two_line_tail(ptr, ri, ci, v, nr, nc, tail):
-    """``σ₂²`` of every tile whose compact matrix has exactly two rows or two columns
-    (``min(nr, nc) = 2``; other tiles are left alone): its rank-1 error (Eckart–Young).
+@njit_inline
+def _two_line_tail(ptr, ri, ci, v, u, rows, k, a, b):
+    """``σ₂²`` of tile ``u`` whose compact matrix has exactly two rows (``rows``) or two columns,
+    ``k`` long (``a``, ``b``: zeroed work arrays, zeroed again on return): its rank-1 error.
 
-    With the two lines ``a``, ``b`` (length ``k``): ``σ₁² + σ₂² = ‖a‖² + ‖b‖²`` and
-    ``σ₁²·σ₂² = det(G) = Σ_{i<j} (a_i b_j − a_j b_i)²`` (the Gram determinant by Cauchy–Binet, a
-    sum of squares: no cancellation between terms). ``σ₁² = m + sqrt(d² + (a·b)²)`` with
-    ``m = (‖a‖² + ‖b‖²)/2``, ``d = (‖a‖² − ‖b‖²)/2`` adds positive terms only, and
-    ``σ₂² = det(G) / σ₁²`` keeps its relative accuracy when ``σ₂ ≪ σ₁`` (where
-    ``m − sqrt(…)`` would cancel). Hyper-sparse tiles of two or three entries are nearly all
-    of this kind; an SVD call per tile costs a thousand times more."""
+    With the two lines ``a``, ``b``: ``σ₁² + σ₂² = ‖a‖² + ‖b‖²`` and ``σ₁²·σ₂² = det(G) =
+    Σ_{i<j} (a_i b_j − a_j b_i)²`` (the Gram determinant by Cauchy–Binet, a sum of squares: no
+    cancellation between terms). ``σ₁² = m + sqrt(d² + (a·b)²)`` with ``m = (‖a‖² + ‖b‖²)/2``,
+    ``d = (‖a‖² − ‖b‖²)/2`` adds positive terms only, and ``σ₂² = det(G) / σ₁²`` keeps its relative
+    accuracy when ``σ₂ ≪ σ₁`` (where ``m − sqrt(…)`` would cancel)."""
+    for p in range(ptr[u], ptr[u + 1]):
+        line, pos = (ri[p], ci[p]) if rows else (ci[p], ri[p])
+        if line == 0:
+            a[pos] = v[p]
+        else:
+            b[pos] = v[p]
+    aa = 0.0
+    bb = 0.0
+    ab = 0.0
+    for i in range(k):
+        aa += a[i] * a[i]
+        bb += b[i] * b[i]
+        ab += a[i] * b[i]
+    det = 0.0
+    for i in range(k):
+        for j in range(i + 1, k):
+            m2 = a[i] * b[j] - a[j] * b[i]
+            det += m2 * m2
+    half = 0.5 * (aa - bb)
+    s1 = 0.5 * (aa + bb) + np.sqrt(half * half + ab * ab)
+    for i in range(k):
+        a[i] = 0.0
+        b[i] = 0.0
+    return det / s1 if s1 > 0.0 else 0.0
+
+
+@njit_cached
+def _closed_form_errors(ptr, ri, ci, v, nr, nc, ranks, err, solved):
+    """``E_r = Σ_{i>r} σ_i²`` without an SVD for the tiles whose singular values have a closed form;
+    ``solved[u]`` tells which (their row ``err[u]`` is written; the others are left alone).
+
+    * One entry in every nonempty row and column (``nnz = nr = nc``: a scaled permutation, e.g. a
+      tile crossed by one diagonal, or a hyper-sparse tile whose entries share no row or column):
+      the singular values are the ``|v|``. ``E_r`` sums the ``k − r`` smallest squares, smallest first.
+    * Exactly two nonempty rows or columns: rank ≤ 2, so ``E_r = 0`` for ``r ≥ 2`` and ``E_1 = σ₂²``
+      (:func:`_two_line_tail`).
+
+    Hyper-sparse tiles are nearly all of these kinds, and stencil and banded tiles off the main
+    diagonal are scaled permutations; an SVD call per tile costs a thousand times more."""
     n = ptr.shape[0] - 1
     kmax = 1
     for u in range(n):
-        k = max(nr[u], nc[u])
-        if k > kmax:
-            kmax = k
+        kmax = max(kmax, nr[u], nc[u])
     a = np.zeros(kmax)
     b = np.zeros(kmax)
+    sq = np.empty(kmax)
     for u in range(n):
-        if min(nr[u], nc[u]) != 2:
-            continue
-        rows = nr[u] == 2
-        k = nc[u] if rows else nr[u]
-        for p in range(ptr[u], ptr[u + 1]):
-            line, pos = (ri[p], ci[p]) if rows else (ci[p], ri[p])
-            if line == 0:
-                a[pos] = v[p]
-            else:
-                b[pos] = v[p]
-        aa = 0.0
-        bb = 0.0
-        ab = 0.0
-        for i in range(k):
-            aa += a[i] * a[i]
-            bb += b[i] * b[i]
-            ab += a[i] * b[i]
-        det = 0.0
-        for i in range(k):
-            for j in range(i + 1, k):
-                m2 = a[i] * b[j] - a[j] * b[i]
-                det += m2 * m2
-        half = 0.5 * (aa - bb)
-        s1 = 0.5 * (aa + bb) + np.sqrt(half * half + ab * ab)
-        tail[u] = det / s1 if s1 > 0.0 else 0.0
-        for i in range(k):
-            a[i] = 0.0
-            b[i] = 0.0
+        k = ptr[u + 1] - ptr[u]
+        if k == nr[u] and k == nc[u]:
+            for p in range(k):
+                x = v[ptr[u] + p]
+                sq[p] = x * x
+            _sort_prefix(sq, k)              # ascending
+            for q in range(ranks.shape[0]):
+                tail = 0.0
+                for i in range(k - ranks[q]):  # the k − r smallest
+                    tail += sq[i]
+                err[u, q] = tail
+            solved[u] = True
+        elif min(nr[u], nc[u]) == 2:
+            rows = nr[u] == 2
+            s2 = 0.0
+            for q in range(ranks.shape[0]):
+                if ranks[q] == 1:
+                    s2 = _two_line_tail(ptr, ri, ci, v, u, rows, nc[u] if rows else nr[u], a, b)
+                    break
+            for q in range(ranks.shape[0]):
+                err[u, q] = s2 if ranks[q] == 1 else 0.0
+            solved[u] = True
 
 
 def lowrank_errors(ts, idx, ranks) -> np.ndarray:
@@ -131,9 +181,10 @@ def lowrank_errors(ts, idx, ranks) -> np.ndarray:
     Each tile is first reduced to its nonempty rows × nonempty columns (same nonzero
     singular values): a hyper-sparse 64×64 tile with three nonzeros becomes at most 3×3.
     A tile with at most ``r`` nonempty rows or columns has rank ≤ r and is exact for that
-    ``r`` (E = 0; an SVD would give rounding noise only). A tile with exactly two gets its
-    rank-1 error ``σ₂²`` in closed form (:func:`_two_line_tail`); the others are stacked by
-    compact shape for ``np.linalg.svd``. Equals
+    ``r`` (E = 0; an SVD would give rounding noise only). A scaled permutation (one entry per
+    nonempty row and column) and a tile of exactly two nonempty rows or columns get their errors
+    in closed form (:func:`_closed_form_errors`); the others are stacked by compact shape for
+    ``np.linalg.svd``. Equals
     ``‖t − decode(encode(t))‖_F²`` up to rounding (the tests check it against decode).
     """
     ranks = [int(r) for r in ranks]
@@ -145,13 +196,9 @@ def lowrank_errors(ts, idx, ranks) -> np.ndarray:
     ri, ci, nr, nc = _compact_coords(ptr, ts.r[pos].astype(np.int64),
                                      ts.c[pos].astype(np.int64), wmax)
     low = np.minimum(nr, nc)
-    if min(ranks) == 1 and np.any(low == 2):  # two rows or columns: σ₂² in closed form
-        tail = np.zeros(low.size)
-        _two_line_tail(ptr, ri, ci, ts.v[pos], nr, nc, tail)
-        for q, r in enumerate(ranks):
-            if r == 1:
-                err[:, q] = tail
-    need = np.flatnonzero(low > max(min(ranks), 2))  # the rest by SVD, grouped by shape
+    solved = np.zeros(low.size, dtype=np.bool_)
+    _closed_form_errors(ptr, ri, ci, ts.v[pos], nr, nc, np.asarray(ranks, dtype=np.int64), err, solved)
+    need = np.flatnonzero((low > min(ranks)) & ~solved)  # the rest by SVD, grouped by shape
     if need.size == 0:
         return err
     # needed tiles ordered by compact shape; their entries in the same order

@@ -1,5 +1,6 @@
-"""LOWRANK's closed form for tiles of two nonempty rows or columns (``_two_line_tail``) against
-numpy's SVD, and the rank-1 error it gives through ``lowrank_errors`` and ``batch_error``."""
+"""LOWRANK's closed forms (``_closed_form_errors``): scaled permutations (one entry per nonempty row
+and column) and tiles of two nonempty rows or columns, against numpy's SVD, through
+``lowrank_errors`` and ``batch_error``."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -94,3 +95,71 @@ def test_only_rank_one_uses_the_closed_form():
     ts = _tiles_of(_random_two_line_blocks(rng, 12))
     np.testing.assert_array_equal(lowrank_errors(ts, np.arange(12), [2, 8]), 0.0)
     assert (lowrank_errors(ts, np.arange(12), [8, 1])[:, 1] > 0).all()
+
+
+def _random_permutation_blocks(rng, n):
+    out = []
+    for i in range(n):
+        k = int(rng.integers(1, 17))
+        blk = np.zeros((16, 16))
+        rows = rng.choice(16, k, replace=False)
+        cols = rng.choice(16, k, replace=False)
+        vals = rng.standard_normal(k) * 10.0 ** rng.integers(-6, 6, k)
+        if i % 3 == 0:
+            vals = rng.choice([-1.0, 1.0, 2.0], k)   # ties between singular values
+        blk[rows, cols] = vals
+        out.append(blk)
+    return out
+
+
+def test_scaled_permutations_equal_svd():
+    rng = np.random.default_rng(5)
+    blocks = _random_permutation_blocks(rng, 200)
+    ts = _tiles_of(blocks)
+    ranks = [1, 2, 4, 8]
+    got = lowrank_errors(ts, np.arange(ts.n_tiles), ranks)
+    for u, blk in enumerate(blocks):
+        s = np.linalg.svd(blk, compute_uv=False)
+        for q, r in enumerate(ranks):
+            assert got[u, q] == pytest.approx(np.sum(s[r:] ** 2), rel=1e-12, abs=1e-14 * s[0] ** 2)
+    # the tail of the squared |v|, smallest first: exact for a diagonal of 1 … 16
+    d = np.zeros((16, 16))
+    d[np.arange(16), np.arange(16)[::-1]] = np.arange(1.0, 17.0)
+    ts = _tiles_of([d])
+    np.testing.assert_array_equal(lowrank_errors(ts, np.arange(1), ranks)[0],
+                                  [sum(i * i for i in range(1, 17 - r)) for r in ranks])
+
+
+def test_mixed_batch_matches_one_tile_at_a_time():
+    """Closed-form tiles, SVD tiles (three lines and more) and tiles of low rank in one batch, in any
+    order: each tile's errors do not depend on the others in the batch."""
+    rng = np.random.default_rng(9)
+    blocks = _random_permutation_blocks(rng, 20) + _random_two_line_blocks(rng, 20)
+    for _ in range(20):   # general tiles: 3–16 lines
+        blk = np.zeros((16, 16))
+        h, w = rng.integers(3, 17, 2)
+        blk[:h, :w] = rng.standard_normal((h, w)) * (rng.random((h, w)) < 0.6)
+        blk[np.arange(3), np.arange(3)] = 1.0
+        blocks.append(blk)
+    ts = _tiles_of(blocks)
+    idx = rng.permutation(ts.n_tiles)
+    both = lowrank_errors(ts, idx, [1, 2, 4, 8])
+    for u, t in enumerate(idx):
+        np.testing.assert_array_equal(both[u], lowrank_errors(ts, np.array([t]), [1, 2, 4, 8])[0])
+        s = np.linalg.svd(blocks[t], compute_uv=False)
+        np.testing.assert_allclose(both[u], [np.sum(s[r:] ** 2) for r in (1, 2, 4, 8)], rtol=1e-9,
+                                   atol=1e-13 * s[0] ** 2)
+
+
+def test_one_entry_per_row_is_not_enough():
+    """Rows of one entry that share columns are no permutation: a column of 5 (rank 1, E = 0), and
+    three rows over two columns (the two-line form)."""
+    col = np.zeros((16, 16))
+    col[[1, 4, 6, 9, 15], 3] = [1.0, -2.0, 3.0, 0.5, 4.0]
+    three = np.zeros((16, 16))
+    three[[0, 5, 8], [2, 2, 7]] = [3.0, 4.0, 1.0]
+    ts = _tiles_of([col, three, col.T.copy()])
+    got = lowrank_errors(ts, np.arange(3), [1, 2])
+    np.testing.assert_array_equal(got[[0, 2]], 0.0)
+    s = np.linalg.svd(three, compute_uv=False)
+    assert got[1, 0] == pytest.approx(s[1] ** 2, rel=1e-12) and got[1, 1] == 0.0
