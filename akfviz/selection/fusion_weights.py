@@ -164,19 +164,25 @@ def _descend(Ch, b, s, z, ok, cap, pen, lr, temps, rec_every, rec_units, C, traj
         T = temps[step] if step < nsteps else 0.0
         record = step % rec_every == 0 or step == nsteps
         S = 0.0
-        for c in range(nu):
+        for c in range(nu):   # each sum over the units adds the unit's own sum over its kernels
             lse[c] = _softmax_row(z, ok, c, w[c])
+            su = 0.0
             for k in range(K):
-                S += s[c] * w[c, k] * b[c, k]
+                su += s[c] * w[c, k] * b[c, k]
+            S += su
         over = max(0.0, S - cap)
         if record and r < traj.shape[0]:
             cost = 0.0
             ent = 0.0
             for c in range(nu):
+                uc = 0.0
+                ue = 0.0
                 for k in range(K):
-                    cost += s[c] * w[c, k] * C[c, k]
+                    uc += s[c] * w[c, k] * C[c, k]
                     if w[c, k] > 0.0:
-                        ent -= s[c] * w[c, k] * (z[c, k] - lse[c])
+                        ue += s[c] * w[c, k] * (z[c, k] - lse[c])
+                cost += uc
+                ent -= ue
             traj[r, 0] = step
             traj[r, 1] = cost
             traj[r, 2] = ent / N if N > 0 else 0.0
@@ -212,8 +218,9 @@ def _block_descent(c0, Ch, b, s, z, ok, lr, temps, rec_every, C, terms, wtraj, r
     disallowed kernel's terms are computed and discarded (a select, no branch); its weight is 0, so
     the sums add ``+0.0`` where the scalar code skips it: the same bits (no sum here is ever
     ``-0.0``). Padding lanes (past the last unit) repeat unit ``c0`` and are not written back.
-    ``terms[r, 0|1|2, c, k]`` receive unit ``c``'s cost, entropy and SRAM terms at recorded step
-    ``r``, ``wtraj[r, rec_slot[c], k]`` its weights when it is one of the recorded units."""
+    ``terms[r, 0|1|2, c]`` receive unit ``c``'s cost, entropy and SRAM sums over its kernels at
+    recorded step ``r`` (as :func:`_descend` sums them), ``wtraj[r, rec_slot[c], k]`` its weights
+    when it is one of the recorded units."""
     nu, K = Ch.shape
     n = min(LANES, nu - c0)
     nk = K * LANES
@@ -265,13 +272,20 @@ def _block_descent(c0, Ch, b, s, z, ok, lr, temps, rec_every, C, terms, wtraj, r
             for u in range(n):
                 c = c0 + u
                 slot = rec_slot[c]
+                uc = 0.0
+                ue = 0.0
+                us = 0.0
                 for k in range(K):
                     w = wt[k * LANES + u]
-                    terms[r, 0, c, k] = s[c] * w * C[c, k]
-                    terms[r, 1, c, k] = s[c] * w * (zt[k * LANES + u] - lse[u]) if w > 0.0 else 0.0
-                    terms[r, 2, c, k] = s[c] * w * b[c, k]
+                    uc += s[c] * w * C[c, k]
+                    if w > 0.0:
+                        ue += s[c] * w * (zt[k * LANES + u] - lse[u])
+                    us += s[c] * w * b[c, k]
                     if slot >= 0:
                         wtraj[r, slot, k] = w
+                terms[r, 0, c] = uc
+                terms[r, 1, c] = ue
+                terms[r, 2, c] = us
             r += 1
         if step == nsteps:
             break
@@ -300,9 +314,9 @@ def _block_descent(c0, Ch, b, s, z, ok, lr, temps, rec_every, C, terms, wtraj, r
 @njit_parallel
 def _descend_free(Ch, b, s, z, ok, cap, lr, temps, rec_every, rec_units, rec_slot, C, traj, wtraj, terms):
     """:func:`_descend` with ``pen = 0`` (the SRAM constraint does not bind): the units are
-    independent, so they descend in parallel (``prange``); the trajectory's sums then run over the
-    recorded terms in unit and kernel order, the order of :func:`_descend` — the same numbers, bit
-    for bit."""
+    independent, so they descend in parallel (``prange``); the trajectory's sums then add the units'
+    recorded sums (each over its kernels) in unit order, as :func:`_descend` does — the same numbers,
+    bit for bit."""
     nu, K = Ch.shape
     N = 0.0
     for c in range(nu):
@@ -322,12 +336,10 @@ def _descend_free(Ch, b, s, z, ok, cap, lr, temps, rec_every, rec_units, rec_slo
         ent = 0.0
         S = 0.0
         for c in range(nu):
-            for k in range(K):
-                S += terms[r, 2, c, k]
+            S += terms[r, 2, c]
         for c in range(nu):
-            for k in range(K):
-                cost += terms[r, 0, c, k]
-                ent -= terms[r, 1, c, k]
+            cost += terms[r, 0, c]
+            ent -= terms[r, 1, c]
         traj[r, 0] = step
         traj[r, 1] = cost
         traj[r, 2] = ent / N if N > 0 else 0.0
@@ -338,8 +350,9 @@ def _descend_free(Ch, b, s, z, ok, cap, lr, temps, rec_every, rec_units, rec_slo
     return r
 
 
-#: The units descend in parallel (no SRAM penalty) while their recorded terms take at most this many
-#: bytes (3 · recorded steps · units · kernels · 8): up to ≈ 500 clusters of 17 kernels.
+#: The units descend in parallel (no SRAM penalty) while their recorded sums take at most this many
+#: bytes (3 · recorded steps · units · 8): up to ≈ 21,000 units at the default 32 recorded steps
+#: (tile mode of a 20,000-tile matrix).
 FREE_DESCENT_MAX_BYTES = 16 << 20
 
 
@@ -448,11 +461,11 @@ def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 1
     n_rec = int(steps) // int(record_every) + 2
     traj = np.zeros((n_rec, 6))
     wtraj = np.zeros((n_rec, rec_units.size, K))
-    if not binding and 24 * n_rec * nu * K <= FREE_DESCENT_MAX_BYTES and nu > 1:
+    if not binding and 24 * n_rec * nu <= FREE_DESCENT_MAX_BYTES and nu > 1:
         rec_slot = np.full(nu, -1, dtype=np.int64)
         rec_slot[rec_units] = np.arange(rec_units.size)
         r = _descend_free(Ch, b, s, z, ok, cap, float(lr), temps, int(record_every), rec_units, rec_slot, C,
-                          traj, wtraj, np.empty((n_rec, 3, nu, K)))   # rows < the recorded steps all written
+                          traj, wtraj, np.empty((n_rec, 3, nu)))   # rows < the recorded steps all written
     else:
         r = _descend(Ch, b, s, z, ok, cap, float(penalty) if binding else 0.0, float(lr), temps,
                      int(record_every), rec_units, C, traj, wtraj)

@@ -88,3 +88,28 @@ def test_units_descend_in_parallel_with_the_serial_numbers(seed, monkeypatch):
     np.testing.assert_array_equal(par.choice, ser.choice)
     np.testing.assert_array_equal(par.weights_trajectory, ser.weights_trajectory)
     assert par.trajectory.equals(ser.trajectory)
+
+
+def test_thousands_of_units_descend_in_parallel_with_the_serial_numbers(monkeypatch):
+    """Tile mode of a matrix of a few thousand tiles: the recorded sums are one per unit (not per
+    unit and kernel), so the units still descend in parallel; the numbers are the serial ones."""
+    from akfviz.selection import fusion_weights as F
+
+    rng = np.random.default_rng(42)
+    nu, K = 3000, 17
+    assert 24 * 32 * nu * K > F.FREE_DESCENT_MAX_BYTES >= 24 * 32 * nu   # the old limit refused it
+    C = rng.random((nu, K))
+    size = np.ones(nu)
+    b = rng.integers(0, 5000, (nu, K)).astype(float)
+    calls = []
+    free = F._descend_free
+    monkeypatch.setattr(F, "_descend_free", lambda *a: calls.append(1) or free(*a))
+    par = F.optimize_fusion_weights(C, size, b, 1e12)
+    assert calls == [1] and not par.binding
+    monkeypatch.setattr(F, "FREE_DESCENT_MAX_BYTES", -1)
+    ser = F.optimize_fusion_weights(C, size, b, 1e12)
+    assert calls == [1]
+    np.testing.assert_array_equal(par.weights, ser.weights)
+    np.testing.assert_array_equal(par.choice, ser.choice)
+    np.testing.assert_array_equal(par.weights_trajectory, ser.weights_trajectory)
+    assert par.trajectory.equals(ser.trajectory)
