@@ -93,6 +93,51 @@ def _horner_matrix(coef, lin, floor, ovf, m, lo, hi, cls, x, scale, kids, out):
 
 
 @njit_cached
+def _full_tile_marks(cls, x, scale, T2, used):
+    """Mark ``used[c, k]`` for every full tile (``scale == 1``) of class ``c`` whose density is
+    exactly ``k / T²``; returns how many rows are such tiles."""
+    hits = 0
+    for i in range(x.shape[0]):
+        if scale[i] == 1.0:
+            k = int(round(x[i] * T2))
+            if 0 <= k <= T2 and k / T2 == x[i]:
+                used[cls[i], k] = True
+                hits += 1
+    return hits
+
+
+@njit_parallel
+def _horner_matrix_lut(coef, lin, floor, ovf, m, lo, hi, cls, x, scale, kids, T2, used, lut, bounds, out):
+    """:func:`_horner_matrix` for many tiles: the rows of full tiles (``scale == 1``, density
+    ``k / T²``) are copied from ``lut[c, k]``, filled first for the marked ``(c, k)`` only
+    (:func:`_full_tile_marks`) with the same arithmetic, so every row has the same bits; ``prange``
+    over the chunks ``bounds`` of rows (each row on its own)."""
+    nk = kids.shape[0]
+    nc, nkk = used.shape
+    for q in numba.prange(nc * nkk):
+        c = q // nkk
+        k = q % nkk
+        if used[c, k]:
+            xd = min(max(k / T2, lo[c]), hi[c])
+            xl = math.log10(xd)
+            for j in range(nk):
+                lut[c, k, j] = _value(coef, lin, floor, ovf, kids[j], c, m, xd, xl, 1.0)
+    for ch in numba.prange(bounds.shape[0] - 1):
+        for i in range(bounds[ch], bounds[ch + 1]):
+            c = cls[i]
+            if scale[i] == 1.0:
+                k = int(round(x[i] * T2))
+                if 0 <= k <= T2 and k / T2 == x[i]:
+                    for j in range(nk):
+                        out[i, j] = lut[c, k, j]
+                    continue
+            xd = min(max(x[i], lo[c]), hi[c])
+            xl = math.log10(xd)
+            for j in range(nk):
+                out[i, j] = _value(coef, lin, floor, ovf, kids[j], c, m, xd, xl, scale[i])
+
+
+@njit_cached
 def _horner_chosen(coef, lin, floor, ovf, m, lo, hi, cls, x, scale, kid, out):
     """out[i] = :func:`_value` of kernel ``kid[i]`` on tile ``i`` — one kernel per tile."""
     for i in range(x.shape[0]):

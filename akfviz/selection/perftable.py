@@ -66,7 +66,8 @@ from ..errors import InputError
 from ..frozen import read_only
 from ..npu.hardware import as_hardware
 from ._kernels import (CHOSEN_PARALLEL_MIN, _chosen_total, _chosen_total_serial, _first_codes, _full_tile_lut,
-                       _horner_1d, _horner_chosen, _horner_group_sums, _horner_matrix)
+                       _full_tile_marks, _horner_1d, _horner_chosen, _horner_group_sums, _horner_matrix,
+                       _horner_matrix_lut)
 from .structure import CLASS_NAMES, STRUCTURE_CLASSES, classify_tiles, synthetic_tile
 
 #: Resource measures: name -> column of ``unit_costs``.
@@ -112,6 +113,10 @@ def horner(coef: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 #: Most bytes of full-tile values a table remembers (:meth:`PerformanceTable._full_tile_values`).
 FULL_TILE_MEMO_BYTES = 32 << 20
+#: :meth:`PerformanceTable.evaluate` takes the rows of full tiles from a table per (class, nonzeros),
+#: on the worker threads, from this many tiles on (tile mode of a large matrix: 950,626 tiles × 17
+#: kernels took 0.5 s per measure, one evaluation of two polynomials per cell).
+MATRIX_LUT_MIN_ROWS = 8192
 
 
 # --------------------------------------------------------------------------- the table
@@ -219,7 +224,17 @@ class PerformanceTable:
         m = self._measure_index(measure)
         coef, lin, floor, ovf, lo, hi = self._args()
         out = np.empty((x.size, kids.size))
-        _horner_matrix(coef, lin, floor, ovf, m, lo, hi, cls, x, s, kids, out)
+        T2 = float(int(self.tile) ** 2)
+        if x.size >= MATRIX_LUT_MIN_ROWS and x.size >= 4 * len(self.classes) * (T2 + 1):
+            # many tiles (tile mode): full tiles share a row per (class, nonzeros)
+            used = np.zeros((len(self.classes), int(T2) + 1), dtype=np.bool_)
+            _full_tile_marks(cls, x, s, T2, used)
+            lut = np.empty(used.shape + (kids.size,))
+            k = max(1, min(x.size // 4096, 8 * numba.get_num_threads()))
+            bounds = np.linspace(0, x.size, k + 1).round().astype(np.int64)
+            _horner_matrix_lut(coef, lin, floor, ovf, m, lo, hi, cls, x, s, kids, T2, used, lut, bounds, out)
+        else:
+            _horner_matrix(coef, lin, floor, ovf, m, lo, hi, cls, x, s, kids, out)
         return out
 
     def evaluate_chosen(self, kernel_index, cls, density, scale=None, measure: str = "energy"):

@@ -188,6 +188,34 @@ def test_table_evaluation_matches_naive_loop(table):
             np.testing.assert_allclose(sums[g], got[grp == g].sum(axis=0), rtol=1e-12, atol=1e-9)
 
 
+def test_many_tiles_take_full_tile_rows_from_a_table_with_the_same_bits(table, monkeypatch):
+    """From MATRIX_LUT_MIN_ROWS tiles on, full tiles (scale 1, density k / T²) get their rows from a
+    table per (class, nonzeros), on the worker threads: the same numbers as one evaluation per cell,
+    for full tiles, edge tiles and densities that are no multiple of 1 / T²."""
+    rng = np.random.default_rng(8)
+    n = 20_000
+    T2 = 32 * 32
+    cls = rng.integers(0, len(CLASS_NAMES), n)
+    k = rng.integers(0, T2 + 1, n)
+    dens = k / float(T2)
+    scale = np.ones(n)
+    edge = rng.random(n) < 0.2                        # edge tiles: another area
+    scale[edge] = rng.integers(1, 32, edge.sum()) * 32 / T2
+    odd = rng.random(n) < 0.1                         # not k / T² (a hand-made density)
+    dens[odd] = rng.uniform(0, 1, odd.sum())
+    names = list(table.kernels)
+    calls = []
+    lut = ptab._horner_matrix_lut
+    monkeypatch.setattr(ptab, "_horner_matrix_lut", lambda *a: calls.append(1) or lut(*a))
+    for meas in ptab.MEASURE_NAMES:
+        monkeypatch.setattr(ptab, "MATRIX_LUT_MIN_ROWS", 1)
+        fast = table.evaluate(names, cls, dens, scale, measure=meas)
+        monkeypatch.setattr(ptab, "MATRIX_LUT_MIN_ROWS", 1 << 62)
+        slow = table.evaluate(names, cls, dens, scale, measure=meas)
+        np.testing.assert_array_equal(fast, slow)
+    assert len(calls) == len(ptab.MEASURE_NAMES)   # the table path ran for each measure
+
+
 # ------------------------------------------------------------------ fits
 def test_fits_reproduce_calibration_points_within_reported_error(table):
     cal = table.calibration
