@@ -107,11 +107,9 @@ def _full_tile_marks(cls, x, scale, T2, used):
 
 
 @njit_parallel
-def _horner_matrix_lut(coef, lin, floor, ovf, m, lo, hi, cls, x, scale, kids, T2, used, lut, bounds, out):
-    """:func:`_horner_matrix` for many tiles: the rows of full tiles (``scale == 1``, density
-    ``k / T²``) are copied from ``lut[c, k]``, filled first for the marked ``(c, k)`` only
-    (:func:`_full_tile_marks`) with the same arithmetic, so every row has the same bits; ``prange``
-    over the chunks ``bounds`` of rows (each row on its own)."""
+def _fill_full_tile_rows(coef, lin, floor, ovf, m, lo, hi, kids, T2, used, lut):
+    """``lut[c, k, j]`` = :func:`_value` of kernel ``kids[j]`` on a full tile (scale 1) of class ``c``
+    with ``k`` nonzeros, for the marked ``used[c, k]`` only (``prange``)."""
     nk = kids.shape[0]
     nc, nkk = used.shape
     for q in numba.prange(nc * nkk):
@@ -122,6 +120,16 @@ def _horner_matrix_lut(coef, lin, floor, ovf, m, lo, hi, cls, x, scale, kids, T2
             xl = math.log10(xd)
             for j in range(nk):
                 lut[c, k, j] = _value(coef, lin, floor, ovf, kids[j], c, m, xd, xl, 1.0)
+
+
+@njit_parallel
+def _horner_matrix_lut(coef, lin, floor, ovf, m, lo, hi, cls, x, scale, kids, T2, used, lut, bounds, out):
+    """:func:`_horner_matrix` for many tiles: the rows of full tiles (``scale == 1``, density
+    ``k / T²``) are copied from ``lut[c, k]``, filled first for the marked ``(c, k)`` only
+    (:func:`_full_tile_marks`) with the same arithmetic, so every row has the same bits; ``prange``
+    over the chunks ``bounds`` of rows (each row on its own)."""
+    nk = kids.shape[0]
+    _fill_full_tile_rows(coef, lin, floor, ovf, m, lo, hi, kids, T2, used, lut)
     for ch in numba.prange(bounds.shape[0] - 1):
         for i in range(bounds[ch], bounds[ch + 1]):
             c = cls[i]
@@ -158,6 +166,33 @@ def _horner_group_sums(coef, lin, floor, ovf, m, lo, hi, cls, x, scale, kids, gr
         xl = math.log10(xd)
         for j in range(nk):
             out[g, j] += _value(coef, lin, floor, ovf, kids[j], c, m, xd, xl, scale[i])
+
+
+@njit_parallel
+def _horner_group_sums_lut(coef, lin, floor, ovf, m, lo, hi, cls, x, scale, kids, group, T2, used, lut,
+                           kbounds, out):
+    """:func:`_horner_group_sums` for many tiles: full tiles' values from ``lut`` (as in
+    :func:`_horner_matrix_lut`), and ``prange`` over blocks ``kbounds`` of the kernels, each block
+    reading every tile in order: every sum ``out[g, j]`` adds the same values in the same (tile)
+    order as the serial kernel, so it has the same bits."""
+    _fill_full_tile_rows(coef, lin, floor, ovf, m, lo, hi, kids, T2, used, lut)
+    n = x.shape[0]
+    for b in numba.prange(kbounds.shape[0] - 1):
+        j0 = kbounds[b]
+        j1 = kbounds[b + 1]
+        for i in range(n):
+            c = cls[i]
+            g = group[i]
+            if scale[i] == 1.0:
+                k = int(round(x[i] * T2))
+                if 0 <= k <= T2 and k / T2 == x[i]:
+                    for j in range(j0, j1):
+                        out[g, j] += lut[c, k, j]
+                    continue
+            xd = min(max(x[i], lo[c]), hi[c])
+            xl = math.log10(xd)
+            for j in range(j0, j1):
+                out[g, j] += _value(coef, lin, floor, ovf, kids[j], c, m, xd, xl, scale[i])
 
 
 @njit_cached
@@ -278,3 +313,31 @@ def _chosen_total(coef, lin, floor, ovf, mweight, lo, hi, rb_ptr, col_block, nnz
 _chosen_total_serial = serial_twin(_chosen_total)
 #: From this many tiles the chosen pass runs its chunks on the worker threads.
 CHOSEN_PARALLEL_MIN = 100_000
+
+
+@njit_parallel
+def _weighted_argmin(En, Rn, alpha, beta, mask, bounds, out):
+    """``out[i] = argmin_k C[i, k]`` with ``C = alpha·En + beta·Rn`` over the kernels that ``mask``
+    allows (``mask`` is (1, K) for every unit or (n, K) per unit), the first on ties, 0 when none is
+    allowed or every allowed cost is infinite — what ``np.argmin(np.where(mask, C, inf), axis=1)``
+    returns, without the (n, K) temporaries. Each ``C[i, k]`` is the same two products and one
+    sum as numpy's, so the choice is the same. ``prange`` over the chunks ``bounds`` of units."""
+    K = En.shape[1]
+    per_unit = mask.shape[0] > 1
+    for ch in numba.prange(bounds.shape[0] - 1):
+        for i in range(bounds[ch], bounds[ch + 1]):
+            mrow = i if per_unit else 0
+            best = np.inf
+            arg = 0
+            for k in range(K):
+                if mask[mrow, k]:
+                    c = alpha * En[i, k] + beta * Rn[i, k]
+                    if c < best:
+                        best = c
+                        arg = k
+            out[i] = arg
+
+
+_weighted_argmin_serial = serial_twin(_weighted_argmin)
+#: From this many units the weighted argmin runs on the worker threads.
+ARGMIN_PARALLEL_MIN = 50_000

@@ -66,8 +66,8 @@ from ..errors import InputError
 from ..frozen import read_only
 from ..npu.hardware import as_hardware
 from ._kernels import (CHOSEN_PARALLEL_MIN, _chosen_total, _chosen_total_serial, _first_codes, _full_tile_lut,
-                       _full_tile_marks, _horner_1d, _horner_chosen, _horner_group_sums, _horner_matrix,
-                       _horner_matrix_lut)
+                       _full_tile_marks, _horner_1d, _horner_chosen, _horner_group_sums,
+                       _horner_group_sums_lut, _horner_matrix, _horner_matrix_lut)
 from .structure import CLASS_NAMES, STRUCTURE_CLASSES, classify_tiles, synthetic_tile
 
 #: Resource measures: name -> column of ``unit_costs``.
@@ -224,12 +224,9 @@ class PerformanceTable:
         m = self._measure_index(measure)
         coef, lin, floor, ovf, lo, hi = self._args()
         out = np.empty((x.size, kids.size))
-        T2 = float(int(self.tile) ** 2)
-        if x.size >= MATRIX_LUT_MIN_ROWS and x.size >= 4 * len(self.classes) * (T2 + 1):
-            # many tiles (tile mode): full tiles share a row per (class, nonzeros)
-            used = np.zeros((len(self.classes), int(T2) + 1), dtype=np.bool_)
-            _full_tile_marks(cls, x, s, T2, used)
-            lut = np.empty(used.shape + (kids.size,))
+        lut_args = self._full_tile_table(cls, x, s, kids.size)
+        if lut_args is not None:   # many tiles (tile mode): full tiles share a row per (class, nonzeros)
+            T2, used, lut = lut_args
             k = max(1, min(x.size // 4096, 8 * numba.get_num_threads()))
             bounds = np.linspace(0, x.size, k + 1).round().astype(np.int64)
             _horner_matrix_lut(coef, lin, floor, ovf, m, lo, hi, cls, x, s, kids, T2, used, lut, bounds, out)
@@ -254,10 +251,32 @@ class PerformanceTable:
         m = self._measure_index(measure)
         coef, lin, floor, ovf, lo, hi = self._args()
         out = np.zeros((int(n_groups), kids.size))
-        _horner_group_sums(coef, lin, floor, ovf, m, lo, hi, np.ascontiguousarray(cls, dtype=np.int64),
-                           self._densities(density), np.ascontiguousarray(scale, dtype=np.float64), kids,
-                           np.ascontiguousarray(group, dtype=np.int64), out)
+        cls = np.ascontiguousarray(cls, dtype=np.int64)
+        x = self._densities(density)
+        s = np.ascontiguousarray(scale, dtype=np.float64)
+        group = np.ascontiguousarray(group, dtype=np.int64)
+        lut_args = self._full_tile_table(cls, x, s, kids.size)
+        if lut_args is not None:
+            T2, used, lut = lut_args
+            k = max(1, min(kids.size, numba.get_num_threads()))
+            kbounds = np.linspace(0, kids.size, k + 1).round().astype(np.int64)
+            _horner_group_sums_lut(coef, lin, floor, ovf, m, lo, hi, cls, x, s, kids, group, T2, used, lut,
+                                   kbounds, out)
+        else:
+            _horner_group_sums(coef, lin, floor, ovf, m, lo, hi, cls, x, s, kids, group, out)
         return out
+
+    def _full_tile_table(self, cls, x, s, nk):
+        """``(T², used, lut)`` for the table paths of :meth:`evaluate` and :meth:`group_sums` when
+        there are many tiles (:data:`MATRIX_LUT_MIN_ROWS`, and four per table row): the
+        ``(class, nonzeros)`` pairs of the full tiles marked in ``used``, ``lut`` to be filled
+        for them. None for few tiles."""
+        T2 = float(int(self.tile) ** 2)
+        if x.size < MATRIX_LUT_MIN_ROWS or x.size < 4 * len(self.classes) * (T2 + 1):
+            return None
+        used = np.zeros((len(self.classes), int(T2) + 1), dtype=np.bool_)
+        _full_tile_marks(cls, x, s, T2, used)
+        return T2, used, np.empty(used.shape + (nk,))
 
     def _full_tile_values(self, kid: int, mw: np.ndarray) -> np.ndarray:
         """``(n_classes, T² + 1)``: the chosen-pass value of a full ``T×T`` tile of every class and

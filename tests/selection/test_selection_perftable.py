@@ -191,7 +191,8 @@ def test_table_evaluation_matches_naive_loop(table):
 def test_many_tiles_take_full_tile_rows_from_a_table_with_the_same_bits(table, monkeypatch):
     """From MATRIX_LUT_MIN_ROWS tiles on, full tiles (scale 1, density k / T²) get their rows from a
     table per (class, nonzeros), on the worker threads: the same numbers as one evaluation per cell,
-    for full tiles, edge tiles and densities that are no multiple of 1 / T²."""
+    for full tiles, edge tiles and densities that are no multiple of 1 / T², and the same per-group
+    sums (each added in tile order)."""
     rng = np.random.default_rng(8)
     n = 20_000
     T2 = 32 * 32
@@ -204,16 +205,23 @@ def test_many_tiles_take_full_tile_rows_from_a_table_with_the_same_bits(table, m
     odd = rng.random(n) < 0.1                         # not k / T² (a hand-made density)
     dens[odd] = rng.uniform(0, 1, odd.sum())
     names = list(table.kernels)
+    group = np.sort(rng.integers(0, 7, n))
+    group[rng.random(n) < 0.3] = 3                    # one large group, members spread out
     calls = []
-    lut = ptab._horner_matrix_lut
-    monkeypatch.setattr(ptab, "_horner_matrix_lut", lambda *a: calls.append(1) or lut(*a))
+    for fn in ("_horner_matrix_lut", "_horner_group_sums_lut"):
+        real = getattr(ptab, fn)
+        monkeypatch.setattr(ptab, fn, lambda *a, real=real, fn=fn: calls.append(fn) or real(*a))
     for meas in ptab.MEASURE_NAMES:
         monkeypatch.setattr(ptab, "MATRIX_LUT_MIN_ROWS", 1)
         fast = table.evaluate(names, cls, dens, scale, measure=meas)
+        fast_sums = table.group_sums(names, cls, dens, scale, group, 7, measure=meas)
         monkeypatch.setattr(ptab, "MATRIX_LUT_MIN_ROWS", 1 << 62)
         slow = table.evaluate(names, cls, dens, scale, measure=meas)
+        slow_sums = table.group_sums(names, cls, dens, scale, group, 7, measure=meas)
         np.testing.assert_array_equal(fast, slow)
-    assert len(calls) == len(ptab.MEASURE_NAMES)   # the table path ran for each measure
+        np.testing.assert_array_equal(fast_sums, slow_sums)
+    # the table paths ran for each measure
+    assert sorted(calls) == sorted(["_horner_matrix_lut", "_horner_group_sums_lut"] * len(ptab.MEASURE_NAMES))
 
 
 # ------------------------------------------------------------------ fits
