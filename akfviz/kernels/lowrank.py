@@ -174,6 +174,56 @@ def _closed_form_errors(ptr, ri, ci, v, nr, nc, ranks, err, solved):
             solved[u] = True
 
 
+@njit_inline
+def _mix(h, x):
+    """One step of a 64-bit hash (splitmix64's finaliser over ``h ^ x``)."""
+    z = (h ^ x) * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit_cached
+def _first_identical(ptr, ri, ci, vbits, nr, nc, need):
+    """For each tile ``need[q]``: the position ``p ≤ q`` in ``need`` of the first tile with the same
+    compact matrix (shape, entries, value bits), so that one SVD serves every copy (a stencil's or a
+    constant-diagonal band's tiles repeat). Hashed, then compared entry by entry."""
+    m = need.shape[0]
+    first = np.empty(m, dtype=np.int64)
+    size = 1
+    while size < 2 * m:
+        size *= 2
+    slots = np.full(size, -1, dtype=np.int64)
+    hashes = np.empty(m, dtype=np.uint64)
+    mask = np.uint64(size - 1)
+    for q in range(m):
+        u = need[q]
+        h = _mix(np.uint64(nr[u]), np.uint64(nc[u]))
+        for p in range(ptr[u], ptr[u + 1]):
+            h = _mix(h, np.uint64(ri[p] * 65536 + ci[p]))
+            h = _mix(h, vbits[p])
+        hashes[q] = h
+        s = h & mask
+        first[q] = q
+        while slots[s] >= 0:
+            o = slots[s]
+            w = need[o]
+            if hashes[o] == h and nr[w] == nr[u] and nc[w] == nc[u] and ptr[w + 1] - ptr[w] == ptr[u + 1] - ptr[u]:
+                same = True
+                d = ptr[w] - ptr[u]
+                for p in range(ptr[u], ptr[u + 1]):
+                    if ri[p] != ri[p + d] or ci[p] != ci[p + d] or vbits[p] != vbits[p + d]:
+                        same = False
+                        break
+                if same:
+                    first[q] = o
+                    break
+            s = (s + np.uint64(1)) & mask
+        if first[q] == q:
+            slots[s] = q
+    return first
+
+
 def lowrank_errors(ts, idx, ranks) -> np.ndarray:
     """``E = Σ_{i>r} σ_i²`` (Eckart–Young) of the tiles ``idx`` for every rank in ``ranks``,
     shape (len(idx), len(ranks)), from one pass of singular values (akf-spec §3).
@@ -184,7 +234,7 @@ def lowrank_errors(ts, idx, ranks) -> np.ndarray:
     ``r`` (E = 0; an SVD would give rounding noise only). A scaled permutation (one entry per
     nonempty row and column) and a tile of exactly two nonempty rows or columns get their errors
     in closed form (:func:`_closed_form_errors`); the others are stacked by compact shape for
-    ``np.linalg.svd``. Equals
+    ``np.linalg.svd``, one SVD for every set of identical tiles (:func:`_first_identical`). Equals
     ``‖t − decode(encode(t))‖_F²`` up to rounding (the tests check it against decode).
     """
     ranks = [int(r) for r in ranks]
@@ -201,6 +251,13 @@ def lowrank_errors(ts, idx, ranks) -> np.ndarray:
     need = np.flatnonzero((low > min(ranks)) & ~solved)  # the rest by SVD, grouped by shape
     if need.size == 0:
         return err
+    copies = None
+    if need.size > 1:  # identical tiles: one SVD each (the copies take its row below)
+        first = _first_identical(ptr, ri, ci, ts.v[pos].view(np.uint64), nr, nc, need)
+        own = first == np.arange(need.size)
+        if not own.all():
+            copies = (need[~own], need[first[~own]])
+            need = need[own]
     # needed tiles ordered by compact shape; their entries in the same order
     keys = nr[need] * 4096 + nc[need]
     order = need[np.argsort(keys, kind="stable")]
@@ -223,6 +280,8 @@ def lowrank_errors(ts, idx, ranks) -> np.ndarray:
             for q, r in enumerate(ranks):
                 if r < min(hh, ww):
                     err[order[a:b], q] = np.sum(sq[:, r:], axis=1)
+    if copies is not None:
+        err[copies[0]] = err[copies[1]]
     return err
 
 

@@ -163,3 +163,31 @@ def test_one_entry_per_row_is_not_enough():
     np.testing.assert_array_equal(got[[0, 2]], 0.0)
     s = np.linalg.svd(three, compute_uv=False)
     assert got[1, 0] == pytest.approx(s[1] ** 2, rel=1e-12) and got[1, 1] == 0.0
+
+
+def test_identical_tiles_share_one_svd_and_near_copies_do_not(monkeypatch):
+    """Copies of a tile (a stencil's tridiagonal blocks) take the errors of its first copy, from one
+    SVD; a tile that differs in one value by one ulp, or in one position, gets its own."""
+    rng = np.random.default_rng(4)
+    base = np.zeros((16, 16))
+    base[:6, :5] = rng.standard_normal((6, 5))
+    ulp = base.copy()
+    ulp[2, 3] = np.nextafter(ulp[2, 3], np.inf)
+    moved = np.zeros((16, 16))
+    moved[:6, 1:6] = base[:6, :5]                      # the same values one column over
+    other = np.zeros((16, 16))
+    other[:4, :4] = rng.standard_normal((4, 4))
+    blocks = [base, other, base, ulp, base, moved, other]
+    ts = _tiles_of(blocks)
+    stacked = []
+    real = np.linalg.svd
+    monkeypatch.setattr(np.linalg, "svd", lambda a, *k, **kw: stacked.append(a.shape[0]) or real(a, *k, **kw))
+    idx = np.arange(len(blocks))
+    got = lowrank_errors(ts, idx, [1, 2, 4])
+    assert sum(stacked) == 3   # base (and moved: the same compact matrix), ulp, other
+    for u in range(len(blocks)):
+        np.testing.assert_array_equal(got[u], lowrank_errors(ts, np.array([u]), [1, 2, 4])[0])
+    np.testing.assert_array_equal(got[0], got[2])
+    np.testing.assert_array_equal(got[0], got[5])       # compacting drops the empty first column
+    s = np.linalg.svd(ulp, compute_uv=False)
+    np.testing.assert_allclose(got[3], [np.sum(s[r:] ** 2) for r in (1, 2, 4)], rtol=1e-12)
