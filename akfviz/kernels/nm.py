@@ -20,10 +20,32 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .._jit import njit_cached, njit_parallel, serial_twin
+from .._jit import njit_cached, njit_inline, njit_parallel, serial_twin
 from .base import (ROUTE_BYTES, VALUE_BYTES, Kernel, all_columns, approx_from_mask, as_index,
                    as_tile, make_tilework)
 from .error_pass import run_error_pass
+
+
+@njit_inline
+def _group_end(r, c, a, end, m):
+    """End of the (row, column group) that starts at entry ``a`` (entries ordered by (r, c))."""
+    b = a + 1
+    while b < end and r[b] == r[a] and c[b] // m == c[a] // m:
+        b += 1
+    return b
+
+
+@njit_inline
+def _rank_in_group(c, v, a, b, i):
+    """Rank of entry ``i`` in its group ``a:b``: ``|v|`` descending, ties by the lower column, then
+    the position."""
+    ki, ci = abs(v[i]), c[i]
+    rank = 0
+    for j in range(a, b):
+        kj, cj = abs(v[j]), c[j]
+        if kj > ki or (kj == ki and (cj < ci or (cj == ci and j < i))):
+            rank += 1
+    return rank
 
 
 @njit_cached
@@ -35,17 +57,9 @@ def _nm_keep(ptr, r, c, v, m, n):
         a = ptr[u]
         end = ptr[u + 1]
         while a < end:
-            b = a + 1
-            while b < end and r[b] == r[a] and c[b] // m == c[a] // m:
-                b += 1
+            b = _group_end(r, c, a, end, m)
             for i in range(a, b):
-                ki, ci = abs(v[i]), c[i]
-                rank = 0
-                for j in range(a, b):
-                    kj, cj = abs(v[j]), c[j]
-                    if kj > ki or (kj == ki and (cj < ci or (cj == ci and j < i))):
-                        rank += 1
-                out[i] = rank < n
+                out[i] = _rank_in_group(c, v, a, b, i) < n
             a = b
     return out
 
@@ -62,18 +76,10 @@ def _nm_error(tptr, tr, tc, tv, idx, bounds, err, m, n):
             a = tptr[t]
             e = 0.0
             while a < end:
-                b = a + 1
-                while b < end and tr[b] == tr[a] and tc[b] // m == tc[a] // m:
-                    b += 1
+                b = _group_end(tr, tc, a, end, m)
                 if b - a > n:  # a group of at most n entries keeps them all
                     for i in range(a, b):
-                        ki, ci = abs(tv[i]), tc[i]
-                        rank = 0
-                        for j in range(a, b):
-                            kj, cj = abs(tv[j]), tc[j]
-                            if kj > ki or (kj == ki and (cj < ci or (cj == ci and j < i))):
-                                rank += 1
-                        if rank >= n:
+                        if _rank_in_group(tc, tv, a, b, i) >= n:
                             e += tv[i] * tv[i]
                 a = b
             err[u] = e

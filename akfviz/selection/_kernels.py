@@ -4,7 +4,7 @@ import math
 
 import numba
 import numpy as np
-from .._jit import njit_cached, njit_parallel, serial_twin
+from .._jit import njit_cached, njit_inline, njit_parallel, serial_twin
 
 #: Thresholds of the structure-class rule (documented in :mod:`.structure`).
 DIAG_FILL = 0.6
@@ -92,17 +92,27 @@ def _horner_matrix(coef, lin, floor, ovf, m, lo, hi, cls, x, scale, kids, out):
             out[i, j] = _value(coef, lin, floor, ovf, kids[j], c, m, xd, xl, scale[i])
 
 
+@njit_inline
+def _full_tile_nnz(x, scale, T2):
+    """``k`` when a tile is full (``scale == 1``) and its density is exactly ``k / T²`` (its value is
+    then row ``k`` of the full-tile table), else -1."""
+    if scale == 1.0:
+        k = int(round(x * T2))
+        if 0 <= k <= T2 and k / T2 == x:
+            return k
+    return -1
+
+
 @njit_cached
 def _full_tile_marks(cls, x, scale, T2, used):
-    """Mark ``used[c, k]`` for every full tile (``scale == 1``) of class ``c`` whose density is
-    exactly ``k / T²``; returns how many rows are such tiles."""
+    """Mark ``used[c, k]`` for every full tile of class ``c`` with ``k`` nonzeros
+    (:func:`_full_tile_nnz`); returns how many rows are such tiles."""
     hits = 0
     for i in range(x.shape[0]):
-        if scale[i] == 1.0:
-            k = int(round(x[i] * T2))
-            if 0 <= k <= T2 and k / T2 == x[i]:
-                used[cls[i], k] = True
-                hits += 1
+        k = _full_tile_nnz(x[i], scale[i], T2)
+        if k >= 0:
+            used[cls[i], k] = True
+            hits += 1
     return hits
 
 
@@ -133,12 +143,11 @@ def _horner_matrix_lut(coef, lin, floor, ovf, m, lo, hi, cls, x, scale, kids, T2
     for ch in numba.prange(bounds.shape[0] - 1):
         for i in range(bounds[ch], bounds[ch + 1]):
             c = cls[i]
-            if scale[i] == 1.0:
-                k = int(round(x[i] * T2))
-                if 0 <= k <= T2 and k / T2 == x[i]:
-                    for j in range(nk):
-                        out[i, j] = lut[c, k, j]
-                    continue
+            k = _full_tile_nnz(x[i], scale[i], T2)
+            if k >= 0:
+                for j in range(nk):
+                    out[i, j] = lut[c, k, j]
+                continue
             xd = min(max(x[i], lo[c]), hi[c])
             xl = math.log10(xd)
             for j in range(nk):
@@ -183,12 +192,11 @@ def _horner_group_sums_lut(coef, lin, floor, ovf, m, lo, hi, cls, x, scale, kids
         for i in range(n):
             c = cls[i]
             g = group[i]
-            if scale[i] == 1.0:
-                k = int(round(x[i] * T2))
-                if 0 <= k <= T2 and k / T2 == x[i]:
-                    for j in range(j0, j1):
-                        out[g, j] += lut[c, k, j]
-                    continue
+            k = _full_tile_nnz(x[i], scale[i], T2)
+            if k >= 0:
+                for j in range(j0, j1):
+                    out[g, j] += lut[c, k, j]
+                continue
             xd = min(max(x[i], lo[c]), hi[c])
             xl = math.log10(xd)
             for j in range(j0, j1):
