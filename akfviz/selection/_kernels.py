@@ -257,7 +257,9 @@ def _first_codes(unit_of_tile, kid_of_unit, n_used, code_of_kid):
 @njit_cached
 def _chosen_chunk(coef, lin, floor, ovf, mweight, lo, hi, rb_ptr, col_block, nnz, cls, n_rows, n_cols,
                   unit_of_tile, kid_of_unit, T, lut, slot_of_kid, i0, i1, codes, code_of_kid, one_kid):
-    """Σ over tiles ``i0:i1`` (in order) of one tile's value (see :func:`_chosen_total`)."""
+    """Σ over tiles ``i0:i1`` (in order) of one tile's value (see :func:`_chosen_total`). A ``lut``
+    holding NaN is a memo filled on the way: a full tile whose entry is NaN is evaluated and its value
+    stored (serial calls only)."""
     use_lut = lut.shape[0] > 0
     write = codes.shape[0] == nnz.shape[0]
     T2 = float(T) ** 2
@@ -283,7 +285,12 @@ def _chosen_chunk(coef, lin, floor, ovf, mweight, lo, hi, rb_ptr, col_block, nnz
             kn = nnz[i]
             c = cls[i]
             if full_row and j < last_full:   # a full T×T tile
-                acc += flat[np.uint64(slot_of_kid[k]) * nck + np.uint64(c) * nk + np.uint64(kn)]
+                at = np.uint64(slot_of_kid[k]) * nck + np.uint64(c) * nk + np.uint64(kn)
+                val = flat[at]
+                if val != val:   # not evaluated yet (a memo)
+                    val = _chosen_value(coef, lin, floor, ovf, mweight, lo, hi, k, c, kn, T * T, T2)
+                    flat[at] = val
+                acc += val
             else:
                 wi_ = min(T, n_cols - j * T)
                 acc += _chosen_value(coef, lin, floor, ovf, mweight, lo, hi, k, c, kn, hi_ * wi_, T2)
@@ -301,7 +308,8 @@ def _chosen_total(coef, lin, floor, ovf, mweight, lo, hi, rb_ptr, col_block, nnz
     ≥ 0 (a plan of one kernel: no per-tile lookups; 1.95 → 1.4 ms on 950k tiles).
 
     Full ``T×T`` tiles take their value from ``lut[slot_of_kid[k], s, nnz]`` (:func:`_full_tile_lut`)
-    when ``lut`` is not empty; other tiles are evaluated directly. When ``codes`` has one entry per tile
+    when ``lut`` is not empty — or, where it holds NaN, evaluate it and store it there (a memo, for
+    the serial twin only: the threads would race on it); other tiles are evaluated directly. When ``codes`` has one entry per tile
     it receives ``code_of_kid[k(t)]``. Summed in ``n_chunks`` chunks of ``ceil(n / n_chunks)``
     consecutive tiles (``prange`` over them) whose partial sums are then added in order: the same total
     for any number of threads."""

@@ -204,3 +204,42 @@ def test_expand_deterministic(pa):
     t2, c2 = prob.expand(ch)
     assert t1 == t2 and np.array_equal(c1.codes, c2.codes) and list(c1.categories) == list(c2.categories)
     assert set(MEASURE_NAMES) == set(prob.measure_weights())
+
+
+def test_serial_pass_fills_a_memo_for_few_full_tiles(monkeypatch):
+    """Too few tiles for the full tables (a stencil's thousands): the serial pass fills a memo for the
+    (class, nonzeros) pairs its full tiles have, and the total is still the tile-by-tile sum; the
+    memo holds exactly the direct values of those pairs and NaN elsewhere."""
+    from akfviz.selection import perftable as ptab_mod
+
+    seen = []
+    real = ptab_mod._chosen_total_serial
+
+    def spy(*args):
+        out = real(*args)
+        seen.append(np.array(args[16]))   # lut, after the pass
+        return out
+
+    monkeypatch.setattr(ptab_mod, "_chosen_total_serial", spy)
+    side = 40   # 5-point stencil on a 40×40 grid, T = 8: 1,600² with full and partial tiles
+    one = sp.diags_array([-np.ones(side - 1), 2 * np.ones(side), -np.ones(side - 1)], offsets=[-1, 0, 1])
+    A = sp.csr_array(sp.kron(one, sp.eye_array(side)) + sp.kron(sp.eye_array(side), one))
+    A = sp.csr_array(A[:1598, :1597])   # partial last row and column blocks
+    pa = akfviz.analyze(A, tile=8)
+    for granularity in ("cluster", "tile"):
+        prob = SelectionProblem(pa, resolve_candidates(None), HW, resource="mix", granularity=granularity)
+        for a, b in ((1.0, 1.0), (1.0, 1e-3), (1e-3, 1.0)):
+            choice = prob.argmin(a, b)
+            seen.clear()
+            total, cat = prob.expand(choice)
+            assert total == _ref_total(prob, choice), (granularity, a, b)
+            (lut,) = seen
+            filled = ~np.isnan(lut)
+            assert lut.shape[0] == np.unique(choice).size and 0 < filled.sum() < lut.size
+            kids = np.unique(prob.table.kernel_ids(prob.names)[choice])
+            mw = np.zeros(len(prob.table.measures))
+            for meas, wt in prob.measure_weights().items():
+                mw[prob.table._measure_index(meas)] = wt
+            for j, kid in enumerate(kids):
+                full = prob.table._full_tile_values(int(kid), mw)
+                assert np.array_equal(lut[j][filled[j]], full[filled[j]])
