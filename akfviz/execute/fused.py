@@ -38,7 +38,7 @@ from ..kernels.base import gather_entries
 from .packing import (EXEC_FORMATS, Entries, FORMATS, INLINE_RESIDUAL, RES_COO, RESIDUAL_ONLY_FORMATS,
                       SRC_MAIN, SRC_OTHER, SRC_OWN, _rbp, _starts, build_residual, build_residual_from_csr,
                       empty_pack,
-                      long_diagonal_runs, pack_bitmap, pack_block, pack_dense, pack_dia, pack_lowrank,
+                      long_diagonal_runs, long_diagonal_runs_serial, pack_bitmap, pack_block, pack_dense, pack_dia, pack_lowrank,
                       pack_nm, residual_col_dtype, residual_layout)
 from .tile_kernels import (_fused_matmat, _fused_matmat_serial, _residual_matvec,
                            _residual_matvec_serial, _tiles_matvec, _tiles_matvec_serial)
@@ -226,8 +226,12 @@ def diagonal_tiles(ts, idx):
     """Which tiles ``idx`` (entries of the TileSet) lie on a few long diagonal runs (bool per
     tile; rule and constants: :data:`DIAGONAL_MIN_FILL`). Only tiles with at least
     ``min(h, w) / 2`` entries are looked at (one pass over their entries)."""
-    return long_diagonal_runs(ts.ptr, ts.r, ts.c, ts.h, ts.w, np.ascontiguousarray(idx, dtype=np.int64),
-                              np.int64(ts.tile), DIAGONAL_MAX_DIAGS_PER_SIDE, DIAGONAL_MIN_FILL)
+    idx = np.ascontiguousarray(idx, dtype=np.int64)
+    work = idx.shape[0] + (int(ts.ptr[idx[-1] + 1] - ts.ptr[idx[0]]) if idx.shape[0] else 0)
+    par = threads.pack_parallel(work)
+    run = long_diagonal_runs if par else long_diagonal_runs_serial
+    return run(ts.ptr, ts.r, ts.c, ts.h, ts.w, idx, np.int64(ts.tile), DIAGONAL_MAX_DIAGS_PER_SIDE,
+               DIAGONAL_MIN_FILL, np.int64(4 * numba.get_num_threads() if par else 1))
 
 
 def to_residual(fmt, kept, h, w, n=None):

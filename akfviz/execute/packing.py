@@ -164,24 +164,29 @@ def _dia_count_range(ptr, r, c, T, u0, u1, nd, slots):
         nd[u], slots[u] = _dia_shape(r, c, ptr[u], ptr[u + 1], T, lo, hi)
 
 
-@njit_cached
-def long_diagonal_runs(tptr, tr, tc, th, tw, idx, T, max_diags_per_side, min_fill):
+@njit_parallel
+def long_diagonal_runs(tptr, tr, tc, th, tw, idx, T, max_diags_per_side, min_fill, n_chunks):
     """Per tile of ``idx`` (bool): at least ``min(h, w) / 2`` entries, at most
     ``max_diags_per_side · min(h, w)`` occupied diagonals and ``nnz ≥ min_fill · slots``
-    (:func:`_dia_shape`, read in place); tiles with too few entries are not scanned."""
+    (:func:`_dia_shape`, read in place); tiles with too few entries are not scanned. Each tile
+    on its own, ``prange`` over ``n_chunks`` chunks of ``idx``."""
     n = idx.shape[0]
     out = np.zeros(n, dtype=np.bool_)
-    lo = np.full(2 * T, -1, dtype=np.int64)
-    hi = np.zeros(2 * T, dtype=np.int64)
-    for u in range(n):
-        t = idx[u]
-        k0 = tptr[t]
-        k1 = tptr[t + 1]
-        side = min(th[t], tw[t])
-        if 2 * (k1 - k0) >= side:
-            d, sl = _dia_shape(tr, tc, k0, k1, T, lo, hi)
-            out[u] = d <= max_diags_per_side * side and k1 - k0 >= min_fill * sl
+    for ch in numba.prange(n_chunks):
+        lo = np.full(2 * T, -1, dtype=np.int64)
+        hi = np.zeros(2 * T, dtype=np.int64)
+        for u in range(ch * n // n_chunks, (ch + 1) * n // n_chunks):
+            t = idx[u]
+            k0 = tptr[t]
+            k1 = tptr[t + 1]
+            side = min(th[t], tw[t])
+            if 2 * (k1 - k0) >= side:
+                d, sl = _dia_shape(tr, tc, k0, k1, T, lo, hi)
+                out[u] = d <= max_diags_per_side * side and k1 - k0 >= min_fill * sl
     return out
+
+
+long_diagonal_runs_serial = serial_twin(long_diagonal_runs)
 
 
 #: Bit layout of a DIA run word (uint32): first local row in bits 0–7, offset ``o + 256``

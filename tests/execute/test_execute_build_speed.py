@@ -409,6 +409,13 @@ def test_quant8_tiles_on_long_diagonal_runs_run_in_the_dia_layout():
     want = np.array([diagonal_rule_reference(ts, t) for t in range(n)])
     got = fused.diagonal_tiles(ts, np.arange(n))
     assert np.array_equal(got, want) and 0 < want.sum() < n
+    from akfviz.execute.packing import long_diagonal_runs, long_diagonal_runs_serial
+    for run in (long_diagonal_runs, long_diagonal_runs_serial):   # the parallel pass, any chunking
+        for chunks in (1, 3, 8, n + 2):
+            odd = np.arange(n)[::-1].copy()
+            got = run(ts.ptr, ts.r, ts.c, ts.h, ts.w, odd, np.int64(16), fused.DIAGONAL_MAX_DIAGS_PER_SIDE,
+                      fused.DIAGONAL_MIN_FILL, np.int64(chunks))
+            assert np.array_equal(got, want[odd]), (run, chunks)
     nd, slots = np.zeros(n, np.int64), np.zeros(n, np.int64)
     _dia_count_range(ts.ptr, ts.r, ts.c, np.int64(16), 0, n, nd, slots)   # the shape helper both passes use
     diag_counts = [len({int(c) - int(r) for r, c in zip(*ts.entries(t)[:2])}) for t in range(n)]
