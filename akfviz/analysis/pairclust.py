@@ -190,48 +190,8 @@ def _scatter_groups(gbounds, tbounds, pid, pcluster, pos, order):
         pos[row, last] = at
 
 
-@njit_parallel
-def _gather_scatter_groups(gbounds, tbounds, goff, gid, pid, pcluster, pos, order):
-    """:func:`_gather_groups` and :func:`_scatter_groups` in one pass over the tiles, for callers that
-    counted the tiles per pair beforehand (:func:`listing_counts`): each tile's global pair into
-    ``pid`` (in place) and its slot in the stable counting sort by cluster (``pos[g, c]``: group
-    ``g``'s next slot of cluster ``c``), the same ``pid`` and ``order`` as the two passes."""
-    for g in numba.prange(gbounds.shape[0] - 1):
-        row = np.uint64(g)
-        last = np.uint64(0)
-        at = pos[row, last]
-        for ch in range(gbounds[g], gbounds[g + 1]):
-            g0 = np.uint64(goff[ch])
-            for t in range(np.uint64(tbounds[ch]), np.uint64(tbounds[ch + 1])):
-                p = np.uint64(gid[g0 + np.uint64(pid[t])])
-                pid[t] = p
-                c = np.uint64(pcluster[p])
-                if c != last:
-                    pos[row, last] = at
-                    last = c
-                    at = pos[row, c]
-                order[at] = t
-                at += 1
-        pos[row, last] = at
-
-
-@njit_cached
-def listing_counts(gbounds, starts, m, goff, gid, lcount, pcount_g):
-    """Tiles per pair and group of chunks from the chunks' own counts: chunk ``ch`` (of group ``g``)
-    counted ``lcount[starts[ch] + j]`` tiles of its local pair ``j``, global pair ``gid[goff[ch] + j]``
-    (the eager pass's ``pcnt``); added into ``pcount_g[g, ·]`` — what :func:`_gather_groups` counts
-    tile by tile, from the short pair lists instead."""
-    for g in range(gbounds.shape[0] - 1):
-        for ch in range(gbounds[g], gbounds[g + 1]):
-            a = starts[ch]
-            g0 = goff[ch]
-            for j in range(m[ch]):
-                pcount_g[g, gid[g0 + j]] += lcount[a + j]
-
-
 _gather_groups_serial = serial_twin(_gather_groups)
 _scatter_groups_serial = serial_twin(_scatter_groups)
-_gather_scatter_groups_serial = serial_twin(_gather_scatter_groups)
 
 
 @njit_cached
@@ -598,12 +558,11 @@ def cluster_scan(scan, cfg) -> dict:
     geo = np.array([1, scan.rb_ptr[max(n_brows - 1, 0)], T, n_rows - (n_brows - 1) * T,
                     n_cols - (-(-n_cols // T) - 1) * T, -(-n_cols // T) - 1], dtype=np.int64)
     return cluster_pairs(pairs, goff, gid, scan.pid, scan.rb_ptr[scan.bounds], cfg, np.zeros(0), scan.top,
-                         scan.fro2, t_start=t0, compact=(scan.nnz, scan.bj, geo),
-                         counted=(scan.pcnt, scan.m))
+                         scan.fro2, t_start=t0, compact=(scan.nnz, scan.bj, geo))
 
 
 def cluster_pairs(pairs, goff, gid, pid, tbounds, cfg, dens, top, fro2=None, t_start=None,
-                  compact=None, counted=None) -> dict:
+                  compact=None) -> dict:
     """LSH clusters of tiles given their (signature, density bin) pairs.
 
     Parameters
@@ -626,10 +585,6 @@ def cluster_pairs(pairs, goff, gid, pid, tbounds, cfg, dens, top, fro2=None, t_s
         (``top`` then holds the shares of tiles of several entries: :func:`_member_values`).
     t_start : float, optional
         ``time.perf_counter()`` when the pairs began to be made (the ``pairs`` timing).
-    counted : (lcount, m), optional
-        The tiles of each chunk's local pairs, counted by the eager pass (chunk ``ch``'s ``m[ch]``
-        counts from ``lcount[tbounds[ch]]``): the tiles are then read once (gather and counting sort
-        in one pass, :func:`_gather_scatter_groups`) instead of twice. Same results.
 
     Returns
     -------
@@ -672,11 +627,7 @@ def cluster_pairs(pairs, goff, gid, pid, tbounds, cfg, dens, top, fro2=None, t_s
             par, groups = False, 1
         gb = (np.arange(groups + 1, dtype=np.int64) * n_chunks) // groups
         pcount_g = np.zeros((groups, n_pairs + 8), np.int64)  # rows padded: no shared cache line
-        if counted is None:
-            (_gather_groups if par else _gather_groups_serial)(gb, tbounds, goff, gid, pid, pcount_g)
-        else:
-            listing_counts(gb, np.ascontiguousarray(tbounds, dtype=np.int64), counted[1], goff, gid,
-                           counted[0], pcount_g)
+        (_gather_groups if par else _gather_groups_serial)(gb, tbounds, goff, gid, pid, pcount_g)
         pcount = np.empty(n_pairs, np.int64)
         cptr = np.zeros(n_clusters + 1, np.int64)
         pos = np.zeros((groups, n_clusters + 8), np.int64)  # padded as pcount_g
@@ -684,11 +635,7 @@ def cluster_pairs(pairs, goff, gid, pid, tbounds, cfg, dens, top, fro2=None, t_s
         cpairs = np.empty(n_pairs, np.int64)
         cpp = np.zeros(n_clusters + 1, np.int64)
         _count_tables(pcount_g, pcluster, pbin, bmin, pcount, cptr, pos, bin_counts, cpairs, cpp)
-        if counted is None:
-            (_scatter_groups if par else _scatter_groups_serial)(gb, tbounds, pid, pcluster, pos, order)
-        else:
-            (_gather_scatter_groups if par else _gather_scatter_groups_serial)(gb, tbounds, goff, gid, pid,
-                                                                               pcluster, pos, order)
+        (_scatter_groups if par else _scatter_groups_serial)(gb, tbounds, pid, pcluster, pos, order)
     else:
         root = np.empty(0, np.int64)
         pcluster = np.empty(0, np.int64)

@@ -19,8 +19,7 @@ mode need far less. This pass writes, per tile,
 
 ≈ 21 bytes per tile (plus ``top`` where written), and per *pair* (distinct signature and log-density
 bin, tens of thousands at most on such a matrix) its signature, bin, first tile, and the first tile's
-density and ``top`` with a flag saying whether every later tile of the pair matches them, and its
-number of tiles in the chunk. A row
+density and ``top`` with a flag saying whether every later tile of the pair matches them. A row
 block's entries are grouped by tile only when one of its tiles is too large for its class and
 ``top`` to follow from counters, and then only in a per-worker buffer (cache-resident), never
 written out. The definitions are those of :mod:`akfviz.analysis.features` and the arithmetic is the
@@ -251,7 +250,7 @@ def _rb_group(r0, r1, d, indptr, indices, data, sh, T, dl, count, offs, lr, lc, 
 
 @njit_cached
 def _rb_plain(t0, d, full_rb, j_last, dl, count, first_v, first_cell, direct, unb, plain_off, plain_cls,
-              bj, nnz, fro2, cls, pid, pcnt, a, slow):
+              bj, nnz, fro2, cls, pid, slow):
     """Step 4: every tile of the row block gets its column block and nnz; the *plain* ones — one
     entry, a full T×T tile, top = 1, in a pair whose first tile was plain (``direct``'s low bit) —
     their Σv², class and pair too. The others are listed in ``slow``; returns how many."""
@@ -269,7 +268,6 @@ def _rb_plain(t0, d, full_rb, j_last, dl, count, first_v, first_cell, direct, un
                 fro2[t] = f2
                 cls[t] = plain_cls
                 pid[t] = v >> 1
-                pcnt[a + np.uint64(v >> 1)] += 1
                 count[j] = 0
                 continue
         slow[ns] = i
@@ -281,7 +279,7 @@ def _rb_plain(t0, d, full_rb, j_last, dl, count, first_v, first_cell, direct, un
 def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q, bpd, grid,
                 bmin, nbins, c0, c1, bounds, rb_ptr, buf_size,
                 bj, nnz, cls, fro2, top, pid,
-                psig, pbin, pfirst, pdens, ptm, pmixed, pcnt, m_out, ind_out, dat_out, bad_out):
+                psig, pbin, pfirst, pdens, ptm, pmixed, m_out, ind_out, dat_out, bad_out):
     """Chunks ``c0:c1`` (row blocks ``bounds[ch]:bounds[ch + 1]``): per-tile outputs at the
     tiles' places, chunk ``ch``'s pairs at ``a = rb_ptr[bounds[ch]]`` onwards (first appearance
     in tile order) and their number in ``m_out[ch]``. The work arrays are allocated once for all
@@ -384,7 +382,7 @@ def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q,
             #    plain — in a tight loop; the others (a hyper-sparse matrix has few) after it
             t0 = np.uint64(rb_ptr[b])
             ns = _rb_plain(t0, d, hh == T, j_last, dl, count, first_v, first_cell, direct, unb, plain_off,
-                           plain_cls, bj, nnz, fro2, cls, pid, pcnt, a, slow)
+                           plain_cls, bj, nnz, fro2, cls, pid, slow)
             for si in range(ns):
                 i = slow[si]
                 j = dl[i]
@@ -499,7 +497,6 @@ def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q,
                     pdens[ap] = k / area
                     ptm[ap] = tm
                     pmixed[ap] = 0
-                    pcnt[ap] = 0
                     m += one
                     if 2 * n_hashed > size:
                         size *= 2
@@ -514,7 +511,6 @@ def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q,
                 elif k / area != pdens[ap] or tm != ptm[ap]:
                     pmixed[ap] = 1
                 pid[t] = pp
-                pcnt[ap] += 1
         m_out[ch] = np.int64(m)
     if copy and bad:
         bad_out[c0] = True
@@ -525,13 +521,13 @@ def _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q,
 def _scan_chunks(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q, bpd, grid,
                  bmin, nbins, bounds, wbounds, rb_ptr, buf_size,
                  bj, nnz, cls, fro2, top, pid,
-                 psig, pbin, pfirst, pdens, ptm, pmixed, pcnt, m, ind_out, dat_out, bad_out):
+                 psig, pbin, pfirst, pdens, ptm, pmixed, m, ind_out, dat_out, bad_out):
     """:func:`_scan_range` on the chunks ``wbounds[w]:wbounds[w + 1]`` of each worker ``w``
     (``prange``); ``m[ch]`` receives chunk ``ch``'s number of pairs."""
     for w in numba.prange(wbounds.shape[0] - 1):
         _scan_range(indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, g, top_q, bpd,
                     grid, bmin, nbins, wbounds[w], wbounds[w + 1], bounds, rb_ptr, buf_size,
-                    bj, nnz, cls, fro2, top, pid, psig, pbin, pfirst, pdens, ptm, pmixed, pcnt, m,
+                    bj, nnz, cls, fro2, top, pid, psig, pbin, pfirst, pdens, ptm, pmixed, m,
                     ind_out, dat_out, bad_out)
 
 
@@ -561,9 +557,6 @@ class ScanResult:
     pdens, ptm, pmixed
         The first tile's density and ``top``; ``pmixed`` 1 when another tile of the pair (in the
         chunk) differs in one of them, else 0.
-    pcnt
-        The chunk's tiles of each of its pairs (so the clustering needs one pass over the tiles,
-        not two: :func:`akfviz.analysis.pairclust.listing_counts`).
     indices, data, bad
         With ``copy_of``: the copies of the matrix's arrays, and whether a value failed the check.
     """
@@ -622,7 +615,6 @@ def scan_tiles(M, indptr, indices, rb_count, T: int, grid: int = 8, top_q: float
     pdens = np.empty(n, dtype=np.float64)
     ptm = np.empty(n, dtype=np.float64)
     pmixed = np.empty(n, dtype=np.int8)
-    pcnt = np.empty(n, dtype=np.int64)
     m = np.zeros(n_chunks, dtype=np.int64)
     # workers: consecutive chunks, one group per thread (chunks, not workers, number the pairs)
     wbounds = (np.arange(workers + 1, dtype=np.int64) * n_chunks) // workers
@@ -638,10 +630,10 @@ def scan_tiles(M, indptr, indices, rb_count, T: int, grid: int = 8, top_q: float
         (_scan_chunks if par else _scan_chunks_serial)(
             indptr, indices, data, n_rows, n_cols, T, sh, n_bcols, int(grid), float(top_q),
             float(bins_per_decade), int(grid), bmin, nbins, bounds, wbounds, rb_ptr, buf_size,
-            bj, tnnz, cls, fro2, top, pid, psig, pbin, pfirst, pdens, ptm, pmixed, pcnt, m, ind_out, dat_out,
+            bj, tnnz, cls, fro2, top, pid, psig, pbin, pfirst, pdens, ptm, pmixed, m, ind_out, dat_out,
             bad)
     return ScanResult(shape=(n_rows, n_cols), tile=T, rb_ptr=rb_ptr, bj=bj, nnz=tnnz, cls=cls, fro2=fro2, top=top,
                       pid=pid,
                       bounds=bounds, m=m, psig=psig, pbin=pbin, pfirst=pfirst,
-                      pdens=pdens, ptm=ptm, pmixed=pmixed, pcnt=pcnt, indices=ind_out, data=dat_out,
+                      pdens=pdens, ptm=ptm, pmixed=pmixed, indices=ind_out, data=dat_out,
                       bad=bool(bad.any()))
