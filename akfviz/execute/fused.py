@@ -75,21 +75,28 @@ class PackedPlan:
 
     def _mv_args(self, n_chunks):
         """Arguments after ``(x, y)`` of :func:`_residual_matvec` and :func:`_tiles_matvec`
-        (``None`` when the plan has no packed tile): int64 index arrays viewed as uint64 (all
+        (``None`` when the plan has no packed tile; the first ``None`` when it has tiles and no
+        residual entry): int64 index arrays viewed as uint64 (all
         non-negative), chunks of row blocks balanced by streamed bytes."""
         cache = self.__dict__.setdefault("_mv_cache", {})
         if n_chunks not in cache:
             u = tuple(a.view(np.uint64) if a.dtype == np.int64 else a for a in self._arrays())
             head = (self._chunks(n_chunks), np.uint64(self.tile), np.uint64(self.shape[0]))
             has_tiles = any(pk["meta"].shape[0] for pk in self.packs.values())
-            cache[n_chunks] = (head + u[:5], head + u[5:] if has_tiles else None)
+            # no residual entry (an N:M or dense plan): y is zeroed here and the residual pass,
+            # which would only write those zeros, is not launched (≈ 6 µs of a 72 µs matvec)
+            no_residual = has_tiles and self.residual["val"].shape[0] == 0
+            cache[n_chunks] = (None if no_residual else head + u[:5], head + u[5:] if has_tiles else None)
         return cache[n_chunks]
 
     def run_matvec(self, x, y, n_chunks, parallel):
         """``y = Â x`` with ``n_chunks`` chunks of row blocks (``parallel``: ``prange``
         over them; the result is the same, bit for bit, for any ``n_chunks``)."""
         res_args, tile_args = self._mv_args(n_chunks)
-        (_residual_matvec if parallel else _residual_matvec_serial)(x, y, *res_args)
+        if res_args is None:   # every entry is in a packed tile: the residual pass would write zeros
+            y.fill(0.0)
+        else:
+            (_residual_matvec if parallel else _residual_matvec_serial)(x, y, *res_args)
         if tile_args is not None:
             (_tiles_matvec if parallel else _tiles_matvec_serial)(x, y, *tile_args)
         return y

@@ -582,3 +582,28 @@ def test_float16_x_is_computed_as_its_exact_float64_value_and_columns_get_a_hint
     with pytest.raises(InputError, match=r"use plan\.matmat\(x\)"):
         plan.matvec(np.ones((96, 1)))
 
+
+
+@pytest.mark.parametrize("kernel", ["DENSE", "NM2:4"])
+def test_plan_without_residual_skips_its_pass(kernel):
+    """Every entry in a packed tile (no residual entry): y is zeroed by the driver instead of the
+    residual pass; the result is the residual-pass result, bit for bit, for any chunking, even
+    when y arrives full of NaN."""
+    from akfviz import generate
+
+    A = generate("nm", n=256, pattern="2:4", seed=3)
+    pa = analyze(A, tile=32)
+    plan = FusionPlan(pa, [kernel] * pa.n_tiles)
+    packed = plan._packed
+    assert packed.residual["val"].shape[0] == 0
+    res_args, tile_args = packed._mv_args(3)
+    assert res_args is None and tile_args is not None
+    x = np.random.default_rng(2).standard_normal(256)
+    want = plan.approx_matrix() @ x
+    np.testing.assert_allclose(want, A @ x, rtol=1e-12, atol=1e-12)   # exact on complying tiles
+    ref = packed.run_matvec(x, np.full(256, np.nan), 1, False)
+    np.testing.assert_allclose(ref, want, rtol=1e-12, atol=1e-12)
+    for n_chunks in (2, 3, 8):
+        for par in (True, False):
+            assert np.array_equal(packed.run_matvec(x, np.full(256, np.nan), n_chunks, par), ref)
+    assert np.array_equal(plan.matvec(x), ref)
