@@ -38,8 +38,8 @@ from ..kernels.base import gather_entries
 from .packing import (EXEC_FORMATS, Entries, FORMATS, INLINE_RESIDUAL, RES_COO, RESIDUAL_ONLY_FORMATS,
                       SRC_MAIN, SRC_OTHER, SRC_OWN, _rbp, _starts, build_residual, build_residual_from_csr,
                       empty_pack,
-                      long_diagonal_runs, long_diagonal_runs_serial, pack_bitmap, pack_block, pack_dense, pack_dia, pack_lowrank,
-                      pack_nm, residual_col_dtype, residual_layout)
+                      long_diagonal_runs, long_diagonal_runs_serial, pack_bitmap, pack_block, pack_dense,
+                      pack_dia, pack_lowrank, pack_nm, residual_col_dtype, residual_layout)
 from .tile_kernels import (_fused_matmat, _fused_matmat_serial, _residual_matvec,
                            _residual_matvec_serial, _tiles_matvec, _tiles_matvec_serial)
 from . import threads
