@@ -284,11 +284,17 @@ class FusionPlan:
 
     @property
     def relative_error(self) -> float:
-        """``sqrt(Σ E_t) / ||A||_F`` (0 for a zero matrix)."""
+        """``sqrt(Σ E_t) / ||A||_F`` (0 for a zero matrix). ``Σ E_t`` (``np.sum`` of the read-only
+        ``tile_errors``) is summed on the first access only: pages, exports and the selector's
+        report each ask, and on a million tiles one sum costs ≈ 0.3–0.5 ms."""
         fro = float(self.pa.fro_norm)
         if fro == 0.0:
             return 0.0
-        return math.sqrt(float(np.sum(self.tile_errors))) / fro
+        total = self.__dict__.get("_error_sum")
+        if total is None:
+            total = float(np.sum(self.tile_errors))
+            self._error_sum = total
+        return math.sqrt(total) / fro
 
     @property
     def kernel_counts(self) -> pd.Series:

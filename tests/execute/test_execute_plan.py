@@ -607,3 +607,21 @@ def test_plan_without_residual_skips_its_pass(kernel):
         for par in (True, False):
             assert np.array_equal(packed.run_matvec(x, np.full(256, np.nan), n_chunks, par), ref)
     assert np.array_equal(plan.matvec(x), ref)
+
+
+def test_relative_error_sums_the_tile_errors_once():
+    """``Σ E_t`` is summed on the first access (``tile_errors`` is read-only, so it cannot change):
+    the same value as the formula, and later accesses read the remembered sum."""
+    from akfviz import generate
+
+    A = generate("llm", n=96, sparsity=0.7, seed=2)
+    pa = analyze(A, tile=16)
+    plan = FusionPlan(pa, ["QUANT8"] * pa.n_tiles)
+    assert "_error_sum" not in plan.__dict__
+    first = plan.relative_error
+    assert first == np.sqrt(np.sum(plan.tile_errors)) / pa.fro_norm > 0
+    assert plan.__dict__["_error_sum"] == float(np.sum(plan.tile_errors))
+    plan._error_sum = 4.0 * plan._error_sum     # the remembered sum is what later accesses read
+    assert plan.relative_error == pytest.approx(2.0 * first, rel=1e-15)
+    with pytest.raises(ValueError):
+        plan.tile_errors[0] = 1.0
