@@ -310,9 +310,9 @@ def _chosen_total(coef, lin, floor, ovf, mweight, lo, hi, rb_ptr, col_block, nnz
     Full ``T×T`` tiles take their value from ``lut[slot_of_kid[k], s, nnz]`` (:func:`_full_tile_lut`)
     when ``lut`` is not empty — or, where it holds NaN, evaluate it and store it there (a memo, for
     the serial twin only: the threads would race on it); other tiles are evaluated directly. When
-    ``codes`` has one entry per tile it receives ``code_of_kid[k(t)]``. Summed in ``n_chunks`` chunks of ``ceil(n / n_chunks)``
-    consecutive tiles (``prange`` over them) whose partial sums are then added in order: the same total
-    for any number of threads."""
+    ``codes`` has one entry per tile it receives ``code_of_kid[k(t)]``. Summed in ``n_chunks`` chunks
+    of ``ceil(n / n_chunks)`` consecutive tiles (``prange`` over them) whose partial sums are then added
+    in order: the same total for any number of threads."""
     n = nnz.shape[0]
     step = (n + n_chunks - 1) // n_chunks
     part = np.zeros(n_chunks)
