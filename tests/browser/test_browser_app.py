@@ -34,6 +34,17 @@ def wait_idle(page, timeout_s: float = 180.0) -> None:
     raise AssertionError("the app kept running for more than %.0f s" % timeout_s)
 
 
+def _until(cond, timeout_s: float = 10.0) -> bool:
+    """Poll ``cond()`` every 0.2 s until it is true (True) or ``timeout_s`` passes (False)."""
+    deadline = time.perf_counter() + timeout_s
+    while True:
+        if cond():
+            return True
+        if time.perf_counter() > deadline:
+            return False
+        time.sleep(0.2)
+
+
 def open_page(page, url: str, path: str, query: str = "") -> None:
     page.goto(f"{url}/{path}{('?' + query) if query else ''}")
     page.wait_for_selector('[data-testid="stAppViewContainer"]')
@@ -225,30 +236,57 @@ def test_energy_table_edit_sticks_and_reset_undoes_it(server, page):
     wait_idle(page)
     sidebar = page.locator('[data-testid="stSidebar"]')
 
-    def edit_first_value(settle: float) -> bool:
-        """Type a new value into the first row's "value" cell; True once the app has taken it."""
+    def selected_cells() -> list:
+        """The cells the grid marks as selected, from its accessibility table (glide-cell-<col>-<row>)."""
+        return grid.locator('td[aria-selected="true"]').evaluate_all("els => els.map(e => e.id)")
+
+    def edit_first_value(settle: float) -> str:
+        """Put 123.5 into the first row's "value" cell, step by step; "" once the app has taken it.
+
+        Every step is checked before the next (typing straight into a selected cell lost the
+        keys that arrived while the cell editor was opening: "123.5" became "23.5", or nothing
+        on a loaded machine); the return value says which step failed.
+        """
         time.sleep(settle)                                     # the grid's canvas takes input after a moment
         grid.scroll_into_view_if_needed()
         box = grid.bounding_box()
         page.mouse.click(box["x"] + 30, box["y"] + 35 + 17)   # first row, "action" column (read-only)
+        if not _until(lambda: "glide-cell-0-0" in selected_cells()):
+            return f"the click did not select the first cell (selected: {selected_cells()})"
         page.keyboard.press("ArrowRight")                      # → its "value" cell
-        page.keyboard.type("123.5", delay=50)
-        page.keyboard.press("Enter")
-        page.mouse.click(box["x"] - 100, box["y"] - 60)        # leave the grid
+        if not _until(lambda: "glide-cell-1-0" in selected_cells()):
+            return f"ArrowRight did not select the value cell (selected: {selected_cells()})"
+        page.keyboard.press("Enter")                           # opens the cell editor
+        editor = page.get_by_test_id("portal").locator(".gdg-clip-region input, .gdg-clip-region textarea")
+        try:
+            editor.first.wait_for(state="visible", timeout=10_000)
+        except Exception:
+            return "Enter did not open the cell editor"
+        editor.first.fill("123.5")
+        if editor.first.input_value() != "123.5":
+            return f"the cell editor holds {editor.first.input_value()!r}"
+        editor.first.press("Enter")                            # commits the edit
+        if not _until(lambda: editor.count() == 0):
+            return "the cell editor stayed open"
         deadline = time.perf_counter() + 30
         while time.perf_counter() < deadline:
             wait_idle(page)
             if "edited energy table" in sidebar.inner_text():
-                return True
+                return ""
             time.sleep(0.5)
-        return False
+        return "the app did not report the edited table within 30 s"
 
-    # a click that lands before the grid takes input (a loaded machine: it failed twice in one
-    # fresh-clone run of the whole suite, and passed alone) is tried again, each time after a longer
-    # pause; an edit the app undoes on its next run still fails the check below
-    if not any(edit_first_value(settle) for settle in (1.0, 2.0, 4.0, 8.0)):
+    # a step that fails on a loaded machine (the grid takes input a moment after it is drawn) is
+    # tried again, each time after a longer pause; an edit the app undoes on its next run still
+    # fails the check below
+    failures = []
+    for settle in (1.0, 2.0, 4.0, 8.0):
+        failures.append(edit_first_value(settle))
+        if not failures[-1]:
+            break
+    else:
         shoot(page, "energy-edit-failed")
-        raise AssertionError("the energy table edit never reached the app")
+        raise AssertionError(f"the energy table edit never reached the app: {failures}")
     time.sleep(2.0)   # a rerun that undid the edit would come here
     wait_idle(page)
     assert "edited energy table" in sidebar.inner_text()
