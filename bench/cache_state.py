@@ -35,6 +35,27 @@ class Flusher:
         self.buf += 1.0
 
 
+#: Calls made before the timed ones, after numba has compiled: a fresh process first-touches the
+#: memory its heap grows into during its first calls of ``analyze`` (page faults, kernel time; the
+#: 1M-nonzero uniform matrix: 800, 85, 25, 13, 12, 11, 12 ms for its first seven calls, then
+#: 11–12 ms), and the allocator keeps that memory afterwards (akfviz.allocator).
+WARMUP_CALLS = 6
+
+
+def warm_up(fn, calls: int = WARMUP_CALLS) -> list:
+    """Call ``fn`` ``calls`` times (untimed by the medians); returns each call's wall time (s), for
+    the record of how long the process took to reach its steady state. As in :func:`median_time`,
+    the previous result is alive while the next call runs (the heap's peak of the timed loop)."""
+    ts = []
+    out = None
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        out = fn()
+        ts.append(time.perf_counter() - t0)
+    del out
+    return ts
+
+
 def median_time(fn, repeats: int, before=None, runs=None):
     """Median wall time (s) of ``repeats`` calls of ``fn`` and the last result.
 
