@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -33,17 +32,8 @@ S = importlib.import_module("akfviz.npu.simulate")
 from akfviz.npu.hardware import HardwareConfig  # noqa: E402
 from akfviz.npu.mapping import map_tiles  # noqa: E402
 from akfviz.npu.tilework_builders import csc_tilework  # noqa: E402
+from cache_state import median_time  # noqa: E402
 from npu_reference import ref_simulate  # noqa: E402
-
-
-def median_time(f, repeats):
-    ts = []
-    out = None
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = f()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts), out
 
 
 def llm_like(n, keep, seed=1):

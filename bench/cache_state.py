@@ -47,12 +47,7 @@ def warm_up(fn, calls: int = WARMUP_CALLS) -> list:
     the record of how long the process took to reach its steady state. As in :func:`median_time`,
     the previous result is alive while the next call runs (the heap's peak of the timed loop)."""
     ts = []
-    out = None
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        out = fn()
-        ts.append(time.perf_counter() - t0)
-    del out
+    median_time(fn, calls, runs=ts)
     return ts
 
 
