@@ -363,10 +363,9 @@ def _clustered(rng, n, m, limits, *, blocks, min_block, max_block, density, nois
     return sp.coo_array((_values(rng, key.size), (key // m, key % m)), shape=(n, m))
 
 
-# The power-law generator keeps its classic sample-mean rescaling for exponents of at least
-# POWERLAW_CLASSIC_EXPONENT (the default 2.5 and steeper: outputs unchanged) and, below, when
-# the matrix it gives has a mean row length within POWERLAW_MEAN_TOLERANCE of the requested one.
-POWERLAW_CLASSIC_EXPONENT = 2.5
+# The power-law generator keeps its classic sample-mean rescaling when the matrix it gives has a
+# mean row length within POWERLAW_MEAN_TOLERANCE of the requested one (sparse requests with the
+# default exponent: the outputs of earlier versions, e.g. sample_data/powerlaw_4096.npz).
 POWERLAW_MEAN_TOLERANCE = 0.05
 
 
@@ -381,11 +380,11 @@ def _powerlaw(rng, n, m, limits, *, avg_nnz, exponent, density=None):
     Notes
     -----
     The scale is first the classic ``s = avg_nnz / mean(X)`` with the columns of a row drawn
-    with replacement (repeats merged). That result is returned when ``a >= 2.5``
-    (:data:`POWERLAW_CLASSIC_EXPONENT`; the default and steeper exponents give the same matrix as
-    earlier versions) and, for smaller ``a``, when its mean row length is within
-    :data:`POWERLAW_MEAN_TOLERANCE` (5 %) of the target ``clip(avg_nnz, 1, m)``. Otherwise —
-    heavy tails (``a`` near 1 or 2), where one huge draw dominates ``mean(X)``, which has no
+    with replacement (repeats merged). That result is returned when its mean row length is within
+    :data:`POWERLAW_MEAN_TOLERANCE` (5 %) of the target ``clip(avg_nnz, 1, m)`` (a sparse request
+    with the default exponent: the matrix of earlier versions). Otherwise — a dense request, where
+    rows clipped at ``m`` and merged repeats leave the mean short (``density=1`` gave 46 % fill),
+    or a heavy tail (``a`` near 1 or 2), where one huge draw dominates ``mean(X)``, which has no
     finite expectation for ``a <= 2`` and overflows for ``a`` near 1 — the same draws ``X_i``
     are used with ``s`` found by bisection on ``log s`` (from ``log X_i = −log1p(−u_i)/(a−1)``,
     so nothing overflows) such that ``Σ L_i`` is as close to ``n·clip(avg_nnz, 1, m)`` as the
@@ -407,8 +406,7 @@ def _powerlaw(rng, n, m, limits, *, avg_nnz, exponent, density=None):
         rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
         cols = rng.integers(0, m, size=rows.size, dtype=np.int64)
         key = sorted_unique(rows * m + cols)
-        if (exponent >= POWERLAW_CLASSIC_EXPONENT
-                or abs(key.size / n - target) <= POWERLAW_MEAN_TOLERANCE * target):
+        if abs(key.size / n - target) <= POWERLAW_MEAN_TOLERANCE * target:
             return sp.coo_array((_values(rng, key.size), (key // m, key % m)), shape=(n, m))
         del rows, cols, key
     log_x = -np.log1p(-u) / (exponent - 1.0)
