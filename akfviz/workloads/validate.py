@@ -150,7 +150,7 @@ def as_csr(A, *, name: str = "matrix", copy: bool = True, limits=None) -> sp.csr
             copy = False
         M = sp.csr_array(A, copy=copy)
     else:
-        arr = np.asarray(A)
+        arr = _as_numeric_array(A, f"The {name}")
         if arr.dtype == object:
             raise InputError(f"The {name} holds Python objects, not numbers; give a numeric array.")
         if arr.dtype.kind not in "fiubc":
@@ -183,6 +183,21 @@ def as_csr(A, *, name: str = "matrix", copy: bool = True, limits=None) -> sp.csr
     M.eliminate_zeros()
     M.sort_indices()
     return M
+
+
+def _as_numeric_array(obj, label: str) -> np.ndarray:
+    """``np.asarray(obj)``, with numpy's refusal of a ragged nesting (rows of different lengths,
+    or scipy's ``(data, (rows, cols))`` tuple) as an InputError naming what to do instead."""
+    try:
+        return np.asarray(obj)
+    except (ValueError, TypeError):
+        hint = ("a nesting with rows of different lengths. Give a rectangular nested list or numpy "
+                "array, every row as long as the others")
+        if (isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[1], tuple)
+                and len(obj[1]) == 2):
+            hint = ("the (data, (rows, cols)) form of scipy's constructors. Build the matrix first, "
+                    "e.g. scipy.sparse.coo_array((data, (rows, cols)), shape=(n, m))")
+        raise InputError(f"{label} could not be read as an array of numbers: it looks like {hint}.") from None
 
 
 def check_structure(A, name: str = "matrix") -> None:
@@ -234,7 +249,7 @@ def dense_operand(x, what: str = "x") -> np.ndarray:
         kind = "array" if isinstance(x, sp.sparray) else "matrix"
         raise InputError(f"{what} must be a dense numpy array, got a scipy sparse {x.format} {kind}; "
                          f"pass {what}.toarray() (the product is dense anyway).")
-    arr = np.asarray(x)
+    arr = _as_numeric_array(x, what)
     if arr.dtype.kind not in "fiub":
         raise InputError(f"{what} must hold real numbers (float, integer or boolean), got dtype {arr.dtype}.")
     if arr.dtype == np.float16:

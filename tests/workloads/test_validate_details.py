@@ -21,6 +21,21 @@ def test_dense_complex_values_are_refused_not_cast(values):
         as_csr(values)
 
 
+@pytest.mark.parametrize("ragged, hint", [([[1.0, 2.0], [3.0]], "rows of different lengths"),
+                                           ([np.ones(2), np.ones(3)], "rows of different lengths"),
+                                           (([1.0], ([0], [0])), r"coo_array\(\(data, \(rows, cols\)\)")])
+def test_ragged_input_is_an_input_error_with_a_hint(ragged, hint):
+    # numpy refuses these with a ValueError of its own, which `except InputError` missed
+    import akfviz
+    with pytest.raises(InputError, match=hint):
+        as_csr(ragged)
+    with pytest.raises(InputError, match=hint):
+        akfviz.analyze(ragged, tile=4)
+    plan = akfviz.select(akfviz.analyze(np.eye(8), tile=4))
+    with pytest.raises(InputError, match="x could not be read"):
+        plan.matvec(ragged)
+
+
 def test_csr_duplicates_are_summed():
     # a CSR built from (data, indices, indptr) keeps duplicate column indices as given
     A = sp.csr_array((np.array([1.0, 2.0, 5.0]), np.array([1, 1, 0]), np.array([0, 2, 3])), shape=(2, 2))
