@@ -80,6 +80,9 @@ def _looks_like_content(text: str) -> bool:
 
 
 def _path_source(obj, name: str | None) -> Source:
+    if isinstance(obj, str) and not obj:  # pathlib reads "" as ".", the current folder
+        raise InputError("The path is empty; pass the path of a file (e.g. 'matrix.mtx'), or the "
+                         "file's content as bytes.")
     if isinstance(obj, str) and _looks_like_content(obj):
         missing = True
         with contextlib.suppress(OSError, ValueError):
@@ -188,24 +191,48 @@ def _read_npy_header(fp, label: str):
     try:
         version = fmt.read_magic(fp)
         if version == (1, 0):
-            return fmt.read_array_header_1_0(fp)
-        if version == (2, 0):
-            return fmt.read_array_header_2_0(fp)
-        reader = getattr(fmt, "_read_array_header", None)
-        if reader is None:  # numpy ≥ 2 keeps it here; version 3.0 is 2.0 with a UTF-8 header
-            from numpy.lib import _format_impl
-            reader = getattr(_format_impl, "_read_array_header", None)
-        if reader is None or version not in ((3, 0),):
-            raise ValueError(f"unsupported .npy version {version}")
-        return reader(fp, version)
+            shape, fortran, dtype = fmt.read_array_header_1_0(fp)
+        elif version == (2, 0):
+            shape, fortran, dtype = fmt.read_array_header_2_0(fp)
+        else:
+            reader = getattr(fmt, "_read_array_header", None)
+            if reader is None:  # numpy ≥ 2 keeps it here; version 3.0 is 2.0 with a UTF-8 header
+                from numpy.lib import _format_impl
+                reader = getattr(_format_impl, "_read_array_header", None)
+            if reader is None or version not in ((3, 0),):
+                raise ValueError(f"unsupported .npy version {version}")
+            shape, fortran, dtype = reader(fp, version)
     except InputError:
         raise
     except Exception as exc:
-        detail = str(exc)
-        if "malformed node" in detail or "<ast." in detail:  # not a plain literal (maybe code)
-            detail = "the header is not a plain dictionary of literal values"
-        raise InputError(f"{_cap(label)} does not have a valid .npy header ({detail}); the file is corrupt "
-                         f"or truncated.") from None
+        raise InputError(f"{_cap(label)} does not have a valid .npy header ({_npy_header_problem(exc)}); "
+                         f"the file is corrupt or truncated.") from None
+    if not all(type(d) is int and d >= 0 for d in shape):  # numpy lets True or -1 through
+        raise InputError(f"{_cap(label)} does not have a valid .npy header (its shape "
+                         f"{_shown(repr(shape).encode(), 60)} should be whole numbers of 0 or more); the "
+                         f"file is corrupt.")
+    return shape, fortran, dtype
+
+
+def _npy_header_problem(exc: Exception) -> str:
+    """numpy's refusal of a ``.npy`` header, said in words (its own texts quote Python's parser,
+    advise ``allow_pickle=True``, or dump the whole header)."""
+    detail = str(exc)
+    cause = str(exc.__cause__ or exc.__context__ or "")  # numpy's "Cannot parse header" wraps the reason
+    if "digits" in cause and "conversion" in cause:
+        detail = cause
+    if "malformed node" in detail or "<ast." in detail:  # not a plain literal (maybe code)
+        return "the header is not a plain dictionary of literal values"
+    if "max_header_size" in detail:
+        return ("the header is longer than the 10,000 bytes numpy reads without trusting the file; a "
+                "real .npy header takes about 128 bytes")
+    if "digits" in detail and "conversion" in detail:
+        return "it holds a number of over 4300 digits, far beyond any array's shape"
+    if "EOF" in detail or "multi-line" in detail or "Cannot parse header" in detail:
+        return "the header's dictionary is cut off or is not valid Python literal syntax"
+    if not detail.strip("() "):
+        return f"numpy could not read it: {type(exc).__name__}"
+    return detail if len(detail) <= 200 else detail[:200] + "…"
 
 
 # --------------------------------------------------------------------------- Matrix Market
@@ -333,19 +360,37 @@ class _MMText:
         (never an open file: scipy 1.17's reader aborts the process on a ``BufferedReader``)."""
         return self.path if self.path is not None else io.BytesIO(self.data)
 
+    #: At most this many bytes of a line either side of the position asked about are returned
+    #: (messages quote a line's start and count its items; no real line is this long).
+    LINE_REACH = 1 << 20
+
     def line_at(self, pos: int) -> tuple:
-        """``(line number, line text, offset of the line)`` of byte ``pos`` (the text shown is
-        at most 4096 bytes either side)."""
+        """``(line number, line text, offset of the line)`` of byte ``pos``; the text reaches
+        at most :attr:`LINE_REACH` bytes either side of ``pos``. (It was 4096 bytes: a size line
+        of a 5000-digit number was quoted from its middle and said to hold one item.)"""
         buf = self.buf
         pos = min(max(int(pos), 0), buf.shape[0])
         n = 1
         for lo in range(0, pos, 1 << 24):  # in chunks: no temporary as large as the file
             n += int(np.count_nonzero(buf[lo:min(lo + (1 << 24), pos)] == 10))
-        lo = max(pos - 4096, 0)
-        back = np.flatnonzero(buf[lo:pos] == 10)
-        start = lo + int(back[-1]) + 1 if back.size else lo
-        ahead = np.flatnonzero(buf[pos:pos + 4096] == 10)
-        end = pos + int(ahead[0]) if ahead.size else min(pos + 4096, buf.shape[0])
+        start = max(pos - self.LINE_REACH, 0)
+        hi = pos
+        while hi > start:  # the last newline before pos, in chunks growing backwards
+            lo = max(hi - 4096, start)
+            back = np.flatnonzero(buf[lo:hi] == 10)
+            if back.size:
+                start = lo + int(back[-1]) + 1
+                break
+            hi = lo
+        end = min(pos + self.LINE_REACH, buf.shape[0])
+        lo = pos
+        while lo < end:  # the first newline from pos on
+            hi = min(lo + 4096, end)
+            ahead = np.flatnonzero(buf[lo:hi] == 10)
+            if ahead.size:
+                end = lo + int(ahead[0])
+                break
+            lo = hi
         return n + self.line_shift, bytes(buf[start:end]).strip(), start
 
     def close(self) -> None:
@@ -357,6 +402,12 @@ class _MMText:
             self._fh.close()
             self._fh = None
 
+
+#: Control characters other than tab, line feed and carriage return (Python's ``split()`` takes
+#: vertical tab, form feed and the file separators for spaces; the entry scan does not).
+_CONTROL_CHAR = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CONTROL_NAMES = {0x0B: "a vertical tab", 0x0C: "a form feed (page break)", 0x1A: "an end-of-file mark (Ctrl-Z)",
+                  0x08: "a backspace", 0x1B: "an escape character", 0x7F: "a delete character"}
 
 #: A real number written with a Fortran ``D`` exponent (``1.0D+00``).
 _FORTRAN_D = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)[dD][+-]?[0-9]+")
@@ -400,6 +451,13 @@ def _mm_syntax_error(text: _MMText, code: int, pos: int, count: int, expect: int
     if code == mm_syntax.SKEW_DIAGONAL:
         return InputError(f"{where}: a skew-symmetric matrix has zeros on its diagonal, so its file "
                           f"may not list a diagonal entry.")
+    ctrl = _CONTROL_CHAR.search(text.buf[start:pos + 64].tobytes().split(b"\n")[0])
+    if ctrl:
+        ch = ctrl.group()[0]
+        what = _CONTROL_NAMES.get(ch, "a control character")
+        return InputError(f"{where}: the line holds {what} (byte 0x{ch:02X}), which Matrix Market does "
+                          f"not allow; items are separated by spaces or tabs. Replace it with a space "
+                          f"(or delete it) and load the file again.")
     k = len(text.buf[start:pos].tobytes().split())
     tok = (text.buf[pos:pos + 64].tobytes().split() or [b""])[0]
     kinds = mm_syntax.layout_tokens(layout, field)
@@ -493,7 +551,8 @@ def _mm_header_error(text: _MMText, banner: bytes, banner_no: int, start: int,
     for tok in toks:
         shown = _shown(tok, 30)
         if tok.isdigit():
-            if int(tok) >= 2**63:
+            # (by length first: int() refuses numbers of over 4300 digits with its own message)
+            if len(tok.lstrip(b"0")) > 19 or int(tok) >= 2**63:
                 return InputError(f"{where}: {shown} is far too large for a matrix size or entry count "
                                   f"(the largest any reader takes is 2**63 − 1); the file is corrupt.")
             continue
@@ -530,7 +589,10 @@ def _mm_check_header(label: str, rows: int, cols: int, layout: str, field: str, 
 
 #: Tokens that may be a number beyond float64's range: an exponent of three digits or more, or
 #: 300 digits in a row (checked with float() one by one, only once a read value is infinite).
-_BIG_NUMBER = re.compile(rb"[eE]\+?[0-9]{3,}|[0-9]{300,}")
+# A decimal number beyond float64's range (≈ 1.8e308) has an exponent of at least 100 (three
+# significant digits: Fortran's E+001 does not match) or, with a smaller exponent, a run of at least
+# 209 digits; candidates are then read with float().
+_BIG_NUMBER = re.compile(rb"[eE]\+?0*[1-9][0-9]{2,}|[0-9]{200,}")
 _TOKEN_REST = re.compile(rb"[^\s]*")
 
 
@@ -567,7 +629,8 @@ def _mm_check_values(text: _MMText, M, start: int) -> None:
     label = _cap(text.src.label)
     beyond = "beyond the range of float64 numbers (the largest is about ±1.8e308)"
     if not (math.isfinite(hi) and math.isfinite(lo)):
-        found = _mm_overflow_at(text, start)
+        # only an infinity can be an overflow (NaN is a literal nan, refused by as_csr)
+        found = _mm_overflow_at(text, start) if np.isinf(vals).any() else None
         if found is not None:
             no, line, _ = text.line_at(found[0])
             raise InputError(
@@ -803,13 +866,20 @@ def _read_npz(src: Source, limits: LoadLimits, tensor):
             headers = _npz_member_headers(zf, label)
             if not headers:
                 raise InputError(f"{_cap(label)} is a zip archive with no .npy arrays inside; it is not a .npz file.")
-            sparse = "format" in headers and "shape" in headers
+            # scipy's save_npz stores the format name as text; a numeric 'format' is an array of that name
+            text_format = "format" in headers and headers["format"][1].kind in "SU"
+            sparse = text_format and "shape" in headers
             limits.check_expansion(_npz_expansion_bytes(headers, sparse), src.size, what=label)
             if sparse:
                 _no_tensor(tensor, label, "a scipy sparse .npz holds one matrix")
                 return _npz_sparse(zf, headers, label, limits)
             sparse_keys = {"format", "shape", "indices", "indptr", "row", "col", "offsets"} & set(headers)
             if sparse_keys and "data" in headers and tensor is None:  # tensor=: a dense array by name
+                if "format" in headers and "shape" in headers:
+                    fdt = headers["format"][1]
+                    raise InputError(f"{_cap(label)} looks like a scipy sparse .npz, but its 'format' entry "
+                                     f"holds {fdt} values, not a format name such as 'csr'; the file is "
+                                     f"corrupt. Save it again with scipy.sparse.save_npz.")
                 lacks = " and ".join(repr(k) for k in ("format", "shape") if k not in headers)
                 raise InputError(f"{_cap(label)} looks like a scipy sparse .npz (it has "
                                  f"{', '.join(sorted(sparse_keys | {'data'}))}) but lacks its {lacks} entry; "
@@ -886,15 +956,29 @@ def _npz_sparse(zf, headers, label, limits: LoadLimits):
     if shape_arr.dtype.kind not in "iu":
         raise InputError(f"{_cap(label)}: the 'shape' entry must hold integers, got {shape_arr.dtype}.")
     rows, cols = _check_dims(tuple(int(v) for v in shape_arr.ravel()), limits, label)
-    missing = [k for k in _SPARSE_KEYS[fmt] if k not in headers]
+    keys = _SPARSE_KEYS[fmt]
+    if fmt == "coo" and "coords" in headers:
+        # scipy's load_npz reads a (2, nnz) 'coords' array first (what save_npz writes for n-D COO,
+        # and is to write for 2-D COO too), else 'row' and 'col'
+        keys = ("data", "coords")
+    missing = [k for k in keys if k not in headers]
     if missing:
         raise InputError(f"{_cap(label)} is a {fmt} .npz without the array(s) {', '.join(missing)}; the file is corrupt.")
     data_shape, data_dtype, _, _ = headers["data"]
     _check_numeric_dtype(data_dtype, f"The sparse matrix in {label}")
     stored = int(np.prod(data_shape, dtype=object))
     limits.check_nnz(stored, what=f"matrix in {label}")
-    for k in _SPARSE_KEYS[fmt][1:]:
-        limits.check_nnz(int(np.prod(headers[k][0], dtype=object)), what=f"index array {k!r} in {label}")
+    for k in keys[1:]:
+        if k == "indptr":  # one entry a row (column): bounded by the shape, checked below
+            continue
+        declared = int(np.prod(headers[k][0], dtype=object))
+        if k == "coords":
+            coords_shape = headers[k][0]
+            if len(coords_shape) != 2 or coords_shape[0] != 2:
+                raise InputError(f"{_cap(label)}: the sparse 'coords' array of a 2-D coo matrix must have "
+                                 f"shape (2, nnz), but it declares {tuple(coords_shape)}; the file is corrupt.")
+            declared //= 2
+        limits.check_nnz(declared, what=f"index array {k!r} in {label}")
     if "indptr" in _SPARSE_KEYS[fmt]:
         # left out of the compression-ratio guard (_npz_expansion_bytes): bounded by the shape instead
         ptr_shape, ptr_dtype, _, _ = headers["indptr"]
@@ -904,7 +988,9 @@ def _npz_sparse(zf, headers, label, limits: LoadLimits):
                 f"{_cap(label)}: the sparse 'indptr' array must be a 1-D integer array of at most "
                 f"{most:,} entries (one more than the {'columns' if fmt == 'csc' else 'rows'}), but it "
                 f"declares {ptr_dtype} {tuple(ptr_shape)}; the file is corrupt.")
-    arrays = {k: _npz_load_member(zf, k, headers, label, limits) for k in _SPARSE_KEYS[fmt]}
+    arrays = {k: _npz_load_member(zf, k, headers, label, limits) for k in keys}
+    if "coords" in arrays:
+        arrays["row"], arrays["col"] = arrays.pop("coords")
     data = arrays["data"]
     half = data.dtype.kind == "f" and data.dtype.itemsize == 2
     if not data.dtype.isnative or half:
@@ -925,10 +1011,11 @@ def _npz_sparse(zf, headers, label, limits: LoadLimits):
     if fmt == "coo":
         if data.ndim != 1:
             raise InputError(f"{_cap(label)}: the 'data' array must be 1-D for coo, got shape {data.shape}.")
-        r = _index_array(arrays["row"], "row", label, data.size)
-        c = _index_array(arrays["col"], "col", label, data.size)
-        _in_range(r, rows, "row", label)
-        _in_range(c, cols, "col", label)
+        rname, cname = ("coords[0] (row)", "coords[1] (column)") if "coords" in keys else ("row", "col")
+        r = _index_array(arrays["row"], rname, label, data.size)
+        c = _index_array(arrays["col"], cname, label, data.size)
+        _in_range(r, rows, rname, label)
+        _in_range(c, cols, cname, label)
         return sp.coo_array((data, (r, c)), shape=(rows, cols))
     if fmt == "bsr":
         if data.ndim != 3:
@@ -1001,7 +1088,29 @@ def _parse_safetensors(src: Source, *, check_data: bool = True):
             header = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise InputError(f"{_cap(label)} has a corrupt safetensors header (not valid JSON: {exc}).") from None
+        except ValueError as exc:  # Python's int() limit: a JSON number of over 4300 digits
+            if "digits" not in str(exc):
+                raise
+            raise InputError(f"{_cap(label)} has a corrupt safetensors header: it holds a number of over "
+                             f"4300 digits, far beyond any tensor's shape or byte offset.") from None
+        if isinstance(header, dict) and raw.count(b'"data_offsets"') > len(header) - ("__metadata__" in header):
+            _refuse_duplicate_tensor(raw, label)
         return _st_entries(header, label, size - 8 - hlen, check_data), 8 + hlen
+
+
+def _refuse_duplicate_tensor(raw: bytes, label: str) -> None:
+    """Refuse a safetensors header that names one tensor twice (``json.loads`` keeps the last
+    entry, so the first one's bytes looked like bytes of no tensor). Called only when the header
+    has more ``"data_offsets"`` than tensors, which a duplicate causes (as may a name or a
+    metadata value holding that text)."""
+    seen = set()
+    top = json.loads(raw.decode("utf-8"), object_pairs_hook=list)  # every object as its (key, value) list
+    for name, _ in top:
+        if name in seen:
+            raise InputError(f"{_cap(label)} is corrupt: its safetensors header lists the tensor {name!r} "
+                             f"twice, so it is not clear which bytes are {name!r}. Save the tensors again "
+                             f"(e.g. with safetensors.numpy.save_file).")
+        seen.add(name)
 
 
 @contextlib.contextmanager
@@ -1211,7 +1320,7 @@ def matrix_choices(path_or_bytes, *, name: str | None = None, limits: LoadLimits
         elif key == "npz":
             with src.open() as f, zipfile.ZipFile(f) as zf:
                 headers = _npz_member_headers(zf, src.label)
-            if not ("format" in headers and "shape" in headers):
+            if not ("format" in headers and headers["format"][1].kind in "SU" and "shape" in headers):
                 rows = [(k, tuple(shape), str(dtype), "array") for k, (shape, dtype, _, _) in headers.items()
                         if _loadable(shape)]
                 if len(rows) < 2:  # one dense array: nothing to choose

@@ -79,7 +79,8 @@ def dense_to_csr(arr: np.ndarray, *, name: str = "matrix", limits=None) -> sp.cs
             bad += int(finite.size - np.count_nonzero(finite))
         elif floating:
             bad += int(block.size - np.count_nonzero(np.isfinite(block)))
-        counts[r0 + 1:r1 + 1] = np.count_nonzero(block, axis=1)
+        with np.errstate(invalid="ignore"):  # a signalling NaN warns when cast to bool (counted above)
+            counts[r0 + 1:r1 + 1] = np.count_nonzero(block, axis=1)
     if bad:
         raise InputError(f"The {name} contains {bad} NaN or infinite value(s); every entry must be a finite number.")
     if over:
@@ -144,7 +145,10 @@ def as_csr(A, *, name: str = "matrix", copy: bool = True, limits=None) -> sp.csr
         csr_bytes = (int(A.shape[0]) + 1) * 8 + int(A.nnz) * 16
         check_memory(csr_bytes, f"A compressed-row copy of the {A.shape[0]:,} × {A.shape[1]:,} {name}",
                      "Check the declared shape: every row costs 8 bytes of row pointer, even an empty one.")
-        if A.dtype.kind in "fiub" and A.dtype != np.float64:
+        if A.dtype.kind in "iu" and A.dtype.itemsize == 8 and _float_sums_may_round(A):
+            A = _exact_integer_sums(A)
+            copy = False
+        elif A.dtype.kind in "fiub" and A.dtype != np.float64:
             # before the CSR conversion sums duplicates: int8 100 + 100 wrapped to -56
             A = A.astype(np.float64)
             copy = False
@@ -183,6 +187,50 @@ def as_csr(A, *, name: str = "matrix", copy: bool = True, limits=None) -> sp.csr
     M.eliminate_zeros()
     M.sort_indices()
     return M
+
+
+#: Integers up to this magnitude, and every sum of them, are exact in float64.
+_FLOAT_EXACT = 2.0 ** 53
+
+
+def _float_sums_may_round(A) -> bool:
+    """Whether summing ``A``'s (int64 / uint64) duplicates in float64 could round: only when
+    ``max |v| · nnz`` reaches 2**53 (every partial sum of a group is bounded by that)."""
+    vals = A.data
+    if vals.size == 0:
+        return False
+    big = max(abs(float(vals.max())), abs(float(vals.min())))
+    return big * vals.size >= _FLOAT_EXACT
+
+
+def _exact_integer_sums(A):
+    """COO float64 copy of an int64 / uint64 sparse matrix with duplicates summed exactly.
+
+    A group's int64 sum is exact, whatever wrap-around its partial sums go through, when the
+    true sum fits int64; that holds when the group's ``Σ |v|`` (in float64, a slight
+    overestimate at most) is below 2**62. A group beyond that is summed in Python integers.
+    Either sum is exact and rounded once to float64: ``2**53 + 1`` and ``-2**53`` in one
+    position give 1, not 0."""
+    C = sp.coo_array(A)
+    r, c = C.coords
+    order = np.lexsort((c, r))
+    r, c = r[order], c[order]
+    v = C.data[order]
+    start = np.flatnonzero(np.concatenate(([True], (r[1:] != r[:-1]) | (c[1:] != c[:-1]))))
+    vf = v.astype(np.float64)
+    if start.size == v.size:  # no duplicates: one rounding each
+        return sp.coo_array((vf, (r, c)), shape=A.shape)
+    wrapped = np.add.reduceat(v.astype(np.int64), start)   # modular sums (uint64 cast wraps too)
+    fits = np.add.reduceat(np.abs(vf), start) < 2.0 ** 62
+    vals = wrapped.astype(np.float64)
+    if not fits.all():   # the rest in Python integers (exact), rounded once
+        big = np.flatnonzero(~fits)
+        size = np.diff(np.append(start, v.size))
+        members = np.repeat(~fits, size)
+        sub_start = np.concatenate(([0], np.cumsum(size[big])[:-1]))
+        exact = np.add.reduceat(v[members].astype(object), sub_start)
+        vals[big] = [float(x) for x in exact]
+    return sp.coo_array((vals, (r[start], c[start])), shape=A.shape)
 
 
 def _as_numeric_array(obj, label: str) -> np.ndarray:
