@@ -230,6 +230,8 @@ def _npy_header_problem(exc: Exception) -> str:
         return "it holds a number of over 4300 digits, far beyond any array's shape"
     if "EOF" in detail or "multi-line" in detail or "Cannot parse header" in detail:
         return "the header's dictionary is cut off or is not valid Python literal syntax"
+    if isinstance(exc, EOFError):
+        return "the header is cut short"
     if not detail.strip("() "):
         return f"numpy could not read it: {type(exc).__name__}"
     return detail if len(detail) <= 200 else detail[:200] + "…"

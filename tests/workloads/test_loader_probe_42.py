@@ -208,7 +208,7 @@ def test_npy_header_problems_are_said_in_words(data, match):
 def test_npz_member_header_cut_short_names_the_error_kind():
     d = bytearray(_npz_sparse(sp.eye_array(4, format="dia")))
     d[29] = 255
-    with pytest.raises(akfviz.InputError, match=r"Array 'offsets'.*\(numpy could not read it: \w+\)"):
+    with pytest.raises(akfviz.InputError, match=r"Array 'offsets'.*\(the header is cut short\)"):
         akfviz.load(bytes(d))
 
 
