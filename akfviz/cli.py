@@ -130,17 +130,28 @@ def cli_advice(message: str) -> str:
     >>> cli_advice("Too big; pass limits=akfviz.LoadLimits(max_nnz=...).").splitlines()[-1]
     'On the command line, raise it with --limit max_nnz=VALUE.'
     """
+    lines = [message]
     at = message.find("LoadLimits(")
-    if at < 0:
-        return message
-    named = [n for n in re.findall(r"(\w+)=", message[at:]) if n in LIMIT_NAMES]
-    named = list(dict.fromkeys(named))
-    if named:
-        opts = " ".join(f"--limit {n}=VALUE" for n in named)
-        line = f"On the command line, raise {'it' if len(named) == 1 else 'them'} with {opts}."
-    else:
-        line = f"On the command line, raise a limit with --limit NAME=VALUE (NAME: {', '.join(LIMIT_NAMES)})."
-    return message + "\n" + line
+    if at >= 0:
+        named = [n for n in re.findall(r"(\w+)=", message[at:]) if n in LIMIT_NAMES]
+        named = list(dict.fromkeys(named))
+        if named:
+            opts = " ".join(f"--limit {n}=VALUE" for n in named)
+            lines.append(f"On the command line, raise {'it' if len(named) == 1 else 'them'} with {opts}.")
+        else:
+            lines.append(f"On the command line, raise a limit with --limit NAME=VALUE "
+                         f"(NAME: {', '.join(LIMIT_NAMES)}).")
+    if "Leave tensor= out" in message:
+        lines.append("On the command line, leave --tensor out.")
+    elif "tensor=" in message:
+        lines.append("On the command line, name it with --tensor NAME.")
+    if "HardwareConfig.from_preset(" in message:
+        lines.append("On the command line, give a built-in chip with --preset NAME, or a TOML file with "
+                     "--hw FILE whose preset line says \"custom\" (or a name of your own) once its fields "
+                     "are edited.")
+    if "akfviz.simulate accepts 0" in message:
+        lines.append("On the command line, the simulate command accepts --rho-x 0.")
+    return "\n".join(lines)
 
 
 def _matrix(args):
@@ -259,9 +270,8 @@ def _hw(args):
             raise InputError("Give either --hw FILE or --preset NAME, not both: a TOML file describes "
                              "the whole chip, a preset names one of the built-in chips.")
         p = Path(args.hw)
-        if not p.is_file():
-            raise InputError(f"No hardware TOML file at '{p}'.")
-        return HardwareConfig.from_toml(p)  # reads bytes: a file that is not UTF-8 is named as such
+        # from_toml names a folder, a missing file, an unreadable one and one that is not UTF-8
+        return HardwareConfig.from_toml(p)
     if getattr(args, "preset", None):
         return HardwareConfig.preset(args.preset)
     return HardwareConfig()
@@ -293,6 +303,9 @@ def _check_out(args) -> None:
     if path.is_dir():
         raise InputError(f"--out {out!r} is a folder; give a file name inside it.")
     if not path.parent.is_dir():
+        if path.parent.exists():
+            raise InputError(f"--out {out!r}: {str(path.parent)!r} is a file, not a folder; "
+                             f"write somewhere else.")
         raise InputError(f"--out {out!r}: the folder {str(path.parent)!r} does not exist; "
                          f"create it first or write somewhere else.")
 
@@ -325,6 +338,16 @@ def without_wall_clock(obj, parent: str = ""):
 
 
 def _emit(obj, args, table=None, table_what: str = ""):
+    """:func:`_write_result`, its write failures as :class:`_OutputError`."""
+    try:
+        _write_result(obj, args, table, table_what)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise _OutputError(exc.errno, exc.strerror or str(exc)) from None
+
+
+def _write_result(obj, args, table=None, table_what: str = ""):
     """Print ``obj`` (a DataFrame as text, anything else as JSON) or write it to ``--out``.
 
     A JSON result asked for as ``.csv`` / ``.parquet`` writes ``table()`` instead (the command's
@@ -423,6 +446,9 @@ def cmd_simulate(args):
     from .npu.simulate import simulate
     from .selection.selector import select
 
+    from .npu.costmodel import check_activation_density
+
+    check_activation_density(args.rho_x)   # the simulator's range [0, 1], before the selector's (0, 1]
     A, src = _matrix(args)
     hw = _hw(args)
     kw = _selector_kwargs(args)
@@ -465,6 +491,11 @@ def cmd_sweep(args):
     if not any(v.strip() for v in args.vary or []):
         raise InputError("Give at least one --vary name=v1,v2,… (e.g. --vary alpha=0.1,1,10).")
     grid = parse_grid(args.vary)
+    if args.static_kernel is not None and not args.baselines:
+        raise InputError("--static picks the Static-sparse baseline's kernel, which is simulated only with "
+                         "--baselines; add --baselines, or leave --static out.")
+    if args.static_kernel is None:
+        args.static_kernel = "CSC"
     SWEEP_PARAMETERS["tile"].check(args.tile, label="--tile")
     # the grid, --tile, the hardware and --static are refused before the matrix is loaded or made
     check_sweep(grid, base={"tile": args.tile}, hw=_hw(args), baselines=args.baselines,
@@ -540,8 +571,10 @@ def build_parser() -> argparse.ArgumentParser:
         g.add_argument("--prune", metavar="METHOD[:VALUE]",
                        help="prune the matrix first (akf-spec §1): magnitude:SPARSITY, block:SPARSITY "
                             "(4×4 blocks) or nm:N:M, e.g. magnitude:0.9 or nm:2:4 (default sparsity 0.9)")
-        g.add_argument("--sample", help="a shipped sample (default: the pruned MiniLM FFN matrix)")
-        g.add_argument("--generate", metavar="KIND", help="a generator name (see akfviz.generators())")
+        g.add_argument("--sample", help="a shipped sample (default: the pruned MiniLM FFN matrix; an unknown "
+                            "name lists them all)")
+        g.add_argument("--generate", metavar="KIND", help="a generator name, e.g. uniform, banded, stencil5 or "
+                            "llm (akfviz.generators(); an unknown name lists them all)")
         # the default is the generators' own (not imported here: --help stays fast)
         g.add_argument("--n", type=int, default=None, help="rows for --generate (default: akfviz.generate's n)")
         g.add_argument("--m", type=int, default=None, help="columns for --generate (default n)")
@@ -626,7 +659,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--baselines", action="store_true",
                     help="also simulate the Block-sparse and Static-sparse baselines at every point and add "
                          "AKF's speedup and energy ratio against each (about twice the time)")
-    sp.add_argument("--static-kernel", "--static", dest="static_kernel", default="CSC", metavar="KERNEL",
+    sp.add_argument("--static-kernel", "--static", dest="static_kernel", default=None, metavar="KERNEL",
                     help="the Static-sparse baseline's kernel, with --baselines (default CSC); "
                          "--static is the same option")
     sp.set_defaults(func=cmd_sweep)
@@ -651,9 +684,19 @@ def main(argv=None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
-    except OSError as exc:  # writing --out: permissions, full disk, …
-        if not getattr(args, "out", None):
-            raise
-        print(f"error: could not write {args.out!r}: {exc.strerror or exc}", file=sys.stderr)
+    except OSError as exc:  # writing the result (permissions, a full disk, …) or another file's I/O
+        why = exc.strerror or type(exc).__name__
+        if isinstance(exc, _OutputError):
+            what = f"could not write {repr(args.out) if getattr(args, 'out', None) else 'the result to standard output'}"
+        else:
+            what = "a file could not be read or written" + (f" ({exc.filename!r})" if exc.filename else "")
+        try:
+            print(f"error: {what}: {why}.", file=sys.stderr)
+        except OSError:
+            pass
         return 2
     return 0
+
+
+class _OutputError(OSError):
+    """Writing the command's result failed (:func:`_emit`); carries the original errno text."""

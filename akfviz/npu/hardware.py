@@ -49,6 +49,14 @@ def _is_file(name: str) -> bool:
         return False
 
 
+def _shown_path(path) -> str:
+    """A path as messages quote it: at most 80 characters, undecodable bytes escaped."""
+    import os
+
+    text = os.fspath(path).encode("utf-8", "backslashreplace").decode("utf-8")
+    return text if len(text) <= 80 else text[:77] + "…"
+
+
 def _is_dir(name) -> bool:
     """Whether a path (a one-line string or a PathLike) names an existing folder."""
     import os
@@ -245,9 +253,14 @@ class HardwareConfig:
         if isinstance(text, os.PathLike) or (one_line and (_is_file(text.strip()) or (
                 "=" not in text and text.strip().lower().endswith(".toml")))):
             path = Path(text.strip() if isinstance(text, str) else text)
-            if not path.is_file():
-                raise InputError(f"No hardware TOML file at '{path}'.")
-            text = path.read_bytes()
+            if not _is_file(os.fspath(path)):
+                raise InputError(f"No hardware TOML file at '{_shown_path(path)}'; check the path.")
+            try:
+                text = path.read_bytes()
+            except OSError as exc:   # permissions, an I/O error, a special file
+                raise InputError(f"The hardware TOML file '{_shown_path(path)}' could not be read "
+                                 f"({(exc.strerror or type(exc).__name__).lower()}); check the file's "
+                                 f"permissions, or copy it somewhere readable.") from None
         if isinstance(text, (bytes, bytearray)):
             try:
                 text = bytes(text).decode("utf-8")

@@ -107,6 +107,13 @@ def _path_source(obj, name: str | None) -> Source:
         raise InputError(f"No file at {str(path)!r}; check the path.")
     if not path.is_file():
         raise InputError(f"{str(path)!r} is not a regular file (is it a folder?).")
+    try:   # an unreadable file is said to be one, not taken for a corrupt one later
+        with open(path, "rb") as fh:
+            fh.read(1)
+    except OSError as exc:
+        raise InputError(f"The file {path.name!r} could not be read "
+                         f"({(exc.strerror or type(exc).__name__).lower()}); check its permissions, or "
+                         f"copy it somewhere readable.") from None
     return Source(label=f"file {path.name!r}", filename=name or path.name, path=path)
 
 
@@ -307,6 +314,17 @@ _READER_DECOMPRESSES = (".gz", ".bz2", ".xz", ".zst", ".lzma")
 _MAX_COMMENT_BYTES = 1 << 20
 
 
+def _utf8_path(path) -> bool:
+    """Whether scipy's Matrix Market reader can open ``path`` by name: its C++ core takes a UTF-8
+    string, and a file name of undecodable bytes (held as surrogates) is refused; such a file is
+    read as bytes instead."""
+    try:
+        str(path).encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
 class _MMText:
     """The whole Matrix Market text as a uint8 array (memory-mapped for a plain file on disk)
     and what scipy's reader should open (:meth:`target`)."""
@@ -319,7 +337,7 @@ class _MMText:
         self.line_shift = 0  # lines dropped before the entries (long comments)
         path = src.path
         head = src.head(64)
-        if (path is not None and not _banner_needs_fix(head)
+        if (path is not None and not _banner_needs_fix(head) and _utf8_path(path)
                 and not path.name.lower().endswith(_READER_DECOMPRESSES)):
             import mmap
 
