@@ -496,6 +496,17 @@ def cmd_sweep(args):
                          "--baselines; add --baselines, or leave --static out.")
     if args.static_kernel is None:
         args.static_kernel = "CSC"
+    weights = [k for k in ("alpha", "beta") if len(grid.get(k, ())) > 1]
+    budgets = [k for k in ("error_budget", "resource_budget") if any(v is not None for v in grid.get(k, ()))]
+    if weights and budgets:
+        # select() searches the weight ratio that meets a budget, so those points repeated (exit 0, identical
+        # rows; select refuses --alpha beside --error-budget). The Design space page runs such a grid and
+        # says so beside it; here a command refuses it, as select does.
+        raise InputError(
+            f"--vary sweeps {' and '.join(weights)} at points with "
+            f"{' or '.join(('an ' if b[0] == 'e' else 'a ') + b for b in budgets)}; with a budget the "
+            f"selector searches the weight ratio that meets it, so {' and '.join(weights)} would change "
+            f"nothing there and those points would repeat. Sweep the weights and the budgets in separate runs.")
     SWEEP_PARAMETERS["tile"].check(args.tile, label="--tile")
     # the grid, --tile, the hardware and --static are refused before the matrix is loaded or made
     check_sweep(grid, base={"tile": args.tile}, hw=_hw(args), baselines=args.baselines,

@@ -480,17 +480,6 @@ def _checked_sweep(grid, *, base=None, hw=None, seed=0, scheduler="local", progr
                 raise InputError(f"'{k}' is not a sweep parameter; choose from {sorted(SWEEP_PARAMETERS)}.")
             defaults[k] = SWEEP_PARAMETERS[k].check(v)
     hw_configs = _hardware_configs(hw0, defaults, values, points)
-    weights = [k for k in ("alpha", "beta") if k in values and len(values[k]) > 1]
-    budgeted = [k for k in ("error_budget", "resource_budget")
-                if any({**defaults, **pt}[k] is not None for pt in points)]
-    if weights and budgeted:
-        # select() searches the weight ratio that meets a budget: alpha / beta change nothing there,
-        # and the sweep gave identical rows (held-out CLI probe)
-        raise InputError(
-            f"The sweep varies {' and '.join(weights)} at points with {' or '.join('an ' + b if b[0] == 'e' else 'a ' + b for b in budgeted)}; with a "
-            f"budget the selector searches the weight ratio that meets it, so {' and '.join(weights)} "
-            f"would change nothing there and those points would repeat. Sweep the weights and the "
-            f"budgets in separate runs.")
     for point in points:
         p = {**defaults, **point}
         if p["error_budget"] is not None and p["resource_budget"] is not None:
