@@ -173,13 +173,23 @@ def _is_constant(values) -> bool:
     return v.size > 0 and bool(np.all(np.abs(v - v[0]) <= 1e-12 * max(abs(v[0]), 1e-300)))
 
 
+def _numeric(column) -> bool:
+    """Whether a column holds numbers (not booleans); pandas' own test, since ``np.issubdtype``
+    raises on pandas' string dtype (a swept ``granularity`` or ``resource`` column)."""
+    import pandas as pd
+
+    return pd.api.types.is_numeric_dtype(column.dtype) and not pd.api.types.is_bool_dtype(column.dtype)
+
+
 def parallel_coordinates(df, columns: list, color: str, height: int = 400) -> go.Figure:
     """Parallel-coordinates plot over the sweep's parameters and objectives.
 
     An axis whose column has one value at every point shows that value alone (no invented
     range), and its label says it is constant."""
-    cols = [c for c in columns if c in df and np.issubdtype(df[c].dtype, np.number)]
-    if df is None or len(df) == 0 or not cols:
+    if df is None or len(df) == 0:
+        return empty_figure("No numeric sweep columns to draw.", height)
+    cols = [c for c in columns if c in df and _numeric(df[c])]
+    if not cols:
         return empty_figure("No numeric sweep columns to draw.", height)
     dims = []
     for c in cols:
@@ -193,7 +203,7 @@ def parallel_coordinates(df, columns: list, color: str, height: int = 400) -> go
                              tickvals=[v], ticktext=[format_value(v)]))
         else:
             dims.append(dict(label=label, values=vals))
-    colored = color in df and np.issubdtype(df[color].dtype, np.number)
+    colored = color in df and _numeric(df[color])
     fig = go.Figure(go.Parcoords(line=dict(color=column_values(df, color) if colored else None,
                                            colorscale=VIRIDIS_ON_WHITE, showscale=True,
                                            colorbar=dict(title=dict(text=column_label(color, wrap=True)))),

@@ -220,3 +220,20 @@ def test_design_space_counts_points_not_swept_parameters(app):
     app.switch_page(PAGE).run()
     _ok(app)
     assert any(c.value.startswith("2 points: ") for c in app.caption), [c.value[:40] for c in app.caption]
+
+
+# --------------------------------------------------------------------------- app probe, 42nd session
+def test_parallel_coordinates_skip_text_columns_of_pandas_string_dtype():
+    # a swept granularity / resource column is pandas' string dtype, on which np.issubdtype raised
+    df = pd.DataFrame({"granularity": pd.array(["tile", "cluster"], dtype="string"), "cycles": [1.0, 2.0],
+                       "energy_pj": [3.0, 4.0], "flag": [True, False]})
+    fig = dse.parallel_coordinates(df, ["granularity", "cycles", "energy_pj", "flag"], "granularity")
+    assert [d.label for d in fig.data[0].dimensions] == ["cycles", "energy (µJ)"]
+
+
+@pytest.mark.parametrize("spec", ["granularity=tile,cluster", "resource=energy;tile=16,32"])
+def test_a_swept_text_setting_draws_the_page(app, spec):
+    app.switch_page(PAGE).run()
+    app.text_input(key="w:sweep").set_value(spec).run()
+    _ok(app)
+    assert len(_sweep_table(app)) == 2
