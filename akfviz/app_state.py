@@ -529,6 +529,10 @@ def gen_kwargs(kind: str) -> dict:
                 raise InputError(f"Generator parameter {name}={shorten(v)} is not accepted: it must be a "
                                  f"{kind_name}, and {exc}.") from None
         out[name] = v
+    if out.get("density") is not None:   # a density stands for these: their defaults are not filled in
+        for other in ("sparsity", "avg_nnz"):
+            if other not in raw:
+                out.pop(other, None)
     return {k: v for k, v in out.items() if v is not None}
 
 

@@ -96,6 +96,23 @@ def test_generate_form_switches_the_workload(app):
     assert "generated" in app.caption[1].value or any("stencil5" in s.value for s in app.header)
 
 
+@pytest.mark.parametrize("kind, other", [("powerlaw", "avg_nnz"), ("llm", "sparsity"),
+                                         ("llm_magnitude", "sparsity")])
+def test_generate_form_density_replaces_the_number_input_it_stands_for(app, kind, other):
+    # the number input (avg_nnz / sparsity) always submits a value: a typed density was refused
+    # with "give either density or ..., not both" (app probe, 42nd session)
+    app.run()
+    app.selectbox(key="gen_kind").set_value(kind).run()
+    next(t for t in app.text_input if t.label.startswith("density")).set_value("0.02")
+    next(b for b in app.button if b.label == "Generate").click().run()
+    _ok(app)
+    assert not app.error, [e.value for e in app.error]
+    q = dict(app.query_params)
+    assert q.get("gen", kind) == kind and q["g_density"] == "0.02" and f"g_{other}" not in q
+    shown = {m.label: int(m.value.replace(",", "")) for m in app.metric if m.label in ("rows", "columns", "nnz")}
+    assert abs(shown["nnz"] / (shown["rows"] * shown["columns"]) - 0.02) < 0.002
+
+
 def test_bad_upload_shows_error_not_traceback(app):
     app.run()
     app.file_uploader(key="matrix_upload").set_value(("broken.mtx", b"this is not a matrix market file\n",
