@@ -23,7 +23,8 @@ with st.expander("LSH parameters", expanded=False):
     with c3:
         S.widget(st.slider, "Coarse grid g (g×g cells)", "lsh_g", *S.bounds("lsh_g"))
     with c4:
-        S.widget(st.number_input, "Seed", "lsh_seed", min_value=0, step=1)
+        lo, hi = S.bounds("lsh_seed")   # the link's range, so a shared view keeps its seed
+        S.widget(st.number_input, "Seed", "lsh_seed", min_value=lo, max_value=hi, step=1)
     st.caption("Two tiles collide when all r hashes of any band agree; the chance grows with their Jaccard "
                "similarity s as 1 − (1 − s^r)^b. More bands → more merging.")
 

@@ -118,3 +118,16 @@ def test_patterns_page_explains_the_raw_columns_and_the_density_bins(app):
         b = int(tr["name"].split()[-1])
         lo, hi = vp.density_bin_range(b, bpd)
         assert tr["name"] == f"{lo:.2g}–{hi:.2g}: bin {b}"
+
+
+def test_lsh_seed_input_stops_where_its_link_field_does(app):
+    # app probe (42nd session): the input took 2**53 - 1, which the page's own link then refused
+    from akfviz import app_state as S
+
+    app.run()
+    app.switch_page("pages/1_Patterns.py").run()
+    box = app.number_input(key="w:lsh_seed")
+    assert (box.min, box.max) == tuple(float(b) for b in S.bounds("lsh_seed"))
+    box.set_value(S.bounds("lsh_seed")[1]).run()
+    assert not app.exception
+    assert dict(app.query_params)["lsh_seed"] == str(S.bounds("lsh_seed")[1])
