@@ -76,8 +76,12 @@ with tab_gen:
         try:
             kw = {}
             for spec in specs:
-                v = S.coerce_gen_value(spec, params[spec.name]) if isinstance(params[spec.name], str) \
-                    else params[spec.name]
+                try:
+                    v = S.coerce_gen_value(spec, params[spec.name]) if isinstance(params[spec.name], str) \
+                        else params[spec.name]
+                except ValueError as exc:   # name the field: the form has up to 11
+                    accepted = spec.describe_range().replace("(or None)", "(or left blank)")
+                    raise InputError(f"{spec.name}: {exc}. Accepted: {accepted}.") from None
                 if v is not None:
                     kw[spec.name] = v
             if kw.get("density") is not None:   # typed in: it replaces the number inputs it stands for

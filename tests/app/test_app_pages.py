@@ -113,6 +113,17 @@ def test_generate_form_density_replaces_the_number_input_it_stands_for(app, kind
     assert abs(shown["nnz"] / (shown["rows"] * shown["columns"]) - 0.02) < 0.002
 
 
+@pytest.mark.parametrize("value, said", [("1.5", "m: '1.5' is not a whole number. Accepted: a whole number >= 1"),
+                                         ("abc", "m: 'abc' is not a")])
+def test_generate_form_error_names_its_field(app, value, said):
+    app.run()
+    app.selectbox(key="gen_kind").set_value("uniform").run()
+    next(t for t in app.text_input if t.label.startswith("m ")).set_value(value)
+    next(b for b in app.button if b.label == "Generate").click().run()
+    assert not app.exception
+    assert any(e.value.startswith(said) for e in app.error), [e.value for e in app.error]
+
+
 def test_bad_upload_shows_error_not_traceback(app):
     app.run()
     app.file_uploader(key="matrix_upload").set_value(("broken.mtx", b"this is not a matrix market file\n",
