@@ -30,6 +30,9 @@ from dataclasses import dataclass, fields, replace as _dc_replace
 from ..errors import InputError, checked_init
 
 GRADES = ("measured", "simulated", "assumed")
+#: Largest energy of one action (pJ): 1 mJ. Real figures are 0.01–10,000 pJ; near 1e308 the totals
+#: (energy × counts) overflowed to inf and every page showed "non-finite entries" (app probe).
+MAX_ENERGY_PJ = 1e9
 
 #: Action name -> (unit, one-line description). The order is the order of the table.
 ACTIONS = {
@@ -77,6 +80,10 @@ class EnergyEntry:
                 f"An energy value must be a finite number > 0 pJ, got {v!r} "
                 "(nothing in the energy table may be zero, negative or NaN)."
             )
+        if float(v) > MAX_ENERGY_PJ:
+            raise InputError(
+                f"An energy value must be at most {MAX_ENERGY_PJ:.0e} pJ (a millijoule per action, about a "
+                f"million times a DRAM access), got {v!r}: larger values overflow the model's totals.")
         object.__setattr__(self, "value", float(v))
         if self.grade not in GRADES:
             raise InputError(
@@ -197,8 +204,11 @@ class EnergyTable:
                 value = float(rec["value"])
             except (TypeError, ValueError):
                 raise InputError(f"Energy of {a!r} must be a number, got {rec['value']!r}.") from None
-            rows[a] = EnergyEntry(value, str(rec["unit"]), str(rec["source"]), str(rec["node"]),
-                                  str(rec["grade"]))
+            try:
+                rows[a] = EnergyEntry(value, str(rec["unit"]), str(rec["source"]), str(rec["node"]),
+                                      str(rec["grade"]))
+            except InputError as exc:   # say which row of the table
+                raise InputError(f"Energy of {a!r}: {exc}") from None
         missing = [a for a in ACTIONS if a not in rows]
         if missing:
             raise InputError(f"The energy table lacks the action(s) {missing}.")
@@ -233,7 +243,10 @@ class EnergyTable:
                 raise InputError(
                     f"[energy.{a}] must have exactly the keys {sorted(keys)}, got {sorted(e)}."
                 )
-            kw[a] = EnergyEntry(**e)
+            try:
+                kw[a] = EnergyEntry(**e)
+            except InputError as exc:   # say which entry of the file
+                raise InputError(f"[energy.{a}]: {exc}") from None
         return cls(**kw, name=str(d.get("name", "custom")))
 
     @staticmethod
