@@ -764,6 +764,23 @@ def save_sweep(df: pd.DataFrame, path: str | Path) -> Path:
     return path
 
 
+#: Largest sweep table :func:`load_sweep` reads: 12× the rows of the largest sweep one run makes
+#: (``max_points`` 400), and far more columns than a sweep writes (about 30). A 200 KB CSV header of
+#: 100,000 columns took pandas 214 s, and a 200,000-row file froze the Design space page (app probe).
+MAX_SWEEP_ROWS = 5_000
+MAX_SWEEP_COLUMNS = 200
+
+
+def _check_table_size(rows: int, cols: int) -> None:
+    if cols > MAX_SWEEP_COLUMNS:
+        raise InputError(f"This table has {cols:,} columns; an akfviz sweep has about 30 (at most "
+                         f"{MAX_SWEEP_COLUMNS}), so it is not a sweep file.")
+    if rows > MAX_SWEEP_ROWS:
+        raise InputError(f"This table has {rows:,} rows; the Design space reads sweeps of at most "
+                         f"{MAX_SWEEP_ROWS:,} points (one sweep makes at most 400). Split it, or keep the "
+                         f"points you want to compare.")
+
+
 def _check_csv_rows(data: bytes) -> None:
     """Refuse a CSV whose rows have fewer fields than its header (e.g. a file cut off mid-row) or
     more (pandas then read the extra leading fields as the index and shifted every value: a row
@@ -777,6 +794,13 @@ def _check_csv_rows(data: bytes) -> None:
         header = next(reader, None)
         if not header:
             return
+        _check_table_size(text.count("\n") - 1, len(header))   # (an upper bound of the rows: quoted
+        seen = set()                                         # newlines are counted too)
+        for name in header:
+            if name in seen:
+                raise InputError(f"The sweep file's header names the column {name[:40]!r} twice; a sweep "
+                                 "table names each column once. Save the sweep again.")
+            seen.add(name)
         for row in reader:
             if row and len(row) < len(header):
                 raise InputError(
@@ -882,11 +906,20 @@ def load_sweep(path_or_bytes, fmt: str | None = None, *, name: str | None = None
         _check_csv_rows(data)
     try:
         if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            meta = pq.ParquetFile(io.BytesIO(data)).metadata   # sizes before the columns are read
+            _check_table_size(meta.num_rows, meta.num_columns)
             df = pd.read_parquet(io.BytesIO(data))
         else:
             df = pd.read_csv(io.BytesIO(data))
+    except InputError:
+        raise
     except Exception as exc:  # parser errors of pandas/pyarrow
-        raise InputError(f"Could not read the sweep file ({type(exc).__name__}: {exc}).") from None
+        detail = f"{type(exc).__name__}: {exc}"
+        if fmt == "parquet":  # Arrow's texts quote its buffers and footers
+            detail = "it is not a complete Parquet file: damaged, cut off, or another kind of file"
+        raise InputError(f"Could not read the sweep file ({detail}).") from None
     missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
     if missing:
         raise InputError(

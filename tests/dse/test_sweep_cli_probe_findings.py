@@ -127,3 +127,41 @@ def test_sweep_refuses_an_unknown_preset_before_making_the_matrix(monkeypatch, c
     out, err = capsys.readouterr()
     assert code != 0
     assert "NOSUCH" in err + out
+
+
+# --------------------------------------------------------------------------- app probe, 42nd session
+def test_sweep_files_beyond_the_size_limits_are_refused_at_once():
+    import io
+    import time
+
+    import numpy as np
+    import pandas as pd
+
+    import akfviz
+    from akfviz.dse.sweep import MAX_SWEEP_COLUMNS, MAX_SWEEP_ROWS, load_sweep
+
+    t0 = time.process_time()
+    with pytest.raises(akfviz.InputError, match="100,001 columns"):
+        load_sweep(b"a," * 100_000 + b"\n", name="h.csv")     # pandas took 214 s on this header
+    assert time.process_time() - t0 < 5.0
+    with pytest.raises(akfviz.InputError, match="names the column 'a' twice"):
+        load_sweep(b"a,b,a\n1,2,3\n", name="d.csv")
+    big = pd.DataFrame({"cycles": np.arange(MAX_SWEEP_ROWS + 1.0), "energy_pj": 1.0, "error_pct": 0.0,
+                        "speedup": 1.0})
+    buf = io.BytesIO()
+    big.to_parquet(buf)
+    for data, name in ((buf.getvalue(), "x.parquet"), (big.to_csv(index=False).encode(), "x.csv")):
+        with pytest.raises(akfviz.InputError, match=f"{MAX_SWEEP_ROWS + 1:,} rows"):
+            load_sweep(data, name=name)
+    ok = big.iloc[:MAX_SWEEP_ROWS]
+    assert len(load_sweep(ok.to_csv(index=False).encode(), name="ok.csv")) == MAX_SWEEP_ROWS
+    assert MAX_SWEEP_COLUMNS >= 100
+
+
+def test_damaged_parquet_sweep_is_said_in_words():
+    import akfviz
+    from akfviz.dse.sweep import load_sweep
+
+    with pytest.raises(akfviz.InputError, match="not a complete Parquet file") as err:
+        load_sweep(b"PAR1" + b"x" * 11, name="c.parquet")
+    assert "Buffer" not in str(err.value) and "footer" not in str(err.value)
