@@ -1106,8 +1106,12 @@ def _parse_safetensors(src: Source, *, check_data: bool = True):
     with _no_gc():   # a 100 MB header holds millions of containers; see _no_gc
         try:
             header = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(f"{_cap(label)} has a corrupt safetensors header (not valid JSON: {exc}).") from None
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{_cap(label)} has a corrupt safetensors header (not UTF-8 text at byte "
+                             f"{exc.start} of the header).") from None
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{_cap(label)} has a corrupt safetensors header (not valid JSON: the text "
+                             f"breaks off or goes wrong at byte {exc.pos} of the header's {hlen}).") from None
         except ValueError as exc:  # Python's int() limit: a JSON number of over 4300 digits
             if "digits" not in str(exc):
                 raise

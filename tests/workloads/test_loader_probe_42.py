@@ -227,3 +227,13 @@ def test_numeric_format_array_is_a_dense_array_of_that_name():
                   indptr=np.arange(4))
     with pytest.raises(akfviz.InputError, match="'format' entry holds int64 values, not a format name"):
         akfviz.load(broken)
+
+
+def test_safetensors_header_that_is_not_json_says_where_not_how_the_parser_words_it():
+    raw = b'{not json}'
+    with pytest.raises(akfviz.InputError, match=r"not valid JSON: the text breaks off or goes wrong at byte 1 of "
+                                                r"the header's 10") as err:
+        akfviz.load(_safetensors(raw, b""))
+    assert "Expecting property name" not in str(err.value)
+    with pytest.raises(akfviz.InputError, match="not UTF-8 text at byte 2"):
+        akfviz.load(_safetensors(b'{"\xff": 1}', b""))
