@@ -84,9 +84,7 @@ with tab_gen:
                     raise InputError(f"{spec.name}: {exc}. Accepted: {accepted}.") from None
                 if v is not None:
                     kw[spec.name] = v
-            if kw.get("density") is not None:   # typed in: it replaces the number inputs it stands for
-                for other in ("sparsity", "avg_nnz"):   # (a number input always submits a value)
-                    kw.pop(other, None)
+            kw = S.density_replaces_alternatives(kw)   # a number input always submits a value
             S.generate_cached(kind, tuple(sorted(kw.items())))   # validates now, shows the error here
         except (InputError, ValueError) as exc:
             S.show_error(exc)

@@ -529,11 +529,19 @@ def gen_kwargs(kind: str) -> dict:
                 raise InputError(f"Generator parameter {name}={shorten(v)} is not accepted: it must be a "
                                  f"{kind_name}, and {exc}.") from None
         out[name] = v
-    if out.get("density") is not None:   # a density stands for these: their defaults are not filled in
-        for other in ("sparsity", "avg_nnz"):
-            if other not in raw:
-                out.pop(other, None)
+    out = density_replaces_alternatives(out, given=raw)   # their defaults are not filled in
     return {k: v for k, v in out.items() if v is not None}
+
+
+def density_replaces_alternatives(kw: dict, given=()) -> dict:
+    """``kw`` without the parameters a given ``density`` stands for (``sparsity``, ``avg_nnz``:
+    :data:`akfviz.workloads.generators.DENSITY_ALTERNATIVES`) unless they are in ``given`` too.
+    The generator form's number inputs always submit those, and state fills in their defaults,
+    so a typed density was refused as "give either density or …, not both" (app probe)."""
+    if kw.get("density") is None:
+        return kw
+    alternatives = stage("workloads.generators").DENSITY_ALTERNATIVES
+    return {k: v for k, v in kw.items() if k not in alternatives or k in given}
 
 
 def upload_digest(payload: bytes) -> str:

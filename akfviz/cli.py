@@ -443,10 +443,9 @@ def cmd_select(args):
 
 def cmd_simulate(args):
     from .analysis.pattern import analyze
+    from .npu.costmodel import check_activation_density
     from .npu.simulate import simulate
     from .selection.selector import select
-
-    from .npu.costmodel import check_activation_density
 
     check_activation_density(args.rho_x)   # the simulator's range [0, 1], before the selector's (0, 1]
     A, src = _matrix(args)

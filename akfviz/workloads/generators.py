@@ -368,6 +368,10 @@ def _clustered(rng, n, m, limits, *, blocks, min_block, max_block, density, nois
 # default exponent: the outputs of earlier versions, e.g. sample_data/powerlaw_4096.npz).
 POWERLAW_MEAN_TOLERANCE = 0.05
 
+#: Parameters a given ``density`` stands for (``sparsity = 1 − density`` of the ``llm`` kinds,
+#: ``avg_nnz = density·m`` of ``powerlaw``): giving both is refused.
+DENSITY_ALTERNATIVES = ("sparsity", "avg_nnz")
+
 
 def _powerlaw(rng, n, m, limits, *, avg_nnz, exponent, density=None):
     """Power-law row lengths, graph-like (akf-spec §1).
@@ -874,7 +878,8 @@ def generate(kind: str, n: int = DEFAULT_N, density: float | None = None, seed: 
             f"Generator {kind!r} does not take parameter(s) {', '.join(unknown)}; it accepts n, seed"
             + (", " + ", ".join(allowed) if allowed else "") + "."
         )
-    for a, b in (("density", "sparsity"), ("density", "avg_nnz")):
+    for b in DENSITY_ALTERNATIVES:
+        a = "density"
         if a in params and b in params and params[a] is not None and b in allowed:
             raise InputError(
                 f"Generator {kind!r}: give either {a} or {b}, not both ({a}={params[a]!r}, "
