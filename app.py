@@ -103,15 +103,24 @@ with tab_up:
     up = st.file_uploader("Matrix file", type=["mtx", "mm", "npz", "npy", "safetensors", "tar"]
                           + [x.lstrip(".") for x in COMPRESSED_SUFFIXES],
                           key="matrix_upload")
+    kept = st.session_state.get("_akf_upload")
     if up is not None:
-        data = up.getvalue()                      # a new copy on every run
-        kept = st.session_state.get("_akf_upload")
-        if kept is not None and kept[0] == up.name and kept[1] == data:
+        up_name, data = up.name, up.getvalue()    # a new copy on every run
+        if kept is not None and kept[0] == up_name and kept[1] == data:
             data = kept[1]                        # the object already hashed (a compare, not another sha256)
+    elif kept is not None and S.get("src") == "upload":
+        # the uploader is empty again after a visit to another page; the file is still the workload,
+        # so its tensor and pruning stay adjustable (a broken tensor choice can be undone)
+        up_name, data = kept
+        st.caption(f"Using **{up_name}**, uploaded earlier in this session: its matrix and pruning can be "
+                   "changed below, or upload another file.")
+    else:
+        up_name = data = None
+    if data is not None:
         digest = S.upload_digest(data)            # once per upload, for the cached readers below and every page
         ok = True
         try:  # several matrices in one file (archive members, safetensors tensors, savez arrays): pick one
-            choices = S.matrix_choices_cached(digest, data, up.name)
+            choices = S.matrix_choices_cached(digest, data, up_name)
         except (InputError, ValueError) as exc:
             S.show_error(exc)
             ok = False
@@ -134,17 +143,17 @@ with tab_up:
                 S.widget(st.selectbox, "N:M pattern", "up_pattern", options=["2:4", "1:4", "4:8", "2:8"])
             try:
                 prune = (S.get("up_prune"), S.get("up_sparsity"), S.get("up_pattern"))
-                A_up = S.load_cached(digest, data, S._fmt_of(up.name), S.get("up_tensor") or None, prune,
-                                     up.name)
+                A_up = S.load_cached(digest, data, S._fmt_of(up_name), S.get("up_tensor") or None, prune,
+                                     up_name)
             except (InputError, ValueError) as exc:
                 S.show_error(exc)
             else:
                 prev = st.session_state.get("_akf_upload")
-                st.session_state["_akf_upload"] = (up.name, data)
-                if S.get("src") != "upload" or prev is None or prev[0] != up.name or prev[1] != data:
+                st.session_state["_akf_upload"] = (up_name, data)
+                if S.get("src") != "upload" or prev is None or prev[0] != up_name or prev[1] != data:
                     S.put("src", "upload")
                     st.rerun()
-                st.success(f"Using {up.name}: {A_up.shape[0]}×{A_up.shape[1]}, nnz {A_up.nnz:,}.")
+                st.success(f"Using {up_name}: {A_up.shape[0]}×{A_up.shape[1]}, nnz {A_up.nnz:,}.")
 
 wl = S.require_workload()
 A = wl.A

@@ -49,6 +49,7 @@ def page_start(title: str, caption: str | None = None):
     """
     st.set_page_config(page_title="akfviz — Adaptive Kernel Fusion", page_icon="🧩", layout="wide")
     S.init_session()
+    S.start_run_errors()
     _reseed_widgets_on_page_change()
     with st.sidebar:
         for path, label, icon in PAGES:

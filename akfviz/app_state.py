@@ -428,9 +428,26 @@ def record_result(section: str, summary: dict) -> None:
     st.session_state.setdefault(RESULTS, {})[section] = (settings_stamp(), to_plain(summary))
 
 
+_ERRORS_SHOWN = "_akf_errors_shown"
+
+
+def start_run_errors() -> None:
+    """Forget the errors shown so far: called by the page shell at the start of every run."""
+    st.session_state[_ERRORS_SHOWN] = set()
+
+
 def show_error(exc: Exception) -> None:
-    """An InputError (or a ValueError from a library check) as a readable st.error, no traceback."""
-    st.error(app_advice(str(exc)))
+    """An InputError (or a ValueError from a library check) as a readable st.error, no traceback.
+
+    Each message once per run: the shell resolving the workload and the page's own control can
+    meet the same broken input (a tensor that cannot be read, chosen on the Matrix page)."""
+    text = app_advice(str(exc))
+    shown = st.session_state.get(_ERRORS_SHOWN)
+    if shown is not None:
+        if text in shown:
+            return
+        shown.add(text)
+    st.error(text)
 
 
 def app_advice(message: str) -> str:

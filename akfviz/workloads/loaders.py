@@ -1068,7 +1068,42 @@ _ST_DTYPES = {
     "I64": np.dtype("<i8"), "I32": np.dtype("<i4"), "I16": np.dtype("<i2"), "I8": np.dtype("i1"),
     "U64": np.dtype("<u8"), "U32": np.dtype("<u4"), "U16": np.dtype("<u2"), "U8": np.dtype("u1"),
     "BOOL": np.dtype("?"),
+    # one-byte floats, decoded through a 256-entry table (_F8_TABLES): float8_e4m3fn, float8_e5m2, MX scales
+    "F8_E4M3": np.dtype("u1"), "F8_E5M2": np.dtype("u1"), "F8_E8M0": np.dtype("u1"),
 }
+
+
+def _f8_table(exp_bits: int, man_bits: int, kind: str) -> np.ndarray:
+    """The float32 value of each of the 256 bytes of a one-byte float format.
+
+    A byte ``s eeee mmm`` (for E4M3) is ``(-1)^s · 2^(e - bias) · (1 + m / 2^man_bits)`` with
+    ``bias = 2^(exp_bits-1) - 1``, and ``(-1)^s · 2^(1 - bias) · m / 2^man_bits`` when ``e = 0``
+    (subnormal). ``kind`` says what the top exponent means: ``"fn"`` (E4M3 as in Micikevicius et al.
+    2022, arXiv:2209.05433, torch's ``float8_e4m3fn``: finite except ``s 1111 111``, NaN; max 448),
+    ``"ieee"`` (E5M2: ``m = 0`` is ±inf, other ``m`` NaN; max 57344), ``"e8m0"`` (the OCP MX scale:
+    unsigned ``2^(byte - 127)``, ``0xFF`` NaN). Non-finite values are refused later, as for every dtype.
+    """
+    b = np.arange(256, dtype=np.int64)
+    if kind == "e8m0":
+        out = np.ldexp(1.0, b - 127)
+        out[255] = np.nan
+        return out.astype(np.float32)
+    bias = (1 << (exp_bits - 1)) - 1
+    sign = np.where(b >> 7, -1.0, 1.0)
+    e = (b >> man_bits) & ((1 << exp_bits) - 1)
+    m = b & ((1 << man_bits) - 1)
+    frac = m / float(1 << man_bits)
+    out = sign * np.where(e == 0, np.ldexp(frac, 1 - bias), np.ldexp(1.0 + frac, e - bias))
+    top = e == (1 << exp_bits) - 1
+    if kind == "fn":
+        out[top & (m == (1 << man_bits) - 1)] = np.nan
+    else:
+        out[top] = np.where(m[top] == 0, sign[top] * np.inf, np.nan)
+    return out.astype(np.float32)
+
+
+_F8_TABLES = {"F8_E4M3": _f8_table(4, 3, "fn"), "F8_E5M2": _f8_table(5, 2, "ieee"),
+              "F8_E8M0": _f8_table(8, 0, "e8m0")}
 
 
 class _STEntry(NamedTuple):   # a tuple: a header may list up to ≈ 1.4M of them
@@ -1406,6 +1441,8 @@ def _decode_tensor(raw: bytes, entry: _STEntry) -> np.ndarray:
     arr = np.frombuffer(raw, dtype=_ST_DTYPES[entry.dtype]).reshape(entry.shape)
     if entry.dtype == "BF16":  # bfloat16 = the high 16 bits of a float32
         arr = (arr.astype(np.uint32) << 16).view(np.float32)
+    elif entry.dtype in _F8_TABLES:
+        arr = _F8_TABLES[entry.dtype][arr]
     return arr
 
 
@@ -1461,7 +1498,7 @@ def _safetensors_dense(src: Source, limits: LoadLimits, tensor) -> np.ndarray:
     _check_dims(entry.shape, limits, f"tensor {entry.name!r} of {label}")
     limits.check_dense(math.prod(entry.shape), what=f"tensor {entry.name!r} in {label}")
     _check_st_data(entries, src.size - start, label)
-    if src.path is not None and entry.dtype != "BF16":
+    if src.path is not None and entry.dtype != "BF16" and entry.dtype not in _F8_TABLES:
         try:
             from safetensors import safe_open
 
@@ -1612,8 +1649,10 @@ def load(path_or_bytes, fmt: str | None = None, tensor: str | None = None, *,
     key = _detect_format(src, fmt)
     with _guard(src, key):
         M = READERS[key].read(src, lim, tensor)
-        # dense input is converted block by block, its nonzeros held to lim.max_nnz first
-        return as_csr(M, name=f"matrix in {src.label}", copy=False, limits=lim)
+        # dense input is converted block by block, its nonzeros held to lim.max_nnz first; a
+        # message names the tensor or array chosen (a weights file holds many)
+        what = "matrix" if tensor is None else f"{'tensor' if key == 'safetensors' else 'array'} {tensor!r}"
+        return as_csr(M, name=f"{what} in {src.label}", copy=False, limits=lim)
 
 
 def _unwrap_archive(src: Source, limits: LoadLimits, tensor):

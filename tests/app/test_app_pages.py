@@ -419,6 +419,54 @@ def test_compressed_archived_and_savez_containers_offer_their_matrices(app, wrap
     assert metrics["rows"] == "24" and metrics["columns"] == "56"
 
 
+def test_an_unreadable_tensor_is_said_once_and_fp8_weights_load(app):
+    """A safetensors file with an FP8 weight, a tensor of NaN bytes and one of a dtype akfviz
+    cannot read: the FP8 tensor loads; choosing a broken one shows its error once on the Matrix page
+    (the shell resolving the workload and the upload control used to show it twice) and once on the
+    next page, which stops there, without an exception. Back on the Matrix page (its uploader empty
+    again) the file's tensor and pruning can still be changed, so a broken choice can be undone."""
+    import json
+    import struct
+
+    fp8 = (np.arange(32 * 24) % 120).astype(np.uint8).reshape(32, 24)  # 0x00..0x77: finite E4M3 bytes
+    tensors = {"a_fp8": ("F8_E4M3", fp8.shape, fp8.tobytes()),
+               "b_nan": ("F8_E4M3", (4, 4), bytes([0x7F] * 16)),
+               "c_f4": ("F4", (4, 4), bytes(16))}
+    header, blobs, off = {}, [], 0
+    for name, (dtype, shape, raw) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    hdr = json.dumps(header).encode()
+    hdr += b" " * (-len(hdr) % 8)
+    data = struct.pack("<Q", len(hdr)) + hdr + b"".join(blobs)
+    app.run()
+    app.file_uploader(key="matrix_upload").set_value(("mixed.safetensors", data, "application/octet-stream")).run()
+    _ok(app)
+    assert app.selectbox(key="w:up_tensor").value == "a_fp8"
+    metrics = {m.label: m.value for m in app.metric}
+    assert (metrics["rows"], metrics["columns"], metrics["nnz"]) == ("32", "24", f"{np.count_nonzero(fp8):,}")
+    for bad, words in (("b_nan", "NaN or infinite"), ("c_f4", "has dtype F4")):
+        app.selectbox(key="w:up_tensor").set_value(bad).run()
+        assert not app.exception
+        errors = [e.value for e in app.error]
+        assert len(errors) == 1 and words in errors[0] and bad in errors[0], errors
+        app.switch_page("pages/1_Patterns.py").run()
+        assert not app.exception
+        errors = [e.value for e in app.error]
+        assert len(errors) == 1 and words in errors[0], errors
+        assert not charts(app)
+        app.switch_page("app.py").run()  # the uploader is empty again, the file still the workload
+        assert not app.exception and len(app.error) == 1
+        assert any("uploaded earlier in this session" in c.value for c in app.caption)
+    app.selectbox(key="w:up_tensor").set_value("a_fp8").run()  # the choice undone without uploading again
+    _ok(app)
+    assert {m.label: m.value for m in app.metric}["nnz"] == f"{np.count_nonzero(fp8):,}"
+    app.selectbox(key="w:up_prune").set_value("magnitude").run()  # pruning too stays adjustable
+    _ok(app)
+    assert {m.label: m.value for m in app.metric}["nnz"] != f"{np.count_nonzero(fp8):,}"
+
+
 def test_a_tensor_name_from_a_safetensors_upload_does_not_reach_the_next_file(app):
     from safetensors.numpy import save
 

@@ -417,6 +417,44 @@ def test_safetensors_bf16():
     assert abs(A[1, 0] - 3.140625) == 0  # exactly representable
 
 
+@pytest.mark.parametrize("dtype,reference", [("F8_E4M3", "float8_e4m3fn"), ("F8_E5M2", "float8_e5m2"),
+                                              ("F8_E8M0", "float8_e8m0fnu")])
+def test_safetensors_one_byte_floats_decode_as_ml_dtypes(dtype, reference, tmp_path):
+    """FP8 weights (torch's float8_e4m3fn / float8_e5m2, MX scales) load: every byte decodes to the
+    value ml_dtypes gives it, bit for bit (signed zeros and subnormals too); NaN and inf bytes are
+    refused as non-finite, as for every dtype. From bytes and from a path (which tries safetensors'
+    own reader first)."""
+    import ml_dtypes  # a test dependency (requirements-dev.txt): a missing one must fail, not skip
+
+    from akfviz.workloads.loaders import _F8_TABLES
+
+    every = np.arange(256, dtype=np.uint8)
+    ref = every.view(getattr(ml_dtypes, reference)).astype(np.float32)
+    table = _F8_TABLES[dtype]
+    assert np.array_equal(np.isnan(table), np.isnan(ref))
+    finite = np.isfinite(ref)
+    np.testing.assert_array_equal(table[finite].view(np.uint32), ref[finite].view(np.uint32))
+    raw = every[finite]
+    raw = raw[: raw.size // 8 * 8].reshape(8, -1)
+    data = _st_bytes({"w": (dtype, raw.shape, raw.tobytes()), "b": ("F32", (3,), np.ones(3, "<f4").tobytes())})
+    expected = raw.view(getattr(ml_dtypes, reference)).astype(np.float64)
+    _eq(load(data), expected)
+    path = tmp_path / "fp8.safetensors"
+    path.write_bytes(data)
+    _eq(load(path), expected)
+    np.testing.assert_array_equal(read_tensor(path), expected)
+    bad = raw.copy()
+    bad[3, 1] = np.flatnonzero(~finite)[0]
+    with pytest.raises(InputError, match="NaN or infinite"):
+        load(_st_bytes({"w": (dtype, bad.shape, bad.tobytes())}))
+
+
+def test_safetensors_unknown_dtype_names_the_accepted_ones():
+    raw = np.zeros((2, 2), np.uint8).tobytes()
+    with pytest.raises(InputError, match=r"has dtype F4; accepted: .*F8_E4M3"):
+        load(_st_bytes({"w": ("F4", (2, 2), raw)}))
+
+
 def test_safetensors_tensor_choice():
     data = st_save({"a": RECT.astype(np.float32), "b": RECT.T.copy().astype(np.float32),
                     "c": np.ones(4, np.float32)})
