@@ -457,7 +457,7 @@ def cmd_simulate(args):
     # record=False: the same counters, without the busy intervals the command never writes
     res = simulate(plan, hw, iterations=args.iterations, persistent=not args.non_persistent,
                    fused=not args.unfused, rho_x=args.rho_x, seed=args.seed, record=False)
-    _emit({"source": src, "plan": plan.to_dict(), "simulation": res.to_dict()}, args, table=res.pe_frame,
+    _emit({"source": src, "plan": plan.to_dict(), "simulation": res.to_dict(timings=True)}, args, table=res.pe_frame,
           table_what="the per-PE counters (one row per PE)")
 
 

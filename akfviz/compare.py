@@ -105,6 +105,22 @@ def _busiest_pe(res) -> dict:
             "busiest_pe_reduce": float(np.asarray(counters["reduce_adds"])[k]) * float(hw.reduce_cycles)}
 
 
+def _check_same_matrix(A, M, what: str) -> None:
+    """Refuse a matrix ``A`` other than the analysed ``M`` (canonical CSR): ``compare(B, plan=plan_of_A)``
+    used to check the shape only and report A's results under B's name (probe). O(nnz)."""
+    from .workloads.validate import as_csr
+
+    B = as_csr(A, name="matrix A", copy=False)
+    if tuple(B.shape) != tuple(M.shape):
+        raise InputError(f"A has shape {B.shape}, but the {what} is of a {tuple(M.shape)} matrix.")
+    B = B.copy()
+    B.sum_duplicates()
+    B.eliminate_zeros()
+    if B.nnz != M.nnz or (B != M).nnz:
+        raise InputError(f"A is not the matrix the {what} was made from (same shape, other entries); pass "
+                         f"that matrix, or leave {what}= out to analyse A.")
+
+
 @checked_call
 def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=None, rho_x=1.0, seed=0,
             granularity="cluster", analysis=None, mapping="anneal", progress=None, plan=None) -> pd.DataFrame:
@@ -151,7 +167,8 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
         (:data:`~akfviz.npu.simulate.DENSE_MAX_ROUTES`) gets a Dense row of NaN counters, its reason in
         its ``kernel_mix`` and in ``df.attrs["dense_skipped"]``; the other three plans are simulated.
     """
-    from .analysis.pattern import analyze
+    from .analysis.pattern import PatternAnalysis, analyze
+    from .analysis.tiling import check_tile
     from .execute.plan import FusionPlan
     from .kernels.registry import get_kernel
     from .npu.hardware import as_hardware
@@ -184,10 +201,13 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
         pa = analyze(A, tile=tile)
     else:
         pa = analysis
-        if int(pa.tile) != int(tile):
+        if not isinstance(pa, PatternAnalysis):
+            raise InputError(f"analysis must be an akfviz PatternAnalysis (from akfviz.analyze), "
+                             f"got {type(pa).__name__}.")
+        if check_tile(tile) != int(pa.tile):
             raise InputError(f"The analysis was made with tile={pa.tile}, but compare was asked for tile={tile}.")
-        if A is not None and tuple(A.shape) != tuple(pa.shape):
-            raise InputError(f"A has shape {A.shape}, but the analysis is of a {pa.shape} matrix.")
+        if A is not None:
+            _check_same_matrix(A, pa.A, "plan" if plan is not None else "analysis")
     shape = tuple(pa.shape)
     xv = _check_x(x, shape[1], rho_x, seed)
 

@@ -19,14 +19,18 @@ class ResourceLimitError(InputError):
 
 
 def checked_init(cls):
-    """Class decorator for the public configuration dataclasses: an unknown keyword or too
-    many positional arguments raise :class:`InputError` listing the fields, instead of the
-    ``TypeError`` of the generated ``__init__`` (e.g. ``HardwareConfig(pe_rows=128)``)."""
+    """Class decorator for the public configuration dataclasses: an unknown keyword, too many
+    positional arguments or a missing required one raise :class:`InputError` listing the fields,
+    instead of the ``TypeError`` of the generated ``__init__`` (e.g. ``HardwareConfig(pe_rows=128)``,
+    ``EnergyEntry(1.0)``)."""
     import functools
     from dataclasses import fields
 
+    from dataclasses import MISSING
+
     init = cls.__init__
     names = [f.name for f in fields(cls) if f.init]
+    required = [f.name for f in fields(cls) if f.init and f.default is MISSING and f.default_factory is MISSING]
 
     @functools.wraps(init)
     def __init__(self, *args, **kwargs):
@@ -42,6 +46,10 @@ def checked_init(cls):
         twice = sorted(set(names[:len(args)]) & set(kwargs))
         if twice:
             raise InputError(f"{cls.__name__}: {', '.join(twice)} given both by position and by name.")
+        missing = [n for n in required[len(args):] if n not in kwargs]
+        if missing:
+            raise InputError(f"{cls.__name__} needs {', '.join(map(repr, missing))} too; its settings are: "
+                             f"{', '.join(names)}.")
         init(self, *args, **kwargs)
 
     cls.__init__ = __init__

@@ -172,6 +172,29 @@ def _approximate(kernel, ts, idx, compact=None):
     return kernel.approx(ts, idx)
 
 
+def relative_norm(diff, ref) -> float:
+    """``‖diff‖₂ / ‖ref‖₂`` without overflow or underflow in the squares.
+
+    Both vectors are divided by ``m = max(max|diff|, max|ref|)`` before their norms are taken (the
+    ratio is unchanged), so entries of 1e160 or 1e-200 give the same ratio as entries of 1.
+
+    Returns
+    -------
+    float
+        0 when both are zero, ``inf`` when only ``ref`` is zero.
+    """
+    diff = np.asarray(diff, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    m = max(float(np.max(np.abs(diff))) if diff.size else 0.0, float(np.max(np.abs(ref))) if ref.size else 0.0)
+    if m == 0.0:
+        return 0.0
+    den = float(np.linalg.norm(ref / m))
+    num = float(np.linalg.norm(diff / m))
+    if den == 0.0:
+        return 0.0 if num == 0.0 else float("inf")
+    return num / den
+
+
 class FusionPlan:
     """A fused execution plan: one kernel per nonempty tile (akf-spec §5, §9).
 
@@ -404,18 +427,20 @@ class FusionPlan:
         return M
 
     def output_error(self, x) -> float:
-        """``||(A − Â) x|| / ||A x||`` on a probe vector (0 when ``A x`` = 0 and ``Â x`` = 0)."""
+        """``||(A − Â) x|| / ||A x||`` on a probe vector (0 when ``A x`` = 0 and ``Â x`` = 0).
+
+        Independent of the scale of ``x`` (see :func:`relative_norm`): ``x · 1e155`` used to give NaN
+        and ``x · 1e-200`` 0 (probe). An ``x`` for which ``A x`` overflows is refused."""
         arr = self._check_vector(x)
         if arr.ndim != 1 or arr.shape[0] != self.shape[1]:
             raise InputError(f"x must be a 1-D vector of length {self.shape[1]}, got shape {arr.shape}.")
         xf = arr.astype(np.float64)
         ax = self.pa.A @ xf
-        diff = ax - self.matvec(xf)
-        den = float(np.linalg.norm(ax))
-        num = float(np.linalg.norm(diff))
-        if den == 0.0:
-            return 0.0 if num == 0.0 else float("inf")
-        return num / den
+        y = self.matvec(xf)
+        if not (np.all(np.isfinite(ax)) and np.all(np.isfinite(y))):
+            raise InputError("A x overflows float64 for this x (its entries are too large); scale x down: "
+                             "the relative output error does not depend on the scale of x.")
+        return relative_norm(ax - y, ax)
 
     # ------------------------------------------------------------------ NPU
     def npu_work(self) -> TileWork:

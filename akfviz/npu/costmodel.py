@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..arguments import shown, to_float
+from ..arguments import check_real
 from ..errors import InputError
 from .work import TileWork
 
@@ -58,14 +58,9 @@ def check_activation_density(rho_x) -> float:
     """``rho_x`` (the share of nonzero x_j, akf-spec §7) as a float in [0, 1]; InputError otherwise.
 
     The NPU model accepts 0 (no events at all); the selector's table needs ``rho_x > 0``
-    (``selection.perftable.check_rho_x``)."""
-    try:
-        rho = to_float(rho_x)
-    except (TypeError, ValueError):
-        raise InputError(f"rho_x must be a number in [0, 1], got {shown(rho_x)}.") from None
-    if not 0.0 <= rho <= 1.0:
-        raise InputError(f"rho_x (activation density) must be in [0, 1], got {shown(rho_x)}.")
-    return rho
+    (``selection.perftable.check_rho_x``). A real number only: not a bool, not text
+    (``float("0.5")`` used to let ``rho_x="0.5"`` and ``rho_x=True`` through: probe)."""
+    return check_real(rho_x, "rho_x (activation density)", 0.0, 1.0)
 
 
 def unit_costs(work: TileWork, hw=None, rho_x: float = 1.0) -> pd.DataFrame:
@@ -92,10 +87,9 @@ def unit_costs(work: TileWork, hw=None, rho_x: float = 1.0) -> pd.DataFrame:
     -----
     The formulas are in the module docstring (akf-spec §7, single tile, single PE).
     """
-    from .hardware import HardwareConfig
+    from .hardware import as_hardware
 
-    if hw is None:
-        hw = HardwareConfig()
+    hw = as_hardware(hw)
     if not isinstance(work, TileWork):
         raise InputError(f"unit_costs needs a TileWork, got {type(work).__name__}.")
     rho = check_activation_density(rho_x)

@@ -25,8 +25,12 @@ Presets are registered in :data:`ENERGY_PRESETS` (``"horowitz-45nm"``, ``"loihi-
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, fields, replace as _dc_replace
 
+import numpy as np
+
+from ..arguments import shown, to_float
 from ..errors import InputError, checked_init
 
 GRADES = ("measured", "simulated", "assumed")
@@ -47,6 +51,7 @@ ACTIONS = {
 }
 
 
+@checked_init
 @dataclass(frozen=True)
 class EnergyEntry:
     """One energy figure with its provenance.
@@ -73,18 +78,23 @@ class EnergyEntry:
 
     def __post_init__(self):
         v = self.value
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise InputError(f"An energy value must be a number of picojoules, got {v!r}.")
-        if not math.isfinite(float(v)) or float(v) <= 0.0:
+        if isinstance(v, np.ndarray) and v.ndim == 0:
+            v = v.item()
+        # any real number (Python, numpy, Fraction), never a bool; 10**400 is +inf after to_float,
+        # refused by the cap below (float() itself raised OverflowError: probe)
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+            raise InputError(f"An energy value must be a number of picojoules, got {shown(v)}.")
+        f = to_float(v)
+        if math.isnan(f) or f <= 0.0 or (math.isinf(f) and not isinstance(v, numbers.Integral)):
             raise InputError(
-                f"An energy value must be a finite number > 0 pJ, got {v!r} "
+                f"An energy value must be a finite number > 0 pJ, got {shown(v)} "
                 "(nothing in the energy table may be zero, negative or NaN)."
             )
-        if float(v) > MAX_ENERGY_PJ:
+        if f > MAX_ENERGY_PJ:
             raise InputError(
                 f"An energy value must be at most {MAX_ENERGY_PJ:.0e} pJ (a millijoule per action, about a "
-                f"million times a DRAM access), got {v!r}: larger values overflow the model's totals.")
-        object.__setattr__(self, "value", float(v))
+                f"million times a DRAM access), got {shown(v)}: larger values overflow the model's totals.")
+        object.__setattr__(self, "value", f)
         if self.grade not in GRADES:
             raise InputError(
                 f"Energy grade {self.grade!r} is not one of {', '.join(GRADES)}."
@@ -92,6 +102,14 @@ class EnergyEntry:
         for name in ("unit", "source", "node"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name).strip():
                 raise InputError(f"The energy entry's {name!r} must be a non-empty text.")
+
+
+def _cell_text(v) -> str:
+    """A text cell of an edited table: an emptied cell (None, NaN) is empty text, which the entry
+    refuses by name, not the text "nan" or "None" (probe)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    return str(v)
 
 
 @checked_init
@@ -132,8 +150,8 @@ class EnergyTable:
     # ------------------------------------------------------------------ access
     def __getitem__(self, action: str) -> float:
         """The value (pJ) of ``action``."""
-        if action not in ACTIONS:
-            raise InputError(f"Unknown energy action {action!r}; known: {', '.join(ACTIONS)}.")
+        if not isinstance(action, str) or action not in ACTIONS:
+            raise InputError(f"Unknown energy action {shown(action)}; known: {', '.join(ACTIONS)}.")
         return getattr(self, action).value
 
     def values(self) -> dict:
@@ -158,7 +176,7 @@ class EnergyTable:
             if isinstance(v, EnergyEntry):
                 new[k] = v
             else:
-                if isinstance(v, (int, float)) and not isinstance(v, bool) and float(v) == old.value:
+                if isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) and to_float(v) == old.value:
                     continue
                 new[k] = EnergyEntry(v, old.unit, f"edited by the user (was {old.value:g} pJ: {old.source})",
                                      old.node, "assumed")
@@ -200,13 +218,14 @@ class EnergyTable:
                 raise InputError(f"Unknown energy action {a!r}; known: {', '.join(ACTIONS)}.")
             if a in rows:
                 raise InputError(f"The energy action {a!r} appears twice.")
+            value = rec["value"]
+            if isinstance(value, str):   # a cell typed as text
+                try:
+                    value = float(value)
+                except ValueError:
+                    raise InputError(f"Energy of {a!r} must be a number, got {shown(value)}.") from None
             try:
-                value = float(rec["value"])
-            except (TypeError, ValueError):
-                raise InputError(f"Energy of {a!r} must be a number, got {rec['value']!r}.") from None
-            try:
-                rows[a] = EnergyEntry(value, str(rec["unit"]), str(rec["source"]), str(rec["node"]),
-                                      str(rec["grade"]))
+                rows[a] = EnergyEntry(value, *(_cell_text(rec[k]) for k in ("unit", "source", "node", "grade")))
             except InputError as exc:   # say which row of the table
                 raise InputError(f"Energy of {a!r}: {exc}") from None
         missing = [a for a in ACTIONS if a not in rows]
@@ -252,9 +271,9 @@ class EnergyTable:
     @staticmethod
     def preset(name: str) -> "EnergyTable":
         """A registered preset by name (see :data:`ENERGY_PRESETS`)."""
-        if name not in ENERGY_PRESETS:
+        if not isinstance(name, str) or name not in ENERGY_PRESETS:
             raise InputError(
-                f"Unknown energy preset {name!r}; available: {', '.join(ENERGY_PRESETS)}."
+                f"Unknown energy preset {shown(name)}; available: {', '.join(ENERGY_PRESETS)}."
             )
         return ENERGY_PRESETS[name]()
 

@@ -12,6 +12,8 @@ import math
 import numbers
 from dataclasses import dataclass, field, fields, replace as _dc_replace
 
+import numpy as np
+
 from ..arguments import shown, to_float
 from ..errors import InputError, checked_init
 from .energy import EnergyTable
@@ -146,9 +148,11 @@ class HardwareConfig:
     def __post_init__(self):
         for name, (lo, hi, what) in _INT_LIMITS.items():
             v = getattr(self, name)
-            if isinstance(v, float) and v.is_integer():
+            if isinstance(v, np.ndarray) and v.ndim == 0:
+                v = v.item()   # a 0-d array is its number (np.array(8.9) was cut to 8: probe)
+            if isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer():
                 v = int(v)
-            if isinstance(v, bool) or not hasattr(v, "__index__"):
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
                 raise InputError(
                     f"HardwareConfig.{name} ({what}) must be a whole number, got {shown(v)}."
                 )
@@ -160,6 +164,8 @@ class HardwareConfig:
             object.__setattr__(self, name, v)
         for name, (lo, hi, what) in _FLOAT_LIMITS.items():
             v = getattr(self, name)
+            if isinstance(v, np.ndarray) and v.ndim == 0:
+                v = v.item()
             # numpy bools are no numbers.Real. A NaN or an infinite float is refused here; a whole number
             # beyond float64's range (10**400) is ±inf after to_float, so the range check refuses it
             f = to_float(v) if isinstance(v, numbers.Real) and not isinstance(v, bool) else math.nan
@@ -222,7 +228,11 @@ class HardwareConfig:
 
         text = tomli_w.dumps(self.to_plain())
         if path is not None:
+            import os
             from pathlib import Path
+
+            if not isinstance(path, (str, os.PathLike)):
+                raise InputError(f"to_toml(path): path must be a file name (str or pathlib.Path), got {shown(path)}.")
 
             try:
                 Path(path).write_text(text, encoding="utf-8")
@@ -271,6 +281,9 @@ class HardwareConfig:
         text = text.removeprefix("\ufeff")   # a byte-order mark, as some Windows editors write
         try:
             d = tomllib.loads(text)
+        except RecursionError:   # tomllib recurses once per nested array or table
+            raise InputError("The hardware TOML could not be parsed: its arrays or tables are nested too "
+                             "deeply (a hardware configuration needs two levels).") from None
         except tomllib.TOMLDecodeError as exc:
             hint = (" (it was read as TOML text: no file of that name exists)"
                     if "\n" not in text and "=" not in text else "")
@@ -315,9 +328,9 @@ class HardwareConfig:
     @classmethod
     def from_preset(cls, name: str) -> "HardwareConfig":
         """Same as :meth:`preset`."""
-        if name not in HARDWARE_PRESETS:
+        if not isinstance(name, str) or name not in HARDWARE_PRESETS:
             raise InputError(
-                f"Unknown hardware preset {name!r}; available: {', '.join(HARDWARE_PRESETS)}."
+                f"Unknown hardware preset {shown(name)}; available: {', '.join(HARDWARE_PRESETS)}."
             )
         return HARDWARE_PRESETS[name]()
 

@@ -11,12 +11,15 @@ Energy (pJ) by component = Σ counted actions × the energy table (akf-spec §7)
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from ..arguments import check_flag, check_whole, shown
 from ..errors import InputError
+from ..memory import check_memory
 from .costmodel import COMPONENTS
 
 #: Per-PE counters every SimResult carries (int64 arrays of length rows·cols).
@@ -100,8 +103,8 @@ class SimResult:
     # ------------------------------------------------------------------ totals
     def total(self, name: str) -> int:
         """Sum over PEs of the counter ``name``."""
-        if name not in self.counters:
-            raise InputError(f"Unknown counter {name!r}; known: {', '.join(self.counters)}.")
+        if not isinstance(name, str) or name not in self.counters:
+            raise InputError(f"Unknown counter {shown(name)}; known: {', '.join(self.counters)}.")
         return int(self.counters[name].sum())
 
     @property
@@ -174,9 +177,10 @@ class SimResult:
         """The rows of :meth:`pe_frame` of the ``k`` busiest PEs that did any work, busiest first
         (ties by PE id), built for those PEs only: the NPU page shows them on every rerun, and
         the whole frame of a 256×256 grid took 7–44 ms each time."""
+        k = check_whole(k, "k (how many PEs)", 0)
         busy = np.asarray(self.counters["busy"])
         pe = np.flatnonzero(busy > 0)
-        pe = pe[np.lexsort((pe, -busy[pe]))][:max(int(k), 0)]
+        pe = pe[np.lexsort((pe, -busy[pe]))][:k]
         cols = {"pe": pe, "row": pe // self.hw.cols, "col": pe % self.hw.cols}
         cols.update((EXPORTED[c], np.asarray(self.counters[c])[pe]) for c in COUNTERS)
         cols["idle"] = self.cycles - cols["busy"]
@@ -189,19 +193,19 @@ class SimResult:
 
         Parameters
         ----------
-        pes : iterable of int, optional
+        pes : int or iterable of int, optional
             PE ids (``row * cols + col``); default: the 8 busiest PEs.
         max_intervals : int
             Refuse to build a larger frame (InputError).
         """
+        max_intervals = check_whole(max_intervals, "max_intervals", 0)
         iv = self.intervals
         if not iv:
             raise InputError("This result was simulated without recording intervals (record=False).")
         if pes is None:
             pes = np.argsort(-self.counters["busy"], kind="stable")[:8]
-        pes = np.asarray(list(pes) if not isinstance(pes, np.ndarray) else pes, dtype=np.int64)
-        if pes.size and (pes.min() < 0 or pes.max() >= self.hw.n_pes):
-            raise InputError(f"PE ids must be in [0, {self.hw.n_pes - 1}], got {pes.tolist()[:5]}…")
+        else:
+            pes = _pe_ids(pes, self.hw.n_pes)
         sel = np.isin(iv["pe"], pes)
         if sel.sum() > max_intervals:
             raise InputError(f"{int(sel.sum())} intervals for these PEs exceed max_intervals={max_intervals}.")
@@ -215,11 +219,22 @@ class SimResult:
         }).sort_values(["pe", "start"], kind="stable").reset_index(drop=True)
 
     # ------------------------------------------------------------------ export
-    def to_dict(self, arrays: bool = False) -> dict:
+    def to_dict(self, arrays: bool = False, timings: bool = False) -> dict:
         """JSON-able summary, with the hardware it ran on (``hardware``: :meth:`HardwareConfig.to_plain`,
         whose :meth:`~HardwareConfig.config_hash` is ``config_hash``); ``arrays=True`` adds the per-PE
-        counters and utilisation as lists."""
+        counters and utilisation as lists (refused when they would not fit in memory as Python
+        lists). ``timings=True`` keeps the annealer's wall-clock ``seconds`` and ``iterations_per_s``
+        in ``mapping``; without it the same simulation gives the same dict in any process (``seconds``
+        at the top level is model time, ``cycles / clock``)."""
+        check_flag(arrays, "arrays")
+        check_flag(timings, "timings")
         u = self.utilization
+        if arrays:
+            # a Python float or int in a list costs about 32 bytes: a 4096 × 4096 grid's counters
+            # came to ~150M objects (probe)
+            n_values = u.size * (1 + len(self.counters))
+            check_memory(48 * n_values, "The per-PE arrays of this simulation as Python lists",
+                         "Use res.counters and res.utilization (numpy arrays) instead of arrays=True.")
         d = {
             "cycles": int(self.cycles), "seconds": float(self.seconds),
             "energy_pj": {k: float(v) for k, v in self.energy_pj.items()},
@@ -233,7 +248,8 @@ class SimResult:
             "hardware": self.hw.to_plain(),
             "mapping": {k: (float(v) if isinstance(v, (float, np.floating)) else
                             int(v) if isinstance(v, (int, np.integer)) else v)
-                        for k, v in self.mapping.items()},
+                        for k, v in self.mapping.items()
+                        if timings or k not in ("seconds", "iterations_per_s")},
             "per_iteration": self.per_iteration.to_dict("records"),
             "hop_histogram": [int(v) for v in self.hop_histogram],
             "meta": {k: (v if not isinstance(v, np.generic) else v.item()) for k, v in self.meta.items()},
@@ -250,3 +266,21 @@ class SimResult:
                 f"events={self.events}, macs={self.macs}, dram_bytes={self.dram_bytes}, "
                 f"fused={self.meta.get('fused')}, persistent={self.meta.get('persistent')}, "
                 f"iterations={self.meta.get('iterations')})")
+
+
+def _pe_ids(pes, n_pes: int) -> np.ndarray:
+    """``pes`` (one id or an iterable of ids) as int64 PE ids in ``0 … n_pes − 1``; InputError
+    for anything else (text, NaN, fractions, ids beyond the grid)."""
+    if isinstance(pes, (str, bytes)):
+        raise InputError(f"pes must be PE ids (whole numbers), got {shown(pes)}.")
+    if isinstance(pes, np.ndarray) and pes.dtype.kind in "iu" and pes.ndim == 1:
+        ids = pes.astype(np.int64) if pes.size == 0 or int(pes.max()) < 2**63 else None
+    else:
+        try:
+            items = [pes] if isinstance(pes, (numbers.Number, np.generic)) else list(pes)
+        except TypeError:
+            raise InputError(f"pes must be a PE id or a list of PE ids, got {shown(pes)}.") from None
+        ids = np.array([check_whole(v, "Each PE id", 0, n_pes - 1) for v in items], dtype=np.int64)
+    if ids is None or (ids.size and (ids.min() < 0 or ids.max() >= n_pes)):
+        raise InputError(f"PE ids must be in [0, {n_pes - 1}], got {shown(pes)}.")
+    return ids

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
+from dataclasses import fields as dataclass_fields
 
 import numba
 import numpy as np
@@ -68,6 +69,11 @@ TILE_SIDE_UNTOLD = ("A TileWork with a single tile away from block (0, 0) does n
 
 
 def _resolve_plan(plan, shape, tile, tile_rows=None):
+    # whole numbers ≥ 1, never cut (tile=8.9 became 8; "abc" raised ValueError: probe)
+    if tile is not None:
+        tile = check_whole(tile, "tile (the tile side)", 1, floats=True)
+    if tile_rows is not None:
+        tile_rows = check_whole(tile_rows, "tile_rows (the tile height)", 1, floats=True)
     if isinstance(plan, TileWork):
         work = plan
         src = "TileWork"
@@ -110,8 +116,10 @@ def _resolve_plan(plan, shape, tile, tile_rows=None):
         tile = 1 if tile is None else tile
     tile = int(tile)
     tr = tile if tile_rows is None else int(tile_rows)
-    if tile < 1 or tr < 1:
-        raise InputError(f"The tile side must be >= 1, got {tile}.")
+    if n and (int(work.w.max()) > tile or int(work.h.max()) > tr):
+        # blocks narrower than their tiles overlap: x's events would go to the wrong column blocks
+        raise InputError(f"The tiles are up to {int(work.h.max())} × {int(work.w.max())}, larger than the tile "
+                         f"side given (tile_rows={tr}, tile={tile}); give the side the TileWork was built with.")
     if shape is None:
         if n == 0:
             raise InputError("An empty TileWork needs an explicit shape=(rows, cols).")
@@ -243,18 +251,25 @@ MAPPING_CACHE_SIZE = 8
 
 
 def mapping_key(work: TileWork, hw: HardwareConfig, rho: float, method: str, seed: int,
-                n_brows: int, n_bcols: int) -> str:
-    """Content digest (sha256) of every input of :func:`map_tiles` as simulate() calls it.
+                n_brows: int, n_bcols: int, shape=None, tile=None, tile_rows=None) -> str:
+    """Content digest (sha256) of every input of :func:`cached_map_tiles`.
 
-    Two calls with equal TileWork arrays, hardware, activation density, method, seed and block
-    counts get the same key, whatever the objects' identities.
+    Two calls with equal TileWork arrays (every one of them: the engine check of an annealed
+    placement runs the whole TileWork), hardware, activation density, method, seed, block counts
+    and run geometry (``shape``, ``tile``, ``tile_rows``) get the same key, whatever the objects'
+    identities. Keyed on fewer arrays, two plans differing only in their tiles' local columns
+    shared one placement and its engine-check figures (probe).
     """
     h = hashlib.sha256()
+    geometry = None if shape is None else tuple(int(v) for v in shape)
     h.update(repr((hw.config_hash(), float(rho), method, int(seed), int(n_brows), int(n_bcols),
-                   work.n_tiles, work.n_routes)).encode())
-    for name in ("bi", "bj", "col_ptr", "ev_macs", "ev_decodes", "final_macs", "out_rows",
-                 "payload_bytes"):
-        h.update(np.ascontiguousarray(getattr(work, name), dtype=np.int64).data)
+                   work.n_tiles, work.n_routes, tuple(work.kernel_names), geometry,
+                   None if tile is None else int(tile), None if tile_rows is None else int(tile_rows))).encode())
+    for f in dataclass_fields(work):
+        v = getattr(work, f.name)
+        if isinstance(v, np.ndarray):
+            h.update(f.name.encode())
+            h.update(np.ascontiguousarray(v, dtype=np.int64).data)
     return h.hexdigest()
 
 
@@ -276,7 +291,7 @@ def cached_map_tiles(work: TileWork, hw: HardwareConfig, *, rho_x: float, method
     placement still weighs the tiles' work.
     """
     rho_x = max(rho_x, 1e-9)
-    key = mapping_key(work, hw, rho_x, method, seed, n_brows, n_bcols)
+    key = mapping_key(work, hw, rho_x, method, seed, n_brows, n_bcols, shape, tile, tile_rows)
     mp = _MAPPING_CACHE.get(key)
     if mp is not None:
         _MAPPING_CACHE.move_to_end(key)
@@ -659,8 +674,8 @@ def simulate_dense(shape, tile: int = 32, hw: HardwareConfig | None = None, x=No
     Other keyword arguments are passed to :func:`simulate`.
     """
     m, ncols = _as_shape(shape)
-    tile = int(tile)
-    if m < 1 or ncols < 1 or tile < 1:
+    tile = check_whole(tile, "tile (the Dense tile side)", 1, floats=True)
+    if m < 1 or ncols < 1:
         raise InputError(f"simulate_dense needs a positive shape and tile, got {shape}, {tile}.")
     if ncols > DENSE_MAX_ROUTES:
         raise InputError(

@@ -574,6 +574,8 @@ def calibrate(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int = 0, ker
 
 def check_rho_x(rho_x) -> float:
     """Validate an activation density in (0, 1]."""
+    if isinstance(rho_x, (bool, np.bool_, str, bytes)):  # float() reads "0.5" and True (probe)
+        raise InputError(f"rho_x (activation density) must be a number in (0, 1], got {shown(rho_x)}.")
     try:
         r = to_float(rho_x)
     except (TypeError, ValueError):

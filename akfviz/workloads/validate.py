@@ -291,12 +291,17 @@ def dense_operand(x, what: str = "x") -> np.ndarray:
     ------
     InputError
         ``x`` is a scipy sparse matrix (named as such, with the ``.toarray()`` hint; numpy
-        would make it a 0-d object array), or holds complex, text or object values.
+        would make it a 0-d object array), a masked array with masked entries, or holds complex,
+        text or object values.
     """
     if sp.issparse(x):
         kind = "array" if isinstance(x, sp.sparray) else "matrix"
         raise InputError(f"{what} must be a dense numpy array, got a scipy sparse {x.format} {kind}; "
                          f"pass {what}.toarray() (the product is dense anyway).")
+    if isinstance(x, np.ma.MaskedArray) and np.ma.getmask(x) is not np.ma.nomask and np.ma.getmask(x).any():
+        # numpy would hand over the values under the mask: a masked entry would count (probe)
+        raise InputError(f"{what} is a masked array with masked entries; akfviz does not read masks. Pass "
+                         f"{what}.filled(0) to treat masked entries as zeros (or fill them as you need).")
     arr = _as_numeric_array(x, what)
     if arr.dtype.kind not in "fiub":
         raise InputError(f"{what} must hold real numbers (float, integer or boolean), got dtype {arr.dtype}.")

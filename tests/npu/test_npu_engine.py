@@ -367,19 +367,21 @@ def test_mapping_cache_keyed_by_content():
     r1 = simulate(tw, hw, shape=A.shape, tile=16, seed=3)
     # an equal TileWork built again (other objects, same content) hits the cache
     tw2 = csc_tilework(A.copy(), 16)
-    k1 = S.mapping_key(tw, hw, 1.0, "anneal", 3, 6, 6)
-    assert k1 == S.mapping_key(tw2, hw, 1.0, "anneal", 3, 6, 6)
+    geo = (A.shape, 16, 16)   # the run's geometry: the engine check of the placement runs with it
+    k1 = S.mapping_key(tw, hw, 1.0, "anneal", 3, 6, 6, *geo)
+    assert k1 == S.mapping_key(tw2, hw, 1.0, "anneal", 3, 6, 6, *geo)
     assert k1 in S._MAPPING_CACHE
     r2 = simulate(tw2, hw, shape=A.shape, tile=16, seed=3)
     assert r2.to_dict(arrays=True) == r1.to_dict(arrays=True)
     # any change of content, seed, activation density or hardware changes the key
-    assert k1 != S.mapping_key(tw, hw, 1.0, "anneal", 4, 6, 6)
-    assert k1 != S.mapping_key(tw, hw, 0.3, "anneal", 3, 6, 6)
-    assert k1 != S.mapping_key(tw, HardwareConfig(rows=4, cols=8), 1.0, "anneal", 3, 6, 6)
+    assert k1 != S.mapping_key(tw, hw, 1.0, "anneal", 4, 6, 6, *geo)
+    assert k1 != S.mapping_key(tw, hw, 0.3, "anneal", 3, 6, 6, *geo)
+    assert k1 != S.mapping_key(tw, HardwareConfig(rows=4, cols=8), 1.0, "anneal", 3, 6, 6, *geo)
+    assert k1 != S.mapping_key(tw, hw, 1.0, "anneal", 3, 6, 6, (A.shape[0] + 1, A.shape[1]), 16, 16)
     A3 = A.tolil()
     A3[0, 0] = 5.0
     A3[0, 1] = 5.0
-    assert k1 != S.mapping_key(csc_tilework(A3.tocsr(), 16), hw, 1.0, "anneal", 3, 6, 6)
+    assert k1 != S.mapping_key(csc_tilework(A3.tocsr(), 16), hw, 1.0, "anneal", 3, 6, 6, *geo)
     # cached placement equals a fresh one
     fresh = map_tiles(tw, hw, rho_x=1.0, seed=3, n_brows=6, n_bcols=6)
     assert np.array_equal(S._MAPPING_CACHE[k1].pe, fresh.pe)

@@ -261,7 +261,7 @@ def test_simulate_refuses_a_huge_activation_density_by_name():
     from akfviz.npu.tilework_builders import csc_tilework
 
     tw = csc_tilework(sp.random(64, 64, density=0.2, random_state=5, format="csr"), 32)
-    with pytest.raises(InputError, match=r"rho_x .* must be in \[0, 1\], got a 401-digit number\.$"):
+    with pytest.raises(InputError, match=r"rho_x .* must be a number between 0 and 1, got a 401-digit number\.$"):
         simulate(tw, HardwareConfig(), shape=(64, 64), tile=32, rho_x=10**400)
 
 
