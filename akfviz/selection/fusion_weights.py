@@ -23,7 +23,9 @@ The hand-derived gradient: with ``g_ck = ∂F/∂w_ck / s_c = Ĉ_ck + λ_S b_ck 
 preconditioning). The temperature anneals geometrically from ``t0`` and is exactly 0 for the last
 quarter of the steps, so the weights end (near) one-hot; the plan takes ``argmax_k w_ck``.
 Without a binding SRAM constraint the minimiser is the per-unit argmin of ``C`` (the logits of cheaper
-kernels always grow faster from the uniform start), which the tests check.
+kernels always grow faster from the uniform start), and the plan takes the caller's argmin with its
+tie-break: the descent cannot separate kernels of equal ``C`` (they keep equal weights) nor resolve
+gaps below ~1e-11 σ, and its argmax then took the first such kernel (tests check both).
 
 The penalty is applied only when the argmin plan overflows the chip (``S_arg > S_cap``, ``binding``).
 Otherwise the argmin one-hot point has no penalty and the least cost, so it minimises ``F`` at
@@ -60,7 +62,10 @@ class FusionResult:
     weights : ndarray (n_units, K)
         Final softmax weights.
     choice : ndarray (n_units,)
-        ``argmax_k weights`` (first on ties).
+        The chosen kernel per unit: ``argmin`` when the SRAM penalty does not act (``binding``
+        False, or ``penalty = 0``), which is the minimiser of the objective at ``T = 0`` (akf-spec
+        §5); otherwise ``argmax_k weights``, with the caller's tie-break among kernels of equal cost
+        unless it needs more SRAM.
     argmin : ndarray (n_units,)
         Per-unit argmin of the cost (what the weights end at when the SRAM constraint does not bind).
     trajectory : DataFrame
@@ -408,9 +413,9 @@ def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 1
     argmin : ndarray (n_units,), optional
         The caller's per-unit argmin with its tie-break (the selector breaks exact ties of C by
         the lower resource when beta = 0, by the lower error when alpha = 0); default
-        ``argmin(C)``, first on ties. Kernels tied in C get equal weights from the descent, so a
-        unit whose final choice costs exactly what this argmin costs (and needs no less SRAM)
-        takes this argmin.
+        ``argmin(C)``, first on ties. Without an acting penalty it is the choice. With one,
+        kernels tied in C get equal weights from the descent, so a unit whose final choice costs
+        exactly what this argmin costs (and needs no less SRAM) takes this argmin.
     allowed : bool ndarray (n_units, K), optional
         Kernels a unit may move to (default all). The selector allows only kernels no less accurate
         than the unit's argmin, so that the SRAM penalty trades resource, never accuracy; the others
@@ -474,7 +479,16 @@ def optimize_fusion_weights(C, size, sram_bytes, capacity, *, penalty: float = 1
     w = np.exp(zok - zmax)           # 0 outside ``allowed``
     w /= w.sum(axis=1, keepdims=True) if nu else 1.0
     choice = np.argmax(w, axis=1).astype(np.int64) if nu else np.zeros(0, np.int64)
-    if nu:
+    if nu and not (binding and penalty > 0):
+        # No penalty acts: F at T = 0 is Σ_c s_c Σ_k w_ck C_ck, whose minimiser is the argmin (with
+        # the caller's tie-break: at beta = 0 the resource decides between kernels of equal error).
+        # The descent leaves kernels of equal C at equal weights (and does not resolve gaps below
+        # ~1e-11 σ), and its argmax took the first of them or, by the rule below, the smaller
+        # payload: DENSE for BITMAP at beta = 0 on a chip where nothing binds, +19 % resource
+        # (adversarial probe, forty-third session; akf-spec §5: "the result must equal the
+        # per-cluster argmin").
+        choice = argmin.copy()
+    elif nu:
         # the descent cannot tell kernels of equal cost apart (they keep equal weights unless the
         # SRAM penalty separates them): the argmin's tie-break decides, unless it needs more SRAM
         tied = (C[ar, choice] == C[ar, argmin]) & (b[ar, argmin] <= b[ar, choice])

@@ -86,12 +86,15 @@ class SelectionReport:
     predicted_error : float
         Relative error of the choice summed from exact member errors (equals the plan's
         ``relative_error`` up to rounding: a LOWRANK kernel on a tile of rank ≤ r counts as error 0,
-        while its SVD factors reproduce the tile to rounding, ~1e-16).
+        while its SVD factors reproduce the tile to rounding, ~1e-16). An error budget is kept by
+        the plan's ``relative_error``, not by this number (:func:`_keep_error_budget`).
     error_budget, resource_budget : float or None
     fusion : FusionResult or None
     budget_trace : DataFrame or None
         Bisection trace (``lambda, error, resource, feasible``) in budget modes; a last row with
-        ``lambda`` NaN is the greedy fill between the bracket's two plans (``budgets._fill``).
+        ``lambda`` NaN is the greedy fill between the bracket's two plans (``budgets._fill``). When
+        the search's plan measured more error than an error budget allows, the trace of the search
+        that replaced it (:func:`_keep_error_budget`; a note says so).
     cost_gap : dict or None
         Cluster mode vs the tile-mode argmin on the same matrix, when cheap (≤ GAP_MAX_TILES tiles).
     timings : dict
@@ -196,7 +199,9 @@ def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", ke
         Maximum relative error ``‖A − Â‖_F/‖A‖_F``; the plan with the least resource within it is
         found by bisection on ``alpha/beta`` (then ``alpha``/``beta`` are ignored). ``0`` gives the exact
         plan of least resource: lossless kernels, and lossy ones where they reproduce every
-        member tile bit for bit (NM2:4 on complying tiles).
+        member tile bit for bit (NM2:4 on complying tiles). The returned plan's own
+        ``relative_error`` is ≤ the budget (a search whose plan measures more, by rounding, is
+        repeated with a lower budget, down to the exact plan).
     granularity : {"cluster", "tile"}
         Decide on each LSH cluster's representative (fast) or on every tile (exact reference).
     kernels : list of str, optional
@@ -331,33 +336,39 @@ def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", ke
                                  "it), so the SRAM penalty of the fusion weights is off")
     timings["decide"] = time.perf_counter() - t1
 
-    t2 = time.perf_counter()
-    total_r, tile_kernels = prob.expand(choice)
-    # the exact member errors are already known in tile mode and in budget modes; in cluster mode with
-    # plain weights the plan measures them (once) and the report takes the plan's number below
-    known = prob.n_units == 0 or mode != "weights" or prob.granularity == "tile"
-    err2 = float(prob.member_error_sums(choice).sum()) if prob.n_units and known else 0.0
-    predicted = (float(np.sqrt(err2 / prob.fro2)) if prob.fro2 > 0 else 0.0) if known else float("nan")
-    timings["expand"] = time.perf_counter() - t2
+    def build(choice, alpha_eff, beta_eff, argmin, trace):
+        t2 = time.perf_counter()
+        total_r, tile_kernels = prob.expand(choice)
+        # the exact member errors are already known in tile mode and in budget modes; in cluster mode
+        # with plain weights the plan measures them (once) and the report takes the plan's number below
+        known = prob.n_units == 0 or mode != "weights" or prob.granularity == "tile"
+        err2 = float(prob.member_error_sums(choice).sum()) if prob.n_units and known else 0.0
+        predicted = (float(np.sqrt(err2 / prob.fro2)) if prob.fro2 > 0 else 0.0) if known else float("nan")
+        timings["expand"] = timings.get("expand", 0.0) + time.perf_counter() - t2
+        report = SelectionReport(
+            alpha=alpha_eff, beta=beta_eff,
+            multiplier=(alpha_eff / beta_eff) if beta_eff > 0 else np.inf,
+            measure=resource, granularity=granularity, mode=mode, candidates=candidates,
+            lossless=prob.lossless, units=prob.units, unit_cluster=prob.unit_cluster, unit_size=prob.unit_size,
+            unit_class=prob.unit_cls, E=prob.E, R=prob.R, En=prob.En, Rn=prob.Rn,
+            C=prob.cost(alpha_eff, beta_eff), sram_bytes=prob.bytes,
+            argmin=argmin, chosen=np.asarray(choice, dtype=np.int64), fro2=prob.fro2, R_dense=prob.R_dense,
+            R_dense_by_measure=dict(prob.R_dense_by_measure), resource=total_r,
+            resource_share=total_r / prob.R_dense if prob.R_dense > 0 else 0.0,
+            predicted_error=predicted,
+            rho_x=rho_x, hw_hash=prob.hw_hash, table=prob.table,
+            error_budget=error_budget, resource_budget=resource_budget, fusion=fusion_res,
+            budget_trace=trace, timings=timings, notes=notes,
+        )
+        t3 = time.perf_counter()
+        plan = FusionPlan(pa, tile_kernels, resource=total_r, selection=report)
+        timings["plan"] = timings.get("plan", 0.0) + time.perf_counter() - t3
+        return plan
 
-    C = prob.cost(alpha_eff, beta_eff)
-    report = SelectionReport(
-        alpha=alpha_eff, beta=beta_eff,
-        multiplier=(alpha_eff / beta_eff) if beta_eff > 0 else np.inf,
-        measure=resource, granularity=granularity, mode=mode, candidates=candidates,
-        lossless=prob.lossless, units=prob.units, unit_cluster=prob.unit_cluster, unit_size=prob.unit_size,
-        unit_class=prob.unit_cls, E=prob.E, R=prob.R, En=prob.En, Rn=prob.Rn, C=C, sram_bytes=prob.bytes,
-        argmin=argmin, chosen=np.asarray(choice, dtype=np.int64), fro2=prob.fro2, R_dense=prob.R_dense,
-        R_dense_by_measure=dict(prob.R_dense_by_measure), resource=total_r,
-        resource_share=total_r / prob.R_dense if prob.R_dense > 0 else 0.0,
-        predicted_error=predicted,
-        rho_x=rho_x, hw_hash=prob.hw_hash, table=prob.table,
-        error_budget=error_budget, resource_budget=resource_budget, fusion=fusion_res,
-        budget_trace=trace, timings=timings, notes=notes,
-    )
-    t3 = time.perf_counter()
-    plan = FusionPlan(pa, tile_kernels, resource=total_r, selection=report)
-    timings["plan"] = time.perf_counter() - t3
+    plan = build(choice, alpha_eff, beta_eff, argmin, trace)
+    if mode == "error_budget" and plan.relative_error > error_budget:
+        plan = _keep_error_budget(prob, plan, error_budget, build, notes)
+    report = plan.selection
     if not np.isfinite(report.predicted_error):
         report.predicted_error = float(plan.relative_error)
     want_gap = (0 < prob.n_tiles <= GAP_MAX_TILES) if cost_gap is None else bool(cost_gap)
@@ -366,6 +377,52 @@ def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", ke
         report.cost_gap = _cost_gap_vs_tile(pa, plan, candidates, hw, resource, rho_x, seed, alpha, beta)
         timings["cost_gap"] = time.perf_counter() - t4
     timings["total"] = time.perf_counter() - t0
+    return plan
+
+
+#: Searches of :func:`_keep_error_budget` with a tightened budget before it takes the exact plan.
+BUDGET_RETRIES = 4
+
+
+def _keep_error_budget(prob, plan, eps, build, notes):
+    """A plan whose own ``relative_error`` (``sqrt(Σ_t E_t) / ||A||_F`` over the tiles as encoded,
+    akf-spec §3) keeps the error budget ``eps``, given the search's ``plan`` that does not.
+
+    The search measures a choice by :meth:`.costs.SelectionProblem.evaluate`, ``sqrt(Σ_u Σ_t E / ||A||²)``
+    with exact member errors; the plan sums its tiles' errors in another order and divides after
+    the root, so the two differ in their last bits (one ulp over the budget when ``eps`` is a plan's
+    own error), and a LOWRANK kernel on a tile of rank ≤ r counts as ``E = 0`` (the singular values'
+    tail) while its stored factors reproduce the tile only to ~1e-16 (a budget of 1e-18 got a plan
+    at 1.5e-16). The search is repeated with the budget lowered by twice the excess the plan
+    measured over the search (at least one ulp), at most :data:`BUDGET_RETRIES` times, doubling the
+    margin each time; when the lowered budget reaches 0, or the retries run out, the ``eps = 0`` rules
+    (kernels that reproduce every member tile bit for bit) give a plan of error 0. Raises
+    :class:`InputError` when no plan keeps ``eps`` as measured."""
+    first = float(plan.relative_error)
+    target, factor = eps, 2.0
+    for attempt in range(BUDGET_RETRIES + 1):
+        excess = float(plan.relative_error) - float(plan.selection.predicted_error)
+        target = target - max(factor * excess, np.spacing(target)) if attempt < BUDGET_RETRIES else 0.0
+        factor *= 2.0
+        exact = not target > 0.0
+        try:
+            br = solve_error_budget(prob, 0.0 if exact else target)
+        except InputError:
+            raise InputError(
+                f"No plan with these candidate kernels reaches relative error ≤ {eps:g} as the plan "
+                f"measures it (the search's best plan measured {first:.3g}: LOWRANK's factors and "
+                "the sums carry rounding of about 1e-16); raise the error budget or add lossless "
+                "kernels.") from None
+        plan = build(br.choice, br.multiplier, 1.0, prob.argmin(br.multiplier, 1.0, mask=br.mask), br.trace)
+        if plan.relative_error <= eps:
+            break
+        if exact:   # cannot happen: every kernel of an exact plan reproduces its tiles bit for bit
+            raise InputError(f"No plan with these candidate kernels reaches relative error ≤ {eps:g} "
+                             f"as the plan measures it (the closest measured {plan.relative_error:.3g}).")
+    how = "the exact plan (error_budget=0 rules)" if exact else f"a search within {target:.17g}"
+    notes.append(f"the search's plan measured relative error {first:.17g} over the budget {eps:.17g} "
+                 "(its tiles' error sums round differently from the search's, and LOWRANK's factors "
+                 f"carry rounding where its rank fits); taken instead: {how}")
     return plan
 
 
