@@ -144,8 +144,8 @@ class EnergyTable:
             e = getattr(self, a)
             if not isinstance(e, EnergyEntry):
                 raise InputError(f"Energy entry {a!r} must be an EnergyEntry, got {type(e).__name__}.")
-        if not isinstance(self.name, str) or not self.name:
-            raise InputError("The energy table's name must be a non-empty text.")
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise InputError(f"The energy table's name must be a non-empty text, got {shown(self.name)}.")
 
     # ------------------------------------------------------------------ access
     def __getitem__(self, action: str) -> float:
@@ -253,7 +253,10 @@ class EnergyTable:
         kw = {}
         for a in ACTIONS:
             if a not in d:
-                raise InputError(f"The [energy] section lacks the entry {a!r}.")
+                raise InputError(f"The [energy] section lacks the entry {a!r}: it must list all {len(ACTIONS)} "
+                                 f"actions ({', '.join(ACTIONS)}), each with value, unit, source, node and grade "
+                                 "(every figure carries its provenance). Start from a preset's TOML "
+                                 "(HardwareConfig().to_toml()) and edit the values there.")
             e = d[a]
             if not isinstance(e, dict):
                 raise InputError(f"[energy.{a}] must be a table with value, unit, source, node, grade.")
@@ -266,7 +269,10 @@ class EnergyTable:
                 kw[a] = EnergyEntry(**e)
             except InputError as exc:   # say which entry of the file
                 raise InputError(f"[energy.{a}]: {exc}") from None
-        return cls(**kw, name=str(d.get("name", "custom")))
+        name = d.get("name", "custom")
+        if not isinstance(name, str):   # str() made a table or a number a name (probe)
+            raise InputError(f"[energy] name must be text, got {shown(name)}.")
+        return cls(**kw, name=name)
 
     @staticmethod
     def preset(name: str) -> "EnergyTable":

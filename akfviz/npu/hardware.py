@@ -182,8 +182,8 @@ class HardwareConfig:
             )
         if self.preset is None:
             object.__setattr__(self, "preset", _preset_label(self))
-        elif not isinstance(self.preset, str) or not self.preset:
-            raise InputError("HardwareConfig.preset must be a non-empty name.")
+        elif not isinstance(self.preset, str) or not self.preset.strip():
+            raise InputError(f"HardwareConfig.preset must be a non-empty name, got {shown(self.preset)}.")
         else:
             _check_preset_label(self)
 

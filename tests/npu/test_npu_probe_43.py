@@ -67,6 +67,21 @@ def test_an_emptied_provenance_cell_is_refused_not_read_as_nan():
     assert EnergyTable.from_frame(t.to_frame()).values() == t.values()
 
 
+def test_an_energy_section_must_be_whole_and_named_by_text():
+    base = HardwareConfig().to_toml()
+    start = base.index("[energy.mac_int8]")
+    end = base.index("[energy.", start + 1)
+    with pytest.raises(InputError, match=r"lacks the entry 'mac_int8': it must list all 8 actions.*to_toml"):
+        HardwareConfig.from_toml(base[:start] + base[end:])
+    with pytest.raises(InputError, match=r"\[energy\] name must be text, got 5"):
+        HardwareConfig.from_toml(base.replace('name = "horowitz-45nm"', "name = 5", 1))
+    for blank in (" ", "\t"):
+        with pytest.raises(InputError, match="non-empty"):
+            HardwareConfig(preset=blank)
+        with pytest.raises(InputError, match="non-empty"):
+            EnergyTable.preset("horowitz-45nm").replace(name=blank)
+
+
 def test_deeply_nested_toml_is_a_parse_error():
     with pytest.raises(InputError, match="nested too deeply"):
         HardwareConfig.from_toml("a = " + "[" * 3000 + "]" * 3000)
