@@ -149,7 +149,9 @@ def test_sweep_of_weights_at_budgeted_points_is_refused(capsys):
 def test_simulate_rho_x_range_is_said_once(capsys):
     for value in ("1.5", "-0.1"):
         code, _, err = run(capsys, "simulate", *SMALL, "--rho-x", value)
-        assert code == 2 and "must be in [0, 1]" in err
+        assert code == 2 and "between 0 and 1" in err
+        # the range is said once, not once by the CLI and again by the library
+        assert err.count("between 0 and 1") + err.count("[0, 1]") == 1, err
 
 
 def test_out_under_a_file_is_said_to_be_under_a_file(tmp_path, capsys):

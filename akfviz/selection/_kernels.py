@@ -357,3 +357,67 @@ def _weighted_argmin(En, Rn, alpha, beta, mask, bounds, out):
 _weighted_argmin_serial = serial_twin(_weighted_argmin)
 #: From this many units the weighted argmin runs on the worker threads.
 ARGMIN_PARALLEL_MIN = 50_000
+
+
+@njit_cached
+def _sample_pairs(pair_cluster, row_of, m, out):
+    """Up to ``m`` pairs of each wanted cluster, spread evenly through its pairs in pair order.
+
+    ``pair_cluster[p]`` is the cluster of pair ``p`` (the analysis' distinct (signature, density
+    bin) pairs, numbered by first appearance in tile order); ``row_of[c]`` the output row of
+    cluster ``c``, or ``-1`` when it is not wanted. With ``s`` the number of pairs of the cluster,
+    ``out[r, i]`` is its pair of rank
+
+    .. math:: \\rho_i = \\lfloor (2i + 1)\\, s / (2m) \\rfloor, \\qquad i = 0, \\dots, m - 1,
+
+    the midpoints of ``m`` equal parts (strictly increasing, as ``s > m``), or of rank ``i`` when
+    ``s ≤ m`` (every pair); ``-1`` for ``i ≥ min(m, s)``. Two passes over the pairs, none over the
+    tiles. Used by :meth:`.costs.SelectionProblem.member_sample` (akf-spec §5).
+    """
+    nr = out.shape[0]
+    size = np.zeros(nr, dtype=np.int64)
+    for p in range(pair_cluster.shape[0]):
+        r = row_of[pair_cluster[p]]
+        if r >= 0:
+            size[r] += 1
+    for r in range(nr):
+        for i in range(m):
+            out[r, i] = -1
+    seen = np.zeros(nr, dtype=np.int64)
+    nxt = np.zeros(nr, dtype=np.int64)
+    for p in range(pair_cluster.shape[0]):
+        r = row_of[pair_cluster[p]]
+        if r < 0:
+            continue
+        s = size[r]
+        i = nxt[r]
+        if i < min(m, s):
+            target = i if s <= m else ((2 * i + 1) * s) // (2 * m)
+            if seen[r] == target:
+                out[r, i] = p
+                nxt[r] = i + 1
+        seen[r] += 1
+
+
+@njit_cached
+def _sample_means(E, weight, count, out):
+    """Weighted mean of each row's sampled errors,
+
+    .. math:: \\mathrm{out}[r, k] = \\frac{\\sum_{i < n_r} w_{o_r + i}\\, E[o_r + i, k]}{\\sum_{i < n_r} w_{o_r + i}},
+
+    with ``n_r = count[r]`` and ``o_r = Σ_{q < r} count[q]`` (the rows' samples stacked in order),
+    both sums left to right in sample order, so the result does not depend on the thread count or
+    on the other rows (akf-spec §5, :meth:`.costs.SelectionProblem._estimate_where_the_representative_is_exact`).
+    A row without samples or weight gets 0."""
+    o = 0
+    for r in range(count.shape[0]):
+        n = count[r]
+        wsum = 0.0
+        for i in range(n):
+            wsum += weight[o + i]
+        for k in range(E.shape[1]):
+            acc = 0.0
+            for i in range(n):
+                acc += weight[o + i] * E[o + i, k]
+            out[r, k] = acc / wsum if wsum > 0 else 0.0
+        o += n

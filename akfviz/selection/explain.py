@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from .costs import tie_break
+from .costs import MEMBER_SAMPLE, tie_break
 
 COLUMNS = ["kernel", "family", "lossless", "E", "E_norm", "R", "R_norm", "C", "chosen", "rank", "reason"]
 
@@ -78,6 +78,12 @@ def explain(plan, tile=None, cluster=None) -> pd.DataFrame:
             context = (f"cluster {cluster} ({int(rep.unit_size[u])} tiles), decided on its representative "
                        f"tile {int(rep.units[u])}; E is the representative's error scaled to the members' "
                        f"mean ‖t‖²_F")
+            sampled = getattr(rep, "sampled", None)
+            if sampled is not None and sampled[u].any():
+                # akf-spec §5: lossy kernels exact on the representative, measured on members
+                context += (f", except for {', '.join(n for n, s in zip(names, sampled[u]) if s)}: exact "
+                            f"on the representative, so E is their mean error on up to {MEMBER_SAMPLE} of "
+                            "the cluster's pairs (a tile per signature and density bin, weighted by its tiles)")
         else:
             tile = int(pa.clusters_as_analysed().loc[cluster, "representative"])
             context = f"cluster {cluster}'s representative tile {tile} (tile mode: every tile decided itself)"

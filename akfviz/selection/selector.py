@@ -72,6 +72,13 @@ class SelectionReport:
     unit_cluster, unit_size, unit_class : ndarray (n_units,)
     E, R, En, Rn, C : ndarray (n_units, K)
         Error, resource, their normalised shares, and the cost of every candidate on every unit.
+        In cluster mode ``E`` is the representative's error scaled to the members' mean
+        ``‖t‖²_F``, or, where ``sampled``, the members' mean error estimated on up to
+        :data:`~.costs.MEMBER_SAMPLE` of the cluster's pairs (akf-spec §5).
+    sampled : ndarray of bool (n_units, K) or None
+        The entries of ``E`` measured on sampled members: lossy kernels exact on the cluster's
+        representative that could be chosen
+        (:meth:`.costs.SelectionProblem._estimate_where_the_representative_is_exact`).
     sram_bytes : ndarray (n_units, K)
         Payload bytes per tile of the unit under each candidate.
     argmin : ndarray (n_units,)
@@ -138,6 +145,7 @@ class SelectionReport:
     cost_gap: dict | None = None
     timings: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    sampled: np.ndarray | None = None
 
     @property
     def per_unit(self) -> pd.DataFrame:
@@ -358,7 +366,7 @@ def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", ke
             predicted_error=predicted,
             rho_x=rho_x, hw_hash=prob.hw_hash, table=prob.table,
             error_budget=error_budget, resource_budget=resource_budget, fusion=fusion_res,
-            budget_trace=trace, timings=timings, notes=notes,
+            budget_trace=trace, timings=timings, notes=notes, sampled=prob.sampled,
         )
         t3 = time.perf_counter()
         plan = FusionPlan(pa, tile_kernels, resource=total_r, selection=report)

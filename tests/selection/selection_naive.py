@@ -129,3 +129,28 @@ class Units:
 
     def member_resource_sums(self):
         return self.R
+
+
+def naive_pair_sample(pair_cluster, clusters, m):
+    """Reference of ``_kernels._sample_pairs``: for each cluster of ``clusters``, its pairs (the
+    ``p`` with ``pair_cluster[p] == c``, in order), and of those the ranks ``(2i+1)·s // (2m)``
+    (every pair when ``s ≤ m``); rows padded with -1 to ``m``."""
+    out = []
+    for c in clusters:
+        mine = [p for p in range(len(pair_cluster)) if pair_cluster[p] == c]
+        s = len(mine)
+        ranks = list(range(s)) if s <= m else [((2 * i + 1) * s) // (2 * m) for i in range(m)]
+        out.append([mine[r] for r in ranks] + [-1] * (m - len(ranks)))
+    return np.array(out, dtype=np.int64).reshape(len(out), m)
+
+
+def naive_sampled_mean(errors, weights):
+    """Reference of one row of ``_kernels._sample_means``: ``Σ w·e / Σ w`` summed left to right by a
+    Python loop (0 without weight)."""
+    num = 0.0
+    den = 0.0
+    for w in weights:
+        den += float(w)
+    for e, w in zip(errors, weights):
+        num += float(w) * float(e)
+    return num / den if den > 0 else 0.0
