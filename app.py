@@ -62,15 +62,14 @@ with tab_gen:
                 if spec.kind == "choice":
                     params[spec.name] = st.selectbox(label, spec.choices,
                                                      index=list(spec.choices).index(raw) if raw in spec.choices else 0)
-                elif spec.kind == "pattern" or spec.optional:
-                    params[spec.name] = st.text_input(label, "" if raw is None else str(raw),
-                                                      help=f"Accepted: {spec.describe_range()}.")
+                elif spec.kind == "pattern" or spec.optional or S.form_wants_text(spec):
+                    params[spec.name] = st.text_input(label, "" if raw is None else str(raw), help=S.form_help(spec))
                 elif spec.kind == "int":
                     params[spec.name] = st.number_input(label, value=S.form_number(spec, raw), step=1,
-                                                        help=f"Accepted: {spec.describe_range()}.")
+                                                        help=S.form_help(spec))
                 else:
                     params[spec.name] = st.number_input(label, value=S.form_number(spec, raw), format="%g",
-                                                        help=f"Accepted: {spec.describe_range()}.")
+                                                        help=S.form_help(spec))
         go = st.form_submit_button("Generate", type="primary")
     if go:
         try:
@@ -80,8 +79,8 @@ with tab_gen:
                     v = S.coerce_gen_value(spec, params[spec.name]) if isinstance(params[spec.name], str) \
                         else params[spec.name]
                 except ValueError as exc:   # name the field: the form has up to 11
-                    accepted = spec.describe_range().replace("(or None)", "(or left blank)")
-                    raise InputError(f"{spec.name}: {exc}. Accepted: {accepted}.") from None
+                    accepted = S.form_help(spec).replace("(or None)", "(or left blank)")
+                    raise InputError(f"{spec.name}: {exc}. {accepted}") from None
                 if v is not None:
                     kw[spec.name] = v
             kw = S.density_replaces_alternatives(kw)   # a number input always submits a value
@@ -112,8 +111,10 @@ with tab_up:
         # the uploader is empty again after a visit to another page; the file is still the workload,
         # so its tensor and pruning stay adjustable (a broken tensor choice can be undone)
         up_name, data = kept
-        st.caption(f"Using **{up_name}**, uploaded earlier in this session: its matrix and pruning can be "
-                   "changed below, or upload another file.")
+        st.caption(f"Using **{up_name}**, uploaded earlier in this session (the box above is empty after a "
+                   "page switch or its ✕; the file stays the workload): its matrix and pruning can be changed "
+                   "below, or upload another file.")
+        st.button(f"Unload {up_name} (back to the sample)", key="unload_upload", on_click=S.unload_upload)
     else:
         up_name = data = None
     if data is not None:
@@ -137,10 +138,13 @@ with tab_up:
             c1, c2, c3 = st.columns(3)
             with c1:
                 S.widget(st.selectbox, "Pruning", "up_prune", options=["none", "magnitude", "nm", "block"])
+            how = S.get("up_prune")   # a control the chosen pruning does not read is greyed out
             with c2:
-                S.widget(st.slider, "Sparsity (magnitude / block)", "up_sparsity", *S.bounds("up_sparsity"), step=0.01)
+                S.widget(st.slider, "Sparsity (magnitude / block)", "up_sparsity", *S.bounds("up_sparsity"), step=0.01,
+                         disabled=how not in ("magnitude", "block"))
             with c3:
-                S.widget(st.selectbox, "N:M pattern", "up_pattern", options=["2:4", "1:4", "4:8", "2:8"])
+                S.widget(st.selectbox, "N:M pattern", "up_pattern", options=["2:4", "1:4", "4:8", "2:8"],
+                         disabled=how != "nm")
             try:
                 prune = (S.get("up_prune"), S.get("up_sparsity"), S.get("up_pattern"))
                 A_up = S.load_cached(digest, data, S._fmt_of(up_name), S.get("up_tensor") or None, prune,

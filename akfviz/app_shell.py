@@ -158,7 +158,11 @@ def _workload_controls() -> None:
             st.markdown(f"**Workload:** generated `{S.get('gen')}`")
         elif src == "upload":
             up = st.session_state.get("_akf_upload")
-            st.markdown(f"**Workload:** uploaded `{up[0] if up else '(none in this session)'}`")
+            if up:
+                st.markdown(f"**Workload:** uploaded `{up[0]}`")
+            else:   # as the page shows it (a link cannot carry the file)
+                st.markdown(f"**Workload:** sample `{S.get('sample') or S.default_sample()}` (the link names an "
+                            "uploaded file, which is not in this session)")
         if src != "sample" and names and st.button("Back to the default sample"):
             S.put("src", "sample")
             S.put("sample", S.default_sample())

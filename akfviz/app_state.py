@@ -35,7 +35,8 @@ from . import __version__
 from .errors import InputError
 from .plain import to_plain
 from .app_url import (FIELDS, Field, GEN_PREFIX, JS_MAX_INT, MAX_APP_SIDE, MAX_GENERATED_DENSE,
-    MAX_GENERATED_NNZ, MAX_GRID_SIDE, coerce_gen_value, form_number, parse_query, shorten, to_query)  # noqa: F401 (re-exported)
+    MAX_GENERATED_NNZ, MAX_GRID_SIDE, coerce_gen_value, form_help, form_number, form_wants_text, parse_query,
+    shorten, to_query)  # noqa: F401 (re-exported)
 from .app_cache import (MAX_RECORDED_INTERVALS, analyze_cached, bytes_digest, compare_cached, frame_digest,
     cpu_check_cached, explain_cached, generate_cached, input_vector, load_cached, mapping_cached, matrix_choices_cached,
     matrix_digest, pareto_cached, perftable_cached, prediction_error_cached, sample_cached, select_cached,
@@ -295,7 +296,27 @@ def note(text: str) -> None:
 
 
 def _commit(key: str):
-    st.session_state[key] = st.session_state["w:" + key]
+    """A widget's change callback: copy its value into the shared state. A button that set the state
+    meanwhile (:func:`put`) has dropped the widget's copy; the state it set is kept."""
+    wkey = "w:" + key
+    if wkey in st.session_state:
+        st.session_state[key] = st.session_state[wkey]
+
+
+def unload_upload() -> None:
+    """A button's ``on_click``: forget the uploaded file (its bytes leave the session) and go back to
+    the chosen sample."""
+    for key in ("_akf_upload", "_akf_upload_digest"):
+        st.session_state.pop(key, None)
+    put("src", "sample")
+
+
+def step_to(key: str, delta: int, lo: int, hi: int, absolute: bool = False) -> None:
+    """A button's ``on_click``: move a numeric setting by ``delta`` (or to ``delta`` when
+    ``absolute``), kept in ``[lo, hi]``. As a callback it runs before the page, so quick clicks
+    each count (a click handled in the page body is lost when the next click interrupts the run)."""
+    cur = int(get(key) or 0)
+    put(key, int(min(max(delta if absolute else cur + delta, lo), hi)))
 
 
 def bounds(key: str) -> tuple:
@@ -572,6 +593,17 @@ def upload_digest(payload: bytes) -> str:
     return digest
 
 
+def pruning_text(how: str, sparsity: float, pattern: str) -> str:
+    """The provenance of an upload's pruning, naming only what the method reads.
+
+    >>> pruning_text("magnitude", 0.7, "2:4"), pruning_text("nm", 0.7, "2:4"), pruning_text("none", 0.7, "2:4")
+    (', pruned by magnitude (sparsity 0.7)', ', pruned by nm (pattern 2:4)', '')
+    """
+    if how == "none":
+        return ""
+    return f", pruned by {how} ({f'pattern {pattern}' if how == 'nm' else f'sparsity {sparsity:g}'})"
+
+
 def current_workload() -> Workload | None:
     """The matrix every page works on, from the sidebar's source; None (with st.error) on bad input."""
     src = get("src")
@@ -592,7 +624,7 @@ def current_workload() -> Workload | None:
                 choices = matrix_choices_cached(digest, payload, name)
                 part = choices["kind"].iloc[0] if len(choices) else "tensor"
                 prov = f"uploaded file {name}" + (f", {part} {get('up_tensor')}" if get("up_tensor") else "") + \
-                    (f", pruned by {prune[0]} (sparsity {prune[1]:g}, pattern {prune[2]})" if prune[0] != "none" else "")
+                    pruning_text(*prune)
                 return Workload(A, name, "upload", prov, matrix_digest(A))
         if src == "gen":
             gens = stage("workloads.generators")
@@ -798,6 +830,40 @@ HW_OVERRIDES = {"hw_rows": "rows", "hw_cols": "cols", "hw_sram": "sram_bytes_per
 #: field's value). The PE grid (``hw_rows``, ``hw_cols``) is worded as one change, "R×C PEs".
 HW_CHANGE_FORMATS = {"hw_sram": ("{:,.0f} B SRAM per PE", 1), "hw_clock": ("{:g} MHz", 1e-6),
                      "hw_bw": ("{:,.0f} DRAM B/cycle", 1)}
+
+
+#: The NPU page's hardware form: (label, HardwareConfig field, lowest, highest, scale from the box to
+#: the field). The boxes carry no browser-side limits (a number box outside them refused the value in
+#: the browser: Apply did nothing, with no message); :func:`check_hardware_form` says what is wrong.
+HW_FORM = (("PE rows", "rows", 1, MAX_GRID_SIDE, 1), ("PE columns", "cols", 1, MAX_GRID_SIDE, 1),
+           ("SRAM bytes per PE", "sram_bytes_per_pe", 64, 1 << 30, 1), ("Clock (MHz)", "clock_hz", 1.0, 100_000, 1e6),
+           ("DRAM bytes / cycle (shared)", "dram_bytes_per_cycle", 1, 1 << 20, 1))
+
+
+def check_hardware_form(values: dict) -> dict:
+    """The hardware form's boxes (label → number) as HardwareConfig fields, every box checked.
+
+    Raises
+    ------
+    InputError
+        One line per box outside its range or not a whole number where one is needed (nothing
+        is applied then).
+    """
+    out, bad = {}, []
+    for label, attr, lo, hi, scale in HW_FORM:
+        v = values.get(label)
+        whole = isinstance(lo, int)
+        if v is None or isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            bad.append(f"{label}: enter a number from {lo:,g} to {hi:,}.")
+        elif v < lo or v > hi:
+            bad.append(f"{label}: {v:,g} is outside {lo:,g} … {hi:,}.")
+        elif whole and float(v) != int(v):
+            bad.append(f"{label}: {v:g} is not a whole number.")
+        else:
+            out[attr] = int(v) * scale if whole else float(v) * scale
+    if bad:
+        raise InputError("The hardware was not changed. " + " ".join(bad))
+    return out
 
 
 def set_hardware(hw, **fields) -> None:

@@ -303,9 +303,26 @@ def coerce_gen_value(spec, raw):
             raise ValueError(f"{shorten(raw)} is not a whole number")
         if abs(iv) > JS_MAX_INT:
             raise ValueError(f"{shorten(raw)} is beyond ±{JS_MAX_INT:,}, the largest whole number the app's "
-                             "number boxes hold exactly")
+                             "forms and links take (a browser's number box holds no more exactly)")
         return iv
     return str(raw)
+
+
+def form_wants_text(spec) -> bool:
+    """True when a whole-number parameter accepts more than a browser number box holds exactly
+    (``high`` beyond 2**53 − 1, e.g. ``seed``): the form then offers a text box, read exactly by
+    :func:`coerce_gen_value`. A number box refuses such a value in the browser and the form is never
+    submitted: no message, and the last error stayed on the page."""
+    return spec.kind == "int" and spec.high is not None and spec.high > JS_MAX_INT
+
+
+def form_help(spec) -> str:
+    """The "Accepted: …" help of a generator form field, with the form's own limit where the
+    parameter accepts whole numbers beyond ±(2**53 − 1)."""
+    text = f"Accepted: {spec.describe_range()}"
+    if spec.kind == "int" and (spec.high is None or spec.high > JS_MAX_INT):
+        text += f"; in this form up to {JS_MAX_INT:,} (the library's own call takes more)"
+    return text + "."
 
 
 def form_number(spec, raw):

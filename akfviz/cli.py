@@ -437,7 +437,7 @@ def cmd_select(args):
     A, src = _matrix(args)
     pa = analyze(A, tile=args.tile)
     plan = select(pa, hw=_hw(args), **_selector_kwargs(args))
-    _emit({"source": src, **plan.to_dict()}, args, table=plan.tile_table,
+    _emit({"source": src, **plan.to_dict(timings=True)}, args, table=plan.tile_table,
           table_what="the plan (one row per tile: kernel and error)")
 
 
@@ -457,7 +457,7 @@ def cmd_simulate(args):
     # record=False: the same counters, without the busy intervals the command never writes
     res = simulate(plan, hw, iterations=args.iterations, persistent=not args.non_persistent,
                    fused=not args.unfused, rho_x=args.rho_x, seed=args.seed, record=False)
-    _emit({"source": src, "plan": plan.to_dict(), "simulation": res.to_dict(timings=True)}, args, table=res.pe_frame,
+    _emit({"source": src, "plan": plan.to_dict(timings=True), "simulation": res.to_dict(timings=True)}, args, table=res.pe_frame,
           table_what="the per-PE counters (one row per PE)")
 
 

@@ -70,7 +70,7 @@ def checked_call(func):
 
     sig = inspect.signature(func)
     params = [p.name for p in sig.parameters.values()
-              if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+              if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name != "self"]
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):

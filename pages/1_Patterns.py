@@ -94,7 +94,7 @@ st.header("Cluster representatives")
 def _gallery():
     top = clusters.sort_values("size", ascending=False).head(12)
     dense = [ts.dense(int(r)) for r in top["representative"]]
-    labels = [f"c{cid}: {int(row['size'])} tiles, d={row['mean_density']:.2g}" for cid, row in top.iterrows()]
+    labels = [f"c{cid}: {int(row['size']):,} tiles, d={row['mean_density']:.2g}" for cid, row in top.iterrows()]
     return vp.representative_gallery(dense, labels, cols=min(6, max(len(dense), 3)), height_per_row=230)
 
 

@@ -137,7 +137,9 @@ else:
     table = S.explain_cached(pkey, plan, tile=int(min(tsel, len(pa.tiles) - 1)))
 reason = table.loc[table["chosen"], "reason"]
 if len(reason):
-    st.success(str(reason.iloc[0]))
+    ch = table.loc[table["chosen"]].iloc[0]
+    # a kernel that drops the tile is the cheapest answer, not a good one: not in a green box
+    (st.warning if ch["family"] == "SKIP" else st.success)(str(reason.iloc[0]))
 r_unit = S.stage("selection.perftable", "MEASURE_UNITS").get(rep.measure, "weighted shares of Dense")
 st.dataframe(table.drop(columns=["reason"]), hide_index=True, width="stretch",
              column_config={"E": st.column_config.NumberColumn(format="%.4g"),
@@ -206,7 +208,9 @@ with kc1:
     kname = st.selectbox("Kernel", names, index=names.index(used[0]) if used else 0, key="pt_kernel")
     meas = st.selectbox("Measure", list(table_pt.measures), index=0, key="pt_measure")
     fe = fit_err[(fit_err["kernel"] == kname) & (fit_err["measure"] == meas)]
-    st.dataframe(fe[["class", "variable", "degree", "rel_rms", "max_rel"]], hide_index=True, width="stretch")
+    # three significant digits: a fit exact up to rounding (1.6e-16) showed as "00000000"
+    st.dataframe(fe[["class", "variable", "degree", "rel_rms", "max_rel"]], hide_index=True, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(format="%.3g") for c in ("rel_rms", "max_rel")})
 with kc2:
     fig = S.figure_cached(f"fits|{hwk}|{pa.tile}|{rho_x}|{kname}|{meas}", lambda: vk.perftable_fits(
         vk.perftable_curves(table_pt, kname, meas), y_title=MEASURE_UNITS.get(meas, meas), cols=2))

@@ -17,21 +17,22 @@ if hw is None:
 with st.expander("Hardware configuration", expanded=False):
     with st.form("hw_form"):
         f = st.columns(5)
-        rows = f[0].number_input("PE rows", 1, S.MAX_GRID_SIDE, int(hw.rows))
-        cols = f[1].number_input("PE columns", 1, S.MAX_GRID_SIDE, int(hw.cols))
-        sram = f[2].number_input("SRAM bytes per PE", 64, 1 << 30, int(hw.sram_bytes_per_pe), step=1024)
-        clock = f[3].number_input("Clock (MHz)", 1.0, 100000.0, float(hw.clock_hz) / 1e6,
-                                  help="Turns cycles into seconds. Energies are charged per action and leakage "
-                                       "per PE-cycle (akf-spec §7), so the energy in pJ does not change with the "
-                                       "clock, but the power in watts (energy / seconds) grows with it.")
-        bw = f[4].number_input("DRAM bytes / cycle (shared)", 1, 1 << 20, int(hw.dram_bytes_per_cycle))
+        start = {"rows": int(hw.rows), "cols": int(hw.cols), "sram_bytes_per_pe": int(hw.sram_bytes_per_pe),
+                 "clock_hz": float(hw.clock_hz) / 1e6, "dram_bytes_per_cycle": int(hw.dram_bytes_per_cycle)}
+        boxes = {}
+        for box, (label, attr, lo, hi, _) in zip(f, S.HW_FORM):
+            why = ("Turns cycles into seconds. Energies are charged per action and leakage per PE-cycle "
+                   "(akf-spec §7), so the energy in pJ does not change with the clock, but the power in watts "
+                   "(energy / seconds) grows with it. ") if attr == "clock_hz" else ""
+            # no min/max in the browser: a value outside them was refused there without a word
+            boxes[label] = box.number_input(label, value=start[attr], step=1024 if attr == "sram_bytes_per_pe" else None,
+                                            help=f"{why}From {lo:,g} to {hi:,}.")
         b1, b2 = st.columns([1, 5])
         apply = b1.form_submit_button("Apply", type="primary")
         reset = b2.form_submit_button("Reset to the preset")
     if apply:
         try:
-            S.set_hardware(hw, rows=rows, cols=cols, sram_bytes_per_pe=sram, clock_hz=clock * 1e6,
-                           dram_bytes_per_cycle=bw)
+            S.set_hardware(hw, **S.check_hardware_form(boxes))
         except InputError as exc:
             S.show_error(exc)
         else:
@@ -55,7 +56,8 @@ with st.expander("Energy table (editable, with provenance)", expanded=False):
     edited = st.data_editor(shown, key="energy_editor", hide_index=True, width="stretch",
                             disabled=["action", "unit", "description"])
     try:
-        table = EnergyTable.from_frame(edited, name="custom")
+        # a value typed without its provenance is marked "edited by the user", grade assumed
+        table = EnergyTable.from_frame(edited, name="custom").marked_against(S.preset_energy())
     except InputError as exc:
         S.show_error(exc)
     else:
@@ -88,7 +90,7 @@ S.record_result("npu", {k: summary[k] for k in ("cycles", "seconds", "energy_tot
                                                 "dram_bytes", "utilization_mean", "pes_busy")})
 m = metric_row(6)
 m[0].metric("makespan (cycles)", f"{res.cycles:,}", help=f"{res.seconds * 1e6:.3g} µs at {hw.clock_hz / 1e6:g} MHz")
-m[1].metric("energy", f"{res.energy_total_pj / 1e6:.4g} µJ", help=vn.power_in_words(res, hw))
+m[1].metric("energy", f"{res.energy_total_pj / 1e6:#.4g} µJ".replace(". µJ", " µJ"), help=vn.power_in_words(res, hw))
 m[2].metric("events", f"{res.events:,}")
 m[3].metric("MACs", f"{res.macs:,}")
 m[4].metric(f"PEs busy (of {hw.n_pes:,})", f"{summary['pes_busy']:,}")
@@ -110,8 +112,12 @@ st.caption("How to read this: one cell per PE of the grid (over 256 PEs per side
            "PEs mean the makespan is set by them (load imbalance).")
 
 busy_rows, default_row = vn.busy_rows(res.counters["busy"], hw.rows, hw.cols)
-if S.get("perow") is None or S.get("perow") >= hw.rows:
-    S.put("perow", default_row)
+# the busiest row until the user picks one: a row chosen for an earlier matrix or plan follows the
+# new busiest row (it stayed at the first visit's row, often idle now)
+if S.get("perow") is None or S.get("perow") >= hw.rows or S.get("perow") == st.session_state.get("_akf_perow_auto"):
+    if S.get("perow") != default_row:
+        S.put("perow", default_row)
+    st.session_state["_akf_perow_auto"] = default_row
 left, right = figure_pair("npu_timeline_energy", grow=(3, 2))
 with left:
     if hw.rows > 1:

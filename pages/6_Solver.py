@@ -21,7 +21,7 @@ OPERATORS = {"sample": "Poisson 5-point stencil sample (stencil5_64x64, SPD)",
 c = flex_row("solver_controls", (300, 190, 160, 200), grow=(2, 1, 1, 1))
 op = S.widget(c[0].selectbox, "Operator", "sop", options=list(OPERATORS), format_func=OPERATORS.get)
 method = S.widget(c[1].selectbox, "Method", "solver", options=["jacobi", "cg", "power"],
-                  format_func={"jacobi": "Jacobi", "cg": "conjugate gradients", "power": "power iteration"}.get)
+                  format_func=vs.METHOD_NAMES.get)
 iters = S.widget(c[2].slider, "Iterations", "iters", *S.bounds("iters"), step=5)
 eps = S.widget(c[3].slider, "Lossy plan: error budget ε", "seps", *S.bounds("seps"), step=0.005, format="%.3f",
                help="The plan is chosen with this relative-error budget (least resource within ε).")
@@ -61,10 +61,17 @@ m = metric_row(5)
 m[0].metric("operator size", f"{A.shape[0]:,}²", help=f"{label}: {A.shape[0]:,}×{A.shape[1]:,}, nnz {A.nnz:,}")
 m[1].metric("plan's relative error", f"{100 * res.relative_error:.3g} %",
             help="‖A − Â‖_F / ‖A‖_F of the lossy plan (akf-spec §5).")
-m[4].metric("answer's error", vs.percent_text(res.solution_error),
-            help="‖x_Â − x_A‖ / ‖x_A‖: how far the lossy plan's last iterate is from the exact run's after "
-                 "the same iterations" + (" (eigenvector sign matched)" if method == "power" else "")
-                 + ". A small operator error can give a large answer error when A is ill-conditioned.")
+if res.exact_diverges:   # two diverged iterates: their difference says nothing about the plan
+    m[4].metric("answer's error", "n/a: diverges",
+                help=f"{vs.METHOD_NAMES.get(method, method).capitalize()} diverges on this matrix with the exact A too (see the note "
+                     "below), so the two last iterates are not answers and their difference "
+                     f"({vs.percent_text(res.solution_error)}) says nothing about the lossy plan. Choose another method "
+                     "or operator.")
+else:
+    m[4].metric("answer's error", vs.percent_text(res.solution_error),
+                help="‖x_Â − x_A‖ / ‖x_A‖: how far the lossy plan's last iterate is from the exact run's after "
+                     "the same iterations" + (" (eigenvector sign matched)" if method == "power" else "")
+                     + ". A small operator error can give a large answer error when A is ill-conditioned.")
 m[2].metric("persistent: cycles / iteration", f"{res.npu.loc['persistent', 'cycles_per_iteration']:,.0f}")
 m[3].metric("non-persistent: cycles / iteration", f"{res.npu.loc['non-persistent', 'cycles_per_iteration']:,.0f}")
 for note in res.notes:

@@ -56,15 +56,9 @@ st.header("Step through the run")
 # the buttons in a row, each as wide as its label (in fixed columns they read "S…", "B…", "N…");
 # the slider takes the rest of the row, or a row of its own on a narrow page
 with st.container(horizontal=True, vertical_alignment="bottom", key="learn_buttons"):
-    if st.button("Start", key="learn_first", width="content"):
-        S.put("lstep", 0)
-        st.rerun()
-    if st.button("Back", key="learn_prev", width="content"):
-        S.put("lstep", max(cur - 1, 0))
-        st.rerun()
-    if st.button("Next", key="learn_next", width="content"):
-        S.put("lstep", min(cur + 1, n_steps))
-        st.rerun()
+    st.button("Start", key="learn_first", width="content", on_click=S.step_to, args=("lstep", 0, 0, n_steps, True))
+    st.button("Back", key="learn_prev", width="content", on_click=S.step_to, args=("lstep", -1, 0, n_steps))
+    st.button("Next", key="learn_next", width="content", on_click=S.step_to, args=("lstep", 1, 0, n_steps))
     if cur != S.get("lstep"):
         S.put("lstep", cur)
     with st.container(width="stretch", key="learn_slider"):

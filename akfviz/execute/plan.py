@@ -18,7 +18,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .._jit import njit_cached
-from ..errors import InputError
+from ..errors import InputError, checked_call
 from ..memory import check_memory
 from ..kernels.base import gather_entries
 from ..kernels.registry import KERNELS, get_kernel
@@ -347,6 +347,7 @@ class FusionPlan:
     def _check_vector(self, x, what="x"):
         return dense_operand(x, what)
 
+    @checked_call
     def matvec(self, x) -> np.ndarray:
         """``y = Â x`` with the fused executor (float64).
 
@@ -374,6 +375,7 @@ class FusionPlan:
         _refuse_non_finite(arr, "x")
         return self._packed.matvec(arr)
 
+    @checked_call
     def matmat(self, X) -> np.ndarray:
         """``Y = Â X`` for ``X`` of shape ``(n_cols, k)`` (float64 result; ``X`` finite, as in
         :meth:`matvec`).
@@ -426,6 +428,7 @@ class FusionPlan:
         M.sort_indices()
         return M
 
+    @checked_call
     def output_error(self, x) -> float:
         """``||(A − Â) x|| / ||A x||`` on a probe vector (0 when ``A x`` = 0 and ``Â x`` = 0).
 
@@ -463,8 +466,10 @@ class FusionPlan:
         return TileWork(kernel_names=work.kernel_names, col_ptr=col_ptr, **per_tile, **per_col).validate()
 
     # ------------------------------------------------------------------ export
-    def to_dict(self) -> dict:
-        """A plain, JSON-able summary of the plan."""
+    def to_dict(self, timings: bool = False) -> dict:
+        """A plain, JSON-able summary of the plan: the same plan gives the same dict, bit for bit.
+
+        ``timings=True`` adds the selection's wall-clock seconds (``selection.timings``)."""
         work = self.npu_work()
         return {
             "shape": list(self.shape),
@@ -481,13 +486,13 @@ class FusionPlan:
             "npu_routes": int(work.n_routes),
             "executor": self._packed.format_tiles(),
             "executor_bytes": self._packed.bytes_moved(),
-            **self._selection_dict(),
+            **self._selection_dict(timings),
         }
 
-    def _selection_dict(self) -> dict:
+    def _selection_dict(self, timings: bool = False) -> dict:
         """``{"selection": …}`` when the plan carries a selection report (``select`` attaches one) that can
         say itself as JSON; empty otherwise (a hand-built plan)."""
         sel = getattr(self, "selection", None)
         if hasattr(sel, "to_dict"):
-            return {"selection": sel.to_dict()}
+            return {"selection": sel.to_dict(timings=timings)}
         return {"selection": sel} if isinstance(sel, dict) else {}

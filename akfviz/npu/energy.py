@@ -184,6 +184,27 @@ class EnergyTable:
             new["name"] = self.name if self.name.endswith("(edited)") else f"{self.name} (edited)"
         return _dc_replace(self, **new)
 
+    def marked_against(self, base: "EnergyTable") -> "EnergyTable":
+        """This table with every value changed from ``base`` but still carrying ``base``'s source
+        and grade marked as :meth:`replace` marks it: grade ``assumed``, source "edited by the user
+        (was … pJ: …)" (a table edited cell by cell, e.g. in ``st.data_editor``, where only the value
+        was typed; a number without its provenance is the user's assumption, akf-spec §6).
+
+        Entries whose source or grade were edited too keep what the user wrote.
+        """
+        if not isinstance(base, EnergyTable):
+            raise InputError(f"The base energy table must be an EnergyTable, got {type(base).__name__}.")
+        changes = {}
+        for a in ACTIONS:
+            e, b = getattr(self, a), getattr(base, a)
+            if e.value != b.value and e.source == b.source and e.grade == b.grade:
+                changes[a] = e.value
+        if not changes:
+            return self
+        name = self.name
+        return _dc_replace(base.replace(**changes), name=name,
+                           **{a: getattr(self, a) for a in ACTIONS if a not in changes})
+
     # ------------------------------------------------------------------ exchange
     def to_records(self) -> list:
         """One dict per action: ``action, value, unit, source, node, grade, description``."""

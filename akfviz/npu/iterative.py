@@ -127,6 +127,11 @@ class SolverResult:
         run's answer after the same iterations (for power iteration, with ``x_approx``'s sign
         matched to ``x_exact``, since ``±x`` are the same eigenvector); NaN when ``x_exact`` is 0
         or either run overflowed. See :func:`solution_error`.
+    exact_diverges : bool
+        The run with the exact ``A`` itself diverges (its residual climbs over
+        :data:`GROWTH_FACTOR` × its lowest value, or overflows): the method does not converge on
+        this matrix, and ``solution_error`` compares two diverged iterates (it says nothing about
+        the plan).
     """
 
     method: str
@@ -140,13 +145,14 @@ class SolverResult:
     x_approx: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     solution_error: float = float("nan")
     tol: float = float("nan")
+    exact_diverges: bool = False
 
     def to_dict(self) -> dict:
         """Everything but the NPU simulation objects, as JSON-ready values (vectors as lists)."""
         return dict(method=self.method, curves=self.curves.to_dict("list"),
                     npu=self.npu.reset_index().to_dict("records"),
                     iterations_to_tol=self.iterations_to_tol, tol=self.tol, relative_error=self.relative_error,
-                    solution_error=self.solution_error, x_exact=self.x_exact.tolist(),
+                    solution_error=self.solution_error, exact_diverges=self.exact_diverges, x_exact=self.x_exact.tolist(),
                     x_approx=self.x_approx.tolist(), notes=list(self.notes))
 
     def solutions(self) -> pd.DataFrame:
@@ -324,5 +330,7 @@ def run_solver(plan, hw=None, method: str = "jacobi", b=None, iterations: int = 
                         relative_error=float(getattr(plan, "relative_error", float("nan"))), notes=notes,
                         x_exact=np.asarray(x_exact, np.float64), x_approx=np.asarray(x_approx, np.float64),
                         solution_error=solution_error(x_approx, x_exact, method), tol=float(tol),
+                        exact_diverges=bool(diverging_notes(res_exact, "the exact A"))
+                        or not np.isfinite(np.asarray(res_exact, np.float64)).all(),
                         sim={"persistent" if persistent else "non-persistent":
                              sims["persistent" if persistent else "non-persistent"]})

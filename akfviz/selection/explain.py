@@ -169,8 +169,10 @@ def _cost(rep, En, Rn):
 
 def _reason(rep, names, En, Rn, C, rank, chosen, argmin, context, members=None) -> str:
     k = names[chosen]
-    err = "at zero error" if En[chosen] == 0 else f"with error {_pct(En[chosen])} of ‖A‖²"
-    what = f"resource {_pct(Rn[chosen])} of Dense {rep.measure} {err}"
+    err = "at zero error" if En[chosen] == 0 else f"with error {_pct(En[chosen])} of the whole ‖A‖²"
+    # one tile's shares of the whole matrix (they read like the plan's totals, ~1/n_tiles of them)
+    unit = "on the cluster's representative tile" if rep.granularity == "cluster" else "on this tile"
+    what = f"{unit}, resource {_pct(Rn[chosen])} of the whole matrix's Dense {rep.measure} {err}"
     if rank[chosen] == 1:
         head = f"{k}: lowest cost (C = {C[chosen]:.3g}): {what}"
         others = [j for j in np.argsort(rank) if j != chosen]

@@ -169,8 +169,11 @@ class SelectionReport:
             return pd.DataFrame(columns=["step", "cost", "entropy", "temperature", "penalty", "sram_bytes"])
         return self.fusion.trajectory
 
-    def to_dict(self) -> dict:
-        """Plain JSON-able summary."""
+    def to_dict(self, timings: bool = False) -> dict:
+        """Plain JSON-able summary: the same selection gives the same dict, bit for bit.
+
+        ``timings=True`` adds ``"timings"``, the stages' wall-clock seconds (they differ from
+        run to run)."""
         d = {"alpha": _num(self.alpha), "beta": _num(self.beta), "multiplier": _num(self.multiplier),
              "measure": self.measure, "granularity": self.granularity, "mode": self.mode,
              "candidates": list(self.candidates), "n_units": int(self.units.size),
@@ -178,7 +181,9 @@ class SelectionReport:
              "R_dense": float(self.R_dense), "predicted_error": float(self.predicted_error),
              "error_budget": self.error_budget, "resource_budget": self.resource_budget,
              "rho_x": float(self.rho_x), "hw_hash": self.hw_hash,
-             "timings": {k: float(v) for k, v in self.timings.items()}, "notes": list(self.notes)}
+             "notes": list(self.notes)}
+        if timings:
+            d["timings"] = {k: float(v) for k, v in self.timings.items()}
         if self.fusion is not None:
             d["fusion"] = self.fusion.to_dict()
         if self.cost_gap is not None:

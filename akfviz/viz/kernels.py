@@ -339,6 +339,29 @@ def pareto_front(error, resource, current=None, labels=None, resource_name: str 
                   margin=dict(l=60, r=20, t=70 if far.any() else 50, b=80))
 
 
+def flat_range(values, rel: float = 1e-9, pad: float = 0.05):
+    """A y-axis range ``[v − pad·|v|, v + pad·|v|]`` (``[-1, 1]`` at ``v = 0``) for values that are one
+    number up to rounding (spread ≤ ``rel`` · their magnitude), else None (plotly's own range).
+
+    A constant measure (DENSE costs the same at every density) fitted in floating point varies by
+    ~1e-12; plotly scaled the axis to that noise: a zig-zag line, ticks "10.07440000000000069k".
+
+    >>> flat_range([200.0, 200.00000000000003]), flat_range([1.0, 2.0])
+    ([190.0, 210.0], None)
+    """
+    v = np.asarray(values, np.float64)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return None
+    lo, hi = float(v.min()), float(v.max())
+    mag = max(abs(lo), abs(hi))
+    if hi - lo > rel * mag:
+        return None
+    mid = (lo + hi) / 2
+    half = pad * abs(mid) if mid != 0 else 1.0
+    return [mid - half, mid + half]
+
+
 def perftable_fits(curves: list[dict], height_per_row: int = 210, cols: int = 3,
                    y_title: str | None = None) -> go.Figure:
     """Performance-table fits against their calibration points, density on a log axis.
@@ -370,6 +393,10 @@ def perftable_fits(curves: list[dict], height_per_row: int = 210, cols: int = 3,
             ticks = [10 ** t for t in log_ticks(float(np.log10(d.min())), float(np.log10(d.max())))]
             fig.update_xaxes(tickvals=ticks, ticktext=[f"{t:.2g}" for t in ticks], row=i // cols + 1,
                              col=i % cols + 1)
+    for i, c in enumerate(curves):
+        span = flat_range(np.concatenate([np.asarray(c["measured"], np.float64), np.asarray(c["fit"], np.float64)]))
+        if span is not None:
+            fig.update_yaxes(range=span, tickformat="~g", row=i // cols + 1, col=i % cols + 1)
     if y_title:
         for r in range(1, rows + 1):
             fig.update_yaxes(title_text=y_title, title_standoff=4, row=r, col=1)

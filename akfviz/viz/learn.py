@@ -18,7 +18,8 @@ from .layout import styled
 KIND_COLORS = {"inject": "#b9870d", "setup": "#8a8f94", "final": "#642b74", "event": "#0072b2",
                "send": "#ad4f07", "reduce": "#00a070"}
 #: Marker of the steps that take no cycles (drawn as markers on the timeline).
-KIND_SYMBOLS = {"inject": "triangle-down", "send": "diamond"}
+#: A line symbol ("line-ns") is drawn by its outline only: with the white outline "final" was invisible.
+KIND_SYMBOLS = {"inject": "triangle-down", "send": "diamond", "final": "star"}
 # PE colours: Okabe–Ito's blue, vermillion (darkened), bluish green and reddish purple first (the
 # 2×2 default), then black and four more; any two ΔE00 ≥ 11.5 in normal vision and under
 # simulated CVD, each ≥ 3:1 on white. Colour is not the only link: every tile frame carries its
@@ -255,10 +256,11 @@ def learn_timeline(trace, upto: int, height: int | None = None) -> go.Figure:
         if instant:
             ticks.append(go.Scatter(x=[s.start for s in instant], y=[s.pe for s in instant], mode="markers",
                                     name=kind, legendgroup=kind, showlegend=not bars,
-                                    marker=dict(symbol=KIND_SYMBOLS.get(kind, "line-ns"), size=13, color=color,
+                                    marker=dict(symbol=KIND_SYMBOLS.get(kind, "circle"), size=13, color=color,
                                                 line=dict(color="white", width=1)),
                                     hovertemplate=f"{kind} at cycle %{{x}}<extra></extra>"))
-    for tick in ticks:       # after every bar: on top
+    # after every bar: on top; "final" last, over the "send" diamonds at the same cycle and PE
+    for tick in sorted(ticks, key=lambda t: t.name == "final"):
         fig.add_trace(tick)
     # the line's value in the axis title: a label at the line ran past the plot's edge ("makespar")
     # or over PE 0's bars

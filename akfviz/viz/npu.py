@@ -236,7 +236,9 @@ def pe_timeline(intervals, makespan: float | None = None, height: int = 380) -> 
     # tick labels already read "PE row,col": an axis title would sit on top of them
     # no zero line: on the categorical PE axis it is a stray rule through the first PE's row
     fig.update_yaxes(tickvals=list(range(len(labels))), ticktext=labels, autorange="reversed", zeroline=False)
-    fig.update_xaxes(title="cycle")
+    # from cycle 0: autoscale started at the first bar, hiding the wait for DRAM before it (60 % of
+    # a run with a slow DRAM), where the caption says "gaps are waits"
+    fig.update_xaxes(title="cycle", range=[0, span * 1.02], rangemode="nonnegative")
     return styled(fig, "PE timeline (busy intervals)", max(height, 22 * len(labels) + 120),
                   legend=dict(orientation="h", xref="container", yref="container", yanchor="bottom", y=0, x=0))
 

@@ -15,6 +15,10 @@ from .layout import BAR_TEXT, empty_figure, styled
 RESIDUALS = {"jacobi": "‖b − A x_k‖ / ‖b‖", "cg": "‖b − A x_k‖ / ‖b‖", "power": "‖A x_k − λ_k x_k‖ / |λ_k|"}
 
 
+#: The methods' names as the Solver page writes them.
+METHOD_NAMES = {"jacobi": "Jacobi", "cg": "conjugate gradients", "power": "power iteration"}
+
+
 def residual_label(method: str) -> str:
     """The convergence plot's y-axis title for ``method`` ("jacobi", "cg", "power").
 
@@ -113,9 +117,15 @@ def reached_text(iteration, iterations_run: int) -> str:
 
 
 def percent_text(fraction: float) -> str:
-    """A relative error as a percentage with 3 significant digits, or "n/a" when it is NaN.
+    """A relative error as a percentage: 3 significant digits below 1,000 %, whole percent with
+    thousands separators up to 10⁷ %, then powers of ten; "n/a" when it is NaN.
 
-    >>> percent_text(0.0123), percent_text(float("nan"))
-    ('1.23 %', 'n/a')
+    >>> percent_text(0.0123), percent_text(11.8), percent_text(8.97e91), percent_text(float("nan"))
+    ('1.23 %', '1,180 %', '8.97e+93 %', 'n/a')
     """
-    return "n/a" if not np.isfinite(fraction) else f"{100 * fraction:.3g} %"
+    if not np.isfinite(fraction):
+        return "n/a"
+    pct = 100 * float(fraction)
+    if 1000 <= abs(pct) < 1e7:
+        return f"{pct:,.0f} %"
+    return f"{pct:.3g} %"

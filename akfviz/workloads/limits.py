@@ -108,8 +108,8 @@ class LoadLimits:
         """Raise :class:`ResourceLimitError` if a declared shape exceeds the row/column limits."""
         if rows > self.max_rows or cols > self.max_cols:
             raise ResourceLimitError(
-                f"The {what} declares shape {shown(int(rows))} × {shown(int(cols))}, over the limit of "
-                f"{self.max_rows} rows × {self.max_cols} columns. Use a smaller matrix or pass "
+                f"The {what} declares shape {int(rows):,} × {int(cols):,}, over the limit of "
+                f"{self.max_rows:,} rows × {self.max_cols:,} columns. Use a smaller matrix or pass "
                 f"custom limits (limits=akfviz.LoadLimits(max_rows=..., max_cols=...))."
             )
 
@@ -129,11 +129,11 @@ class LoadLimits:
         """
         bound = 2 * nnz if mirrored else nnz
         if bound > self.max_nnz:
-            declared = (f"declares {shown(int(nnz))} entries, up to {shown(int(bound))} once the "
+            declared = (f"declares {int(nnz):,} entries, up to {int(bound):,} once the "
                         f"{mirrored} half is mirrored," if mirrored
-                        else f"declares {shown(int(nnz))} stored entries,")
+                        else f"declares {int(nnz):,} stored entries,")
             raise ResourceLimitError(
-                f"The {what} {declared} over the limit of {self.max_nnz}. "
+                f"The {what} {declared} over the limit of {self.max_nnz:,}. "
                 f"Use a smaller matrix or pass custom limits (limits=akfviz.LoadLimits(max_nnz=...))."
             )
 
@@ -141,8 +141,8 @@ class LoadLimits:
         """Raise :class:`ResourceLimitError` if a dense array of ``elements`` values is too large."""
         if elements > self.max_dense_elements:
             raise ResourceLimitError(
-                f"The {what} needs {shown(int(elements))} dense elements, over the limit of "
-                f"{self.max_dense_elements}. Use a smaller matrix or pass custom limits "
+                f"The {what} needs {int(elements):,} dense elements, over the limit of "
+                f"{self.max_dense_elements:,}. Use a smaller matrix or pass custom limits "
                 f"(limits=akfviz.LoadLimits(max_dense_elements=...))."
             )
 

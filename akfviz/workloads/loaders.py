@@ -849,7 +849,7 @@ def _npz_load_member(zf, key, headers, label, limits: LoadLimits, *, max_element
     elements = int(np.prod(shape, dtype=object))
     if max_elements is not None and elements > max_elements:
         raise ResourceLimitError(
-            f"Array {key!r} in {label} declares {elements} elements, over the limit of {max_elements}."
+            f"Array {key!r} in {label} declares {elements:,} elements, over the limit of {max_elements:,}."
         )
     if fsize < hdr_end + elements * dtype.itemsize:
         raise InputError(

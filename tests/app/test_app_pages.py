@@ -962,7 +962,7 @@ def test_the_generator_form_keeps_to_the_apps_size_limit(app):
     app.run()
     assert not app.exception, [e.value[:300] for e in app.exception]
     msgs = [e.value for e in app.error]
-    assert any("30000000 stored entries, over the limit of 5000000" in m and "Python API" in m
+    assert any("30,000,000 stored entries, over the limit of 5,000,000" in m and "Python API" in m
                for m in msgs), msgs
     # a link of 50M rows with a handful of nonzeros held 7 GB of the server for every variant
     from streamlit.testing.v1 import AppTest
@@ -971,7 +971,7 @@ def test_the_generator_form_keeps_to_the_apps_size_limit(app):
     app.query_params.update({"src": "gen", "gen": "uniform", "g_n": "50000000", "g_density": "0.00000001"})
     app.run()
     assert not app.exception
-    assert any("over the limit of 1048576 rows × 1048576 columns" in e.value for e in app.error), \
+    assert any("over the limit of 1,048,576 rows × 1,048,576 columns" in e.value for e in app.error), \
         [e.value for e in app.error]
 
 

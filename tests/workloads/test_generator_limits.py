@@ -272,7 +272,7 @@ def test_clustered_estimate_clips_blocks_to_the_matrix():
     assert generate("clustered", n=1, blocks=1_000_000, seed=0).nnz == 1
     assert generate("clustered", n=1, min_block=10**18, max_block=10**18, density=1.0, seed=0).nnz == 1
     assert generate("clustered", n=3, m=2, max_block=10**18, density=1.0, noise=0.0, seed=0).nnz == 6
-    with pytest.raises(akfviz.errors.ResourceLimitError, match="10000000000 stored entries"):
+    with pytest.raises(akfviz.errors.ResourceLimitError, match="10,000,000,000 stored entries"):
         generate("clustered", n=100_000, blocks=1_000_000, min_block=5000, max_block=5000, density=1.0)
 
 
