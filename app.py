@@ -70,6 +70,11 @@ with tab_gen:
                 else:
                     params[spec.name] = st.number_input(label, value=S.form_number(spec, raw), format="%g",
                                                         help=S.form_help(spec))
+        if any(spec.name == "prune" for spec in specs):
+            # a form cannot grey out a field from another field's value before it is submitted: say it
+            st.caption("Which fields the pruning reads: **magnitude** — sparsity (or density); **nm** — pattern "
+                       "(a density, if given, prunes the N:M survivors further); **block** — block and sparsity "
+                       "(or density). The others are left as they are.")
         go = st.form_submit_button("Generate", type="primary")
     if go:
         try:

@@ -290,3 +290,12 @@ def test_numbers_a_user_reads_are_grouped_and_markers_visible():
     assert "final" in vl.KIND_SYMBOLS
     assert S.pruning_text("magnitude", 0.7, "2:4") == ", pruned by magnitude (sparsity 0.7)"
     assert S.pruning_text("block", 0.5, "2:4") == ", pruned by block (sparsity 0.5)"
+
+
+def test_the_llm_form_says_which_fields_its_pruning_reads(app):
+    app.run()
+    app.selectbox(key="gen_kind").set_value("llm").run()
+    _ok(app)
+    assert any("Which fields the pruning reads" in c.value and "**nm** — pattern" in c.value for c in app.caption)
+    app.selectbox(key="gen_kind").set_value("uniform").run()
+    assert not any("Which fields the pruning reads" in c.value for c in app.caption)
