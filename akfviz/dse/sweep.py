@@ -20,6 +20,7 @@ import io
 import itertools
 import json
 import math
+import numbers
 import os
 import time
 from collections.abc import Mapping as _MappingABC
@@ -30,7 +31,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..arguments import check_seed, check_whole
+from ..arguments import check_seed, check_whole, shown, to_float
 from ..errors import InputError
 from ..npu.hardware import _INT_LIMITS as _HW_INT_LIMITS
 from ..npu.hardware import as_hardware
@@ -89,20 +90,29 @@ class SweepParameter:
                 raise InputError(f"{who} cannot be {value!r}; choose from {list(self.choices)}.")
             return value
         if isinstance(value, (bool, np.bool_)):
-            raise InputError(f"{who} needs a number, got {value!r}.")
+            raise InputError(f"{who} needs a number, got {shown(value)}.")
         if self.kind is int and isinstance(value, (float, np.floating)) and not float(value).is_integer():
-            raise InputError(f"{who} needs a whole number, got {value!r}.")
+            raise InputError(f"{who} needs a whole number, got {shown(value)}.")
+        what = "a whole number" if self.kind is int else "a number"
         try:
-            v = self.kind(value)
-        except (TypeError, ValueError, OverflowError):
-            what = "a whole number" if self.kind is int else "a number"
-            raise InputError(f"{who} needs {what}, got {value!r}.") from None
-        if self.kind is float and not np.isfinite(v):
-            raise InputError(f"{who} must be finite, got {value!r}.")
+            # to_float: a real number beyond float64 (10**400) is ±inf, refused below as out of range
+            v = to_float(value) if self.kind is float and isinstance(value, numbers.Real) else self.kind(value)
+        except (TypeError, ValueError, OverflowError, ArithmeticError):
+            raise InputError(f"{who} needs {what}, got {shown(value)}.") from None
+        if self.kind is int and isinstance(value, numbers.Number) and not isinstance(value, numbers.Integral) \
+                and value != v:
+            # int(Fraction(17, 2)) and int(Decimal("8.7")) are 8: never truncate silently
+            raise InputError(f"{who} needs a whole number, got {shown(value)}.")
+        if self.kind is float and math.isnan(v):
+            raise InputError(f"{who} must be finite, got {shown(value)}.")
+        if self.kind is float and math.isinf(v) and isinstance(value, (float, np.floating, str)):
+            raise InputError(f"{who} must be finite, got {shown(value)}.")
         if (self.low is not None and v < self.low) or (self.high is not None and v > self.high):
-            # the converted value: a whole-number parameter read as 3.0 is echoed as 3
+            # the converted value: a whole-number parameter read as 3.0 is echoed as 3 (a huge one,
+            # or one beyond float64, as the caller wrote it: 1e30 rather than its 31 digits)
+            got = _fmt(v) if abs(v) < 1e15 else shown(value)
             raise InputError(
-                f"{who} = {_fmt(v)} is outside [{_fmt(self.low)}, {_fmt(self.high)}] (the allowed range)."
+                f"{who} = {got} is outside [{_fmt(self.low)}, {_fmt(self.high)}] (the allowed range)."
             )
         return v
 
@@ -371,8 +381,11 @@ def tile_slots(shape: Sequence[int], tile: int) -> int:
     int
         ``ceil(m / T) · ceil(n / T)``, empty slots included.
     """
-    m, n = (int(s) for s in shape)
-    tile = int(tile)
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__") or len(shape) != 2:
+        raise InputError(f"shape must be a matrix's (rows, columns), got {shown(shape)}.")
+    m, n = (check_whole(s, "A shape's size", 0, floats=True) for s in shape)
+    # (a tile of 0 raised ZeroDivisionError, 'a' numpy's ValueError)
+    tile = check_whole(tile, "tile", 1, floats=True)
     return -(-m // tile) * -(-n // tile)
 
 
@@ -395,7 +408,11 @@ def every_slot_nonempty(n_tiles: Sequence[int], tiles: Sequence[int], shape: Seq
     bool
         True when each row's ``n_tiles`` equals :func:`tile_slots` of ``shape`` at its side.
     """
-    return all(int(k) == tile_slots(shape, t) for k, t in zip(n_tiles, tiles))
+    n_tiles, tiles = list(n_tiles), list(tiles)
+    if len(n_tiles) != len(tiles):  # zip stopped at the shorter one and answered for part of the rows
+        raise InputError(f"every_slot_nonempty needs one tile side per row: {len(n_tiles)} n_tiles values, "
+                         f"{len(tiles)} tile sides.")
+    return all(check_whole(k, "n_tiles", 0, floats=True) == tile_slots(shape, t) for k, t in zip(n_tiles, tiles))
 
 
 def _split(point: Mapping) -> tuple[dict, dict, dict, dict]:

@@ -27,7 +27,9 @@ def _solver(name):
 
 
 # Every solver takes (matvec, A, b, iterations, tol, found): ``found`` is a dict that receives
-# what the run learns about the operator (CG: ``indefinite``); the others leave it alone.
+# what the run learns about the operator (CG: ``indefinite``; CG and power iteration:
+# ``breakdown`` = (iteration, "zero", "underflow" or "overflow") when they had to stop; Jacobi
+# only "overflow").
 
 
 @_solver("jacobi")
@@ -40,7 +42,10 @@ def _jacobi(matvec, A, b, iterations, tol, found):
     for _ in range(iterations):
         x = x + (b - matvec(x)) / d
         res.append(np.linalg.norm(b - A @ x) / nb)
-        if res[-1] < tol or not np.isfinite(res[-1]):
+        if not np.isfinite(res[-1]):
+            found.setdefault("breakdown", (len(res), "overflow"))
+            break
+        if res[-1] < tol:
             break
     return x, res
 
@@ -54,6 +59,7 @@ def _power(matvec, A, b, iterations, tol, found):
         y = matvec(x)
         ny = np.linalg.norm(y)
         if ny == 0 or not np.isfinite(ny):
+            found.setdefault("breakdown", (len(res) + 1, "zero" if ny == 0 else "overflow"))
             res.append(float("nan"))
             break
         x = y / ny
@@ -71,7 +77,10 @@ def _cg(matvec, A, b, iterations, tol, found):
 
     ``found`` receives ``indefinite``: the first iteration whose search
     direction has ``pᵀ Â p < 0`` — proof that the operator is not positive definite, so
-    CG's monotone convergence no longer holds."""
+    CG's monotone convergence no longer holds — and ``breakdown``: ``(iteration, why)`` when
+    ``pᵀ Â p`` is 0 or not finite, so the step cannot be taken: ``why`` is ``"zero"`` (``Â`` not
+    positive definite along ``p``), ``"underflow"`` (``p`` so small that ``pᵀÂp`` rounds to 0)
+    or ``"overflow"``."""
     x = np.zeros_like(b)
     r = b - matvec(x)
     p = r.copy()
@@ -84,6 +93,16 @@ def _cg(matvec, A, b, iterations, tol, found):
         if pAp < 0 and "indefinite" not in found:
             found["indefinite"] = len(res) + 1
         if pAp == 0 or not np.isfinite(pAp):
+            # p ≠ 0 here (a zero residual stopped the run before), so pᵀÂp = 0 means the operator
+            # sends p to 0 or is only semidefinite; a non-finite one is an overflow
+            if not np.isfinite(pAp):
+                why = "overflow"
+            else:
+                # pᵀÂp of a tiny p underflows to 0 on an SPD matrix too (a long run with tol = 0
+                # on a matrix scaled by 1e-100): ask again with p scaled to entries of size 1
+                q = p / np.max(np.abs(p))
+                why = "underflow" if q @ matvec(q) > 0 else "zero"
+            found.setdefault("breakdown", (len(res) + 1, why))
             break
         alpha = rr / pAp
         x = x + alpha * p
@@ -173,14 +192,23 @@ def solution_error(x_approx, x_exact, method: str) -> float:
     """
     xa = np.asarray(x_approx, np.float64)
     xe = np.asarray(x_exact, np.float64)
-    ne = float(np.linalg.norm(xe))
-    if ne == 0 or not (np.isfinite(xa).all() and np.isfinite(xe).all()):
+    if not (np.isfinite(xa).all() and np.isfinite(xe).all()) or not xe.any():
         return float("nan")
+    # both scaled by their largest entry: a ratio of norms of iterates near 1e200 (Jacobi on a
+    # tiny diagonal) overflowed in the squares and warned
+    s = float(max(np.max(np.abs(xe)), np.max(np.abs(xa), initial=0.0)))
+    xa, xe = xa / s, xe / s
+    ne = float(np.linalg.norm(xe))
     err = float(np.linalg.norm(xa - xe))
     if method == "power":
         err = min(err, float(np.linalg.norm(xa + xe)))
-    return err / ne
+    return err / ne if ne else float("inf")  # (x_exact underflowed against a far larger x_approx)
 
+
+#: Range of ``‖b‖`` :func:`run_solver` accepts (as ``analyze`` bounds ``‖A‖_F``): beyond it the
+#: squared norms of CG and of the residuals overflow or underflow, and a ``b`` of entries 1e-170
+#: "converged" with residual 0 at iteration 1 while one of entries 1e308 gave only NaN.
+B_NORM_MIN, B_NORM_MAX = 1e-140, 1e140
 
 #: A residual that climbs to this many times its lowest value so far is reported as growing.
 GROWTH_FACTOR = 10.0
@@ -204,6 +232,30 @@ def diverging_notes(residuals, label: str) -> list[str]:
     j = int(np.argmin(r[:k + 1]))
     return [f"{label[:1].upper()}{label[1:]}'s residual climbs from {r[j]:.3g} (iteration {j + 1}) to "
             f"{r[k]:.3g} (iteration {k + 1}): {ratio[k]:.3g}× its lowest value so far."]
+
+
+def _breakdown_note(method: str, found: dict, label: str, op: str) -> list[str]:
+    """Why a run stopped early (``found["breakdown"]``), in words."""
+    if "breakdown" not in found:
+        return []
+    k, why = found["breakdown"]
+    who = f"{label[:1].upper()}{label[1:]}"
+    if why == "underflow":
+        return [f"{who}'s CG stopped at iteration {k}: its search direction became so small that pᵀ{op}p "
+                "rounded to 0 (below float64's range); the residual cannot fall further."]
+    if why == "overflow":
+        return [f"{who}'s run overflowed at iteration {k} (numbers beyond float64's range), so it stopped "
+                "there: the method diverges on this matrix"
+                + (" (Jacobi converges only when the diagonal outweighs the rest of each row)."
+                   if method == "jacobi" else ".")]
+    if method == "power":
+        return [f"{who}'s power iteration stopped at iteration {k}: {op} x = 0 for the current vector x, so "
+                f"there is nothing to normalise (x lies in the null space of {op}"
+                + (", e.g. the plan's SKIP tiles dropped all of it" if op == "Â" else "")
+                + "); its residual is NaN from then on."]
+    return [f"{who}'s CG stopped at iteration {k}: it met a direction p with pᵀ{op}p = 0, so {op} is not "
+            "positive definite (e.g. the plan's SKIP tiles dropped part of the matrix) and CG cannot take "
+            "its step; its residual is NaN from then on."]
 
 
 def _asymmetry(M) -> float:
@@ -270,17 +322,39 @@ def run_solver(plan, hw=None, method: str = "jacobi", b=None, iterations: int = 
                              "entries <= 0, so it is not positive definite.")
     if b is None:
         b = np.random.default_rng(seed).standard_normal(n)
-    if np.iscomplexobj(b):
-        raise InputError("b must be a real vector; the solvers work in real numbers, not complex ones.")
     try:
-        b = np.asarray(b, dtype=np.float64)
+        # (a ragged list such as [[1], [1, 2]] raised numpy's own ValueError here)
+        b_in = np.asarray(b)
     except (TypeError, ValueError):
         raise InputError(f"b must be a vector of {n} real numbers.") from None
-    if b.shape != (n,) or not np.all(np.isfinite(b)):
-        raise InputError(f"b must be a finite vector of length {n}, got shape {b.shape}.")
+    if np.iscomplexobj(b_in):
+        raise InputError("b must be a real vector; the solvers work in real numbers, not complex ones.")
+    if b_in.dtype.kind in "bUSV":
+        what = {"b": "True/False values", "U": "text", "S": "text", "V": "records"}[b_in.dtype.kind]
+        raise InputError(f"b must be a vector of {n} real numbers, got {what}.")
+    try:
+        b = b_in.astype(np.float64)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(f"b must be a vector of {n} real numbers.") from None
+    if b.shape != (n,):
+        raise InputError(f"b must be a vector of length {n} (one entry per row of A), got shape {b.shape}.")
+    bad = int(np.sum(~np.isfinite(b)))
+    if bad:
+        raise InputError(f"b has {bad} NaN or infinite entr{'y' if bad == 1 else 'ies'}; every entry of b "
+                         "must be a finite number.")
     if not b.any():
         raise InputError("b is all zeros: the solution of A x = 0 is x = 0, with nothing to iterate, "
                          "and power iteration needs a nonzero start vector. Give a nonzero b.")
+    big = float(np.max(np.abs(b)))
+    nb = big * float(np.linalg.norm(b / big))  # ‖b‖ without overflow or underflow on the way
+    if not B_NORM_MIN <= nb <= B_NORM_MAX:
+        length = f"{nb:.3g}" if np.isfinite(nb) else "beyond float64's range"
+        raise InputError(
+            f"b is too {'small' if nb < B_NORM_MIN else 'large'}: its length ‖b‖ is {length} (largest entry "
+            f"{big:.3g}), outside {B_NORM_MIN:g} … {B_NORM_MAX:g}, where the solvers' squared norms would "
+            f"{'underflow to 0' if nb < B_NORM_MIN else 'overflow to infinity'} and every residual be "
+            f"meaningless. Scale b first, e.g. divide it by its largest entry ({big:.3g}): the solvers are "
+            "linear, so the residual curves do not change with the scale.")
     solver = SOLVERS[method]
     found: dict = {}
 
@@ -289,13 +363,21 @@ def run_solver(plan, hw=None, method: str = "jacobi", b=None, iterations: int = 
         return plan.matvec(v) if np.isfinite(v).all() else np.full(n, np.nan)
 
     found_exact: dict = {}
-    x_exact, res_exact = solver(lambda v: A @ v, A, b, int(iterations), float(tol), found_exact)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported as a note instead
+        x_exact, res_exact = solver(lambda v: A @ v, A, b, int(iterations), float(tol), found_exact)
     if "indefinite" in found_exact:
         raise InputError(f"CG needs a symmetric positive definite matrix, and A is not positive definite: "
                          f"at iteration {found_exact['indefinite']} CG met a direction p with pᵀAp < 0. "
                          "Use Jacobi or power iteration for this matrix.")
-    x_approx, res_approx = solver(lossy, A, b, int(iterations), float(tol), found)
+    if method == "cg" and found_exact.get("breakdown", (0, ""))[1] == "zero":
+        raise InputError(f"CG needs a symmetric positive definite matrix, and A is not positive definite: "
+                         f"at iteration {found_exact['breakdown'][0]} CG met a direction p ≠ 0 with pᵀAp = 0 "
+                         "(A is singular there). Use Jacobi or power iteration for this matrix.")
+    with np.errstate(over="ignore", invalid="ignore"):
+        x_approx, res_approx = solver(lossy, A, b, int(iterations), float(tol), found)
     notes = []
+    notes += _breakdown_note(method, found_exact, "the exact A", "A")
+    notes += _breakdown_note(method, found, "the lossy plan", "Â")
     if method == "cg":
         asym = _asymmetry(plan.approx_matrix())
         if asym > 0:
