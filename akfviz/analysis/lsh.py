@@ -27,12 +27,14 @@ the pairs and are shared with :func:`akfviz.analyze`, which gets its pairs from 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 
 import numba
 import numpy as np
 
 from .._jit import njit_cached, njit_parallel, serial_twin
+from ..arguments import shown
 from ..errors import InputError, checked_init
 from .tiling import _popcount64
 
@@ -74,11 +76,18 @@ class LSHConfig:
     def __post_init__(self):
         def _int(name, lo, hi):
             val = getattr(self, name)
+            # a float holding a whole number (32.0, from JSON or a form) is that number, as the
+            # tile side is (probe 43: num_hashes=32.0 was refused as "not a whole number")
+            if (isinstance(val, (float, np.floating)) and not isinstance(val, (bool, np.bool_))
+                    and np.isfinite(val) and float(val).is_integer()):
+                val = int(val)
             if isinstance(val, (bool, np.bool_)) or not isinstance(val, (int, np.integer)):
-                raise InputError(f"LSH setting '{name}' must be a whole number, got {val!r}.")
+                raise InputError(
+                    f"LSH setting '{name}' must be a whole number between {lo} and {hi}, "
+                    f"got {shown(val)}.")
             if not lo <= int(val) <= hi:
                 raise InputError(
-                    f"LSH setting '{name}' must be between {lo} and {hi}, got {int(val)}."
+                    f"LSH setting '{name}' must be between {lo} and {hi}, got {shown(int(val))}."
                 )
             object.__setattr__(self, name, int(val))
 
@@ -95,9 +104,9 @@ class LSHConfig:
             )
         q = self.top_q
         if isinstance(q, (bool, np.bool_)) or not isinstance(q, (int, float, np.integer, np.floating)):
-            raise InputError(f"LSH setting 'top_q' must be a number in (0, 1], got {q!r}.")
+            raise InputError(f"LSH setting 'top_q' must be a number in (0, 1], got {shown(q)}.")
         if not (np.isfinite(q) and 0.0 < float(q) <= 1.0):
-            raise InputError(f"LSH setting 'top_q' must be a share in (0, 1], got {q!r}.")
+            raise InputError(f"LSH setting 'top_q' must be a share in (0, 1], got {shown(q)}.")
         object.__setattr__(self, "top_q", float(q))
 
     @property
@@ -116,16 +125,24 @@ class LSHConfig:
             return cls()
         if isinstance(lsh, cls):
             return lsh
-        if isinstance(lsh, dict):
-            known = {f.name for f in fields(cls)}
-            unknown = sorted(set(map(str, lsh)) - known)
+        if type(lsh).__name__ == cls.__name__ and callable(getattr(lsh, "to_dict", None)):
+            # an LSHConfig of an earlier import of this module (a reloaded module in a long-lived
+            # app session): its settings, validated again (was: "got LSHConfig", refused)
+            lsh = lsh.to_dict()
+        if isinstance(lsh, Mapping):
+            known = [f.name for f in fields(cls)]
+            # a key that is not text cannot name a setting (a key object printing as 'grid' would
+            # reach ``cls(**lsh)`` and fail there with a TypeError)
+            unknown = list(dict.fromkeys(shown(k, 40) for k in lsh
+                                         if not isinstance(k, str) or k not in known))
             if unknown:
                 raise InputError(
-                    f"Unknown LSH setting(s) {unknown}; accepted: {sorted(known)}."
+                    f"Unknown LSH setting(s) {', '.join(unknown)}; the settings are "
+                    f"{', '.join(known)}."
                 )
-            return cls(**lsh)
+            return cls(**{str(k): v for k, v in lsh.items()})
         raise InputError(
-            f"lsh must be None, an LSHConfig or a dict of its fields, got {type(lsh).__name__}."
+            f"lsh must be None, an LSHConfig or a dict of its settings, got {type(lsh).__name__}."
         )
 
 

@@ -148,9 +148,7 @@ class TileSet:
         dense(idx[i])``. On a deferred TileSet the entries are read from the matrix's rows
         (a bisection per tile row), without the full pass: what the selector's cluster mode
         does for the representatives."""
-        idx = np.ascontiguousarray(idx, dtype=np.int64).reshape(-1)
-        if idx.size and (idx.min() < 0 or idx.max() >= self.n_tiles):
-            raise InputError(f"Tile indices must lie in 0..{self.n_tiles - 1}.")
+        idx = _tile_indices(idx, self.n_tiles)
         d = self.__dict__
         if "h" in d or d.get("_col_block") is None:
             bi, bj, h, w = self.bi[idx], self.bj[idx], self.h[idx], self.w[idx]
@@ -206,6 +204,37 @@ class TileSet:
         r, c, v = self.entries(t)
         out[r, c] = v
         return out
+
+
+def _tile_indices(idx, n_tiles: int) -> np.ndarray:
+    """``idx`` as a flat int64 array of tile indices in ``0..n_tiles - 1`` (for
+    :meth:`TileSet.subset`).
+
+    Only integer indices are accepted: a float ``0.7`` used to be truncated to tile 0, and a
+    boolean mask ``[True, False]`` read as the indices ``[1, 0]`` (probe 43); text, ``None`` or a
+    number beyond int64 raised TypeError / ValueError / OverflowError.
+
+    Raises
+    ------
+    InputError
+        Not a list/array of whole numbers, or an index out of range.
+    """
+    rng = f"0..{n_tiles - 1}" if n_tiles else "none: this tiling has no tiles"
+    try:
+        arr = np.asarray(idx)
+    except (TypeError, ValueError, OverflowError):
+        arr = None
+    if arr is None or (arr.size and arr.dtype.kind not in "iu"):
+        kind = "" if arr is None else f" of {'booleans' if arr.dtype.kind == 'b' else arr.dtype}"
+        raise InputError(
+            f"Tile indices must be whole numbers (a list or an integer array of tile rows, valid "
+            f"indices {rng}), got {shown(idx)}{kind}.")
+    if arr.size and arr.dtype.kind == "u" and int(arr.max()) > np.iinfo(np.int64).max:
+        raise InputError(f"Tile indices must lie in {rng}.")
+    arr = np.ascontiguousarray(arr, dtype=np.int64).reshape(-1)
+    if arr.size and (arr.min() < 0 or arr.max() >= n_tiles):
+        raise InputError(f"Tile indices must lie in {rng}.")
+    return arr
 
 
 @njit_parallel

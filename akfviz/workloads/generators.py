@@ -225,8 +225,8 @@ def _stencil(points):
         nx_ = max(1, min(nx_, n))
         if nx is not None and nx > n:
             raise InputError(
-                f"Generator 'stencil{points}': nx={nx} is larger than n={n}; the grid row length "
-                f"must be between 1 and n."
+                f"Generator 'stencil{points}': the grid row length nx ({shown(nx)}) is larger than "
+                f"n={n}; it must be between 1 and n."
             )
         _check_nnz(limits, f"stencil{points}", n * (points))
         offsets, diag = _stencil_offsets(points)
@@ -405,7 +405,8 @@ def _powerlaw(rng, n, m, limits, *, avg_nnz, exponent, density=None):
         raw = (1.0 - u) ** (-1.0 / (exponent - 1.0))
         raw_mean = raw.mean()
     if np.isfinite(raw_mean):
-        lengths = np.clip(np.round(raw / raw_mean * avg_nnz), 1, m).astype(np.int64)
+        with np.errstate(over="ignore"):  # avg_nnz near 1e308: lengths overflow to inf, clipped to m
+            lengths = np.clip(np.round(raw / raw_mean * avg_nnz), 1, m).astype(np.int64)
         _check_nnz(limits, "powerlaw", lengths.sum())
         rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
         cols = rng.integers(0, m, size=rows.size, dtype=np.int64)

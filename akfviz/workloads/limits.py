@@ -28,6 +28,18 @@ from ..arguments import shown, to_float
 from ..errors import InputError, ResourceLimitError, checked_init
 
 
+
+def _count(v) -> str:
+    """A declared count for a message: digits grouped up to 10**15, beyond that :func:`shown`'s
+    short form (a header declaring 1e308 rows printed 309 digits).
+
+    >>> _count(1048577), _count(10**400)
+    ('1,048,577', 'a 401-digit number')
+    """
+    v = int(v)
+    return f"{v:,}" if abs(v) < 10**15 else shown(v)
+
+
 @checked_init
 @dataclass(frozen=True)
 class LoadLimits:
@@ -108,7 +120,7 @@ class LoadLimits:
         """Raise :class:`ResourceLimitError` if a declared shape exceeds the row/column limits."""
         if rows > self.max_rows or cols > self.max_cols:
             raise ResourceLimitError(
-                f"The {what} declares shape {int(rows):,} × {int(cols):,}, over the limit of "
+                f"The {what} declares shape {_count(rows)} × {_count(cols)}, over the limit of "
                 f"{self.max_rows:,} rows × {self.max_cols:,} columns. Use a smaller matrix or pass "
                 f"custom limits (limits=akfviz.LoadLimits(max_rows=..., max_cols=...))."
             )
@@ -129,9 +141,9 @@ class LoadLimits:
         """
         bound = 2 * nnz if mirrored else nnz
         if bound > self.max_nnz:
-            declared = (f"declares {int(nnz):,} entries, up to {int(bound):,} once the "
+            declared = (f"declares {_count(nnz)} entries, up to {_count(bound)} once the "
                         f"{mirrored} half is mirrored," if mirrored
-                        else f"declares {int(nnz):,} stored entries,")
+                        else f"declares {_count(nnz)} stored entries,")
             raise ResourceLimitError(
                 f"The {what} {declared} over the limit of {self.max_nnz:,}. "
                 f"Use a smaller matrix or pass custom limits (limits=akfviz.LoadLimits(max_nnz=...))."
@@ -141,7 +153,7 @@ class LoadLimits:
         """Raise :class:`ResourceLimitError` if a dense array of ``elements`` values is too large."""
         if elements > self.max_dense_elements:
             raise ResourceLimitError(
-                f"The {what} needs {int(elements):,} dense elements, over the limit of "
+                f"The {what} needs {_count(elements)} dense elements, over the limit of "
                 f"{self.max_dense_elements:,}. Use a smaller matrix or pass custom limits "
                 f"(limits=akfviz.LoadLimits(max_dense_elements=...))."
             )
