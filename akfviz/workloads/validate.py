@@ -154,6 +154,8 @@ def as_csr(A, *, name: str = "matrix", copy: bool = True, limits=None) -> sp.csr
             copy = False
         M = sp.csr_array(A, copy=copy)
     else:
+        if A is None:
+            raise InputError(f"No {name} was given (got None); pass a scipy sparse matrix or a 2-D numpy array.")
         arr = _as_numeric_array(A, f"The {name}")
         if arr.dtype == object:
             raise InputError(f"The {name} holds Python objects, not numbers; give a numeric array.")
@@ -178,12 +180,21 @@ def as_csr(A, *, name: str = "matrix", copy: bool = True, limits=None) -> sp.csr
         raise InputError(f"The {name} has values of type {M.dtype}, which is not a number type.")
     if M.dtype != np.float64:
         M = M.astype(np.float64)
+    # duplicates summed first: two finite entries at one position can add up to infinity (a CSR
+    # with unsummed duplicates passed the check before the sum and came back holding inf)
+    M.sum_duplicates()
     if M.data.size and not np.all(np.isfinite(M.data)):
         bad = int(np.count_nonzero(~np.isfinite(M.data)))
+        given = getattr(A, "data", None)
+        if isinstance(given, np.ndarray) and given.dtype.kind in "fiub" and np.isfinite(given).all():
+            # every value given is finite: entries stored twice at one position were added up
+            raise InputError(
+                f"The {name} stores some positions more than once (as COO or unsummed CSR may), and adding "
+                f"those duplicates up gave {bad} value(s) beyond the range of float64 numbers (about "
+                "±1.8e308). Scale the matrix down or remove the duplicate entries.")
         raise InputError(
             f"The {name} contains {bad} NaN or infinite value(s); every entry must be a finite number."
         )
-    M.sum_duplicates()
     M.eliminate_zeros()
     M.sort_indices()
     return M
