@@ -102,13 +102,26 @@ def _two_line_tail(ptr, ri, ci, v, u, rows, k, a, b):
     Σ_{i<j} (a_i b_j − a_j b_i)²`` (the Gram determinant by Cauchy–Binet, a sum of squares: no
     cancellation between terms). ``σ₁² = m + sqrt(d² + (a·b)²)`` with ``m = (‖a‖² + ‖b‖²)/2``,
     ``d = (‖a‖² − ‖b‖²)/2`` adds positive terms only, and ``σ₂² = det(G) / σ₁²`` keeps its relative
-    accuracy when ``σ₂ ≪ σ₁`` (where ``m − sqrt(…)`` would cancel)."""
+    accuracy when ``σ₂ ≪ σ₁`` (where ``m − sqrt(…)`` would cancel). Computed on the lines scaled by
+    a power of two near ``1 / max|v|`` (exact), so ``det`` neither overflows nor underflows."""
+    # the lines are scaled by a power of two near 1 / max|v| (exact): ``det`` sums squares of
+    # products of four entries, which overflow from |v| ≈ 1e77 (NaN from inf/inf) and underflow
+    # to 0 below ≈ 1e-77, well inside the range of matrices analyse() accepts (probe 43)
+    big = 0.0
+    for p in range(ptr[u], ptr[u + 1]):
+        big = max(big, abs(v[p]))
+    if big == 0.0:
+        return 0.0
+    e2 = np.floor(np.log2(big))
+    h2 = np.floor(0.5 * e2)
+    d1 = 2.0 ** (-h2)  # 2^−e2 in two factors: 2^1074 (subnormal max|v|) is not a float64
+    d2 = 2.0 ** (h2 - e2)
     for p in range(ptr[u], ptr[u + 1]):
         line, pos = (ri[p], ci[p]) if rows else (ci[p], ri[p])
         if line == 0:
-            a[pos] = v[p]
+            a[pos] = v[p] * d1 * d2
         else:
-            b[pos] = v[p]
+            b[pos] = v[p] * d1 * d2
     aa = 0.0
     bb = 0.0
     ab = 0.0
@@ -126,7 +139,9 @@ def _two_line_tail(ptr, ri, ci, v, u, rows, k, a, b):
     for i in range(k):
         a[i] = 0.0
         b[i] = 0.0
-    return det / s1 if s1 > 0.0 else 0.0
+    if not s1 > 0.0:
+        return 0.0
+    return det / s1 / (d1 * d1) / (d2 * d2)  # scaled back (σ₂² ≤ ‖A‖_F², in range)
 
 
 @njit_cached
