@@ -50,14 +50,15 @@ with st.expander("Energy table (editable, with provenance)", expanded=False):
     from akfviz.npu.energy import EnergyTable
     # edits are measured against the preset's own table; hw.energy already is the edited table (so
     # comparing with it undid every edit on the next run)
-    frame = S.preset_energy().to_frame().reset_index()
+    preset_table = S.preset_energy()
+    frame = preset_table.to_frame().reset_index()
     current = S.energy_override()
     shown = frame if current is None else current.to_frame().reset_index()   # e.g. a run bundle's table
     edited = st.data_editor(shown, key="energy_editor", hide_index=True, width="stretch",
                             disabled=["action", "unit", "description"])
     try:
         # a value typed without its provenance is marked "edited by the user", grade assumed
-        table = EnergyTable.from_frame(edited, name="custom").marked_against(S.preset_energy())
+        table = EnergyTable.from_frame(edited, name="custom").marked_against(preset_table)
     except InputError as exc:
         S.show_error(exc)
     else:
