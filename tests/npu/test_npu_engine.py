@@ -495,3 +495,36 @@ def test_y_write_back_covers_every_row_even_without_a_tile():
         assert res.dram_bytes == x_bytes + y_bytes + int(res.meta["overflow_bytes"])
     dense = simulate_dense((8, 8), 4, hw, x=x)
     assert int(dense.per_iteration_columns["writeback_cycles"][0]) == int(cols["writeback_cycles"][0])
+
+
+@pytest.mark.parametrize("lanes", [1, 3, 5, 6, 8])
+@pytest.mark.parametrize("record", [True, False])
+def test_engine_matches_reference_for_any_lane_count(lanes, record):
+    # ceil(m / mac_lanes) is a shift for a power of two and a division otherwise: both paths
+    work, hw, pe, red, src, X, shape, tile = _random_case(40 + lanes, k=2, rho=0.8)
+    hw = hw.replace(mac_lanes=lanes)
+    res = simulate(work, hw, x=X, mapping=given_mapping(pe, red, src), shape=shape, tile=tile,
+                   record=record)
+    cyc, C, _ = ref_simulate(work, hw, pe, red, src, X != 0, shape, tile, True, True)
+    assert res.cycles == cyc
+    for name, v in C.items():
+        assert res.counters[name].tolist() == v, name
+
+
+def test_grid_coordinates_and_lane_ceiling_match_divmod():
+    from akfviz.npu import _engine
+
+    rng = np.random.default_rng(5)
+    for cols in (1, 3, 7, 256):
+        src = rng.integers(0, cols * 5, 11)
+        red = rng.integers(0, cols * 5, 4)
+        rc = _engine.grid_coordinates(src, red, cols)
+        assert rc[0, :11].tolist() == (src // cols).tolist() and rc[1, :11].tolist() == (src % cols).tolist()
+        assert rc[2, :4].tolist() == (red // cols).tolist() and rc[3, :4].tolist() == (red % cols).tolist()
+    ceil_lanes = _engine._ceil_lanes.py_func
+    shift = _engine._lane_shift.py_func
+    for lanes in range(1, 70):
+        sh = shift(lanes)
+        assert (sh >= 0) == (lanes & (lanes - 1) == 0) and (sh < 0 or 1 << sh == lanes)
+        for m in (0, 1, lanes - 1, lanes, lanes + 1, 10 * lanes + 3, 2**40 + 1):
+            assert ceil_lanes(m, lanes, sh) == -(-m // lanes)
