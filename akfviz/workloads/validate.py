@@ -292,6 +292,20 @@ def check_structure(A, name: str = "matrix") -> None:
                          "Rebuild the matrix, e.g. from (data, (rows, cols)) coordinates.") from None
 
 
+def _refuse_missing(arr: np.ndarray, what: str) -> None:
+    """Name the first missing value (``None``, ``pandas.NA``, ``NaT``) of an object array: a pandas
+    nullable column (``boolean``, ``Int64`` …) with gaps arrives as one, and "dtype object" would
+    not tell the user why it was refused."""
+    import pandas as pd
+
+    miss = np.asarray(pd.isna(arr), dtype=bool)
+    if miss.any():
+        at = np.unravel_index(int(np.argmax(miss)), arr.shape)
+        where = "[" + ", ".join(str(int(i)) for i in at) + "]"
+        raise InputError(f"{what}{where} is a missing value ({arr[at]!r}); akfviz multiplies numbers only. "
+                         f"Fill the gaps first, e.g. {what}.fillna(0) for a pandas column.")
+
+
 def dense_operand(x, what: str = "x") -> np.ndarray:
     """``x`` as a numpy array of real numbers, for the vector / matrix a plan multiplies.
 
@@ -314,6 +328,8 @@ def dense_operand(x, what: str = "x") -> np.ndarray:
         raise InputError(f"{what} is a masked array with masked entries; akfviz does not read masks. Pass "
                          f"{what}.filled(0) to treat masked entries as zeros (or fill them as you need).")
     arr = _as_numeric_array(x, what)
+    if arr.dtype == object:
+        _refuse_missing(arr, what)
     if arr.dtype.kind not in "fiub":
         raise InputError(f"{what} must hold real numbers (float, integer or boolean), got dtype {arr.dtype}.")
     if arr.dtype == np.float16:
