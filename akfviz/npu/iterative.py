@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..arguments import check_flag, check_real, check_seed
 from ..errors import InputError
+from ..workloads.validate import _refuse_missing
 from ..execute.plan import relative_norm
 
 SOLVERS = {}
@@ -330,6 +331,8 @@ def run_solver(plan, hw=None, method: str = "jacobi", b=None, iterations: int = 
         raise InputError(f"b must be a vector of {n} real numbers.") from None
     if np.iscomplexobj(b_in):
         raise InputError("b must be a real vector; the solvers work in real numbers, not complex ones.")
+    if b_in.dtype == object:
+        _refuse_missing(b_in, "b")
     if b_in.dtype.kind in "bUSV":
         what = {"b": "True/False values", "U": "text", "S": "text", "V": "records"}[b_in.dtype.kind]
         raise InputError(f"b must be a vector of {n} real numbers, got {what}.")

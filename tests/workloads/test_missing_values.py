@@ -37,3 +37,16 @@ def test_object_arrays_without_gaps_keep_their_message(plan):
 def test_the_simulator_says_the_same(plan):
     with pytest.raises(InputError, match=r"is a missing value"):
         akfviz.simulate(plan, x=pd.array([1.0, None] * 4, dtype="Float64").astype(object))
+
+
+def test_the_solver_names_a_missing_entry_of_b():
+    from akfviz.npu.iterative import run_solver
+
+    A = akfviz.generate("stencil5", n=16, seed=0)
+    plan = akfviz.select(akfviz.analyze(A, tile=4))
+    b = pd.array([1.0, None] * (A.shape[0] // 2), dtype="Float64")
+    with pytest.raises(InputError, match=r"b\[1\] is a missing value"):
+        run_solver(plan, method="cg", b=b.astype(object))
+    # a Float64 Series reaches numpy as floats with NaN for NA: refused as NaN, counted
+    with pytest.raises(InputError, match=r"b has 8 NaN"):
+        run_solver(plan, method="jacobi", b=pd.Series(b))
