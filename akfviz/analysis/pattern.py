@@ -1,10 +1,12 @@
 """Sparse pattern analysis: ``akfviz.analyze`` (akf-spec §2, §9; paper §3).
 
-``analyze(A, tile, lsh)`` tiles the matrix (:mod:`.tiling`), computes every tile's
-features (:mod:`.features`), clusters the tiles by MinHash LSH over their coarse
-occupancy signatures split by log-density bin (:mod:`.minhash`, :mod:`.lsh`), and returns
-a :class:`PatternAnalysis` holding the tiles table, the clusters table, the density
-histogram and the time spent per stage.
+``analyze(A, tile, lsh)`` runs one eager pass over the nonzeros (:mod:`.scanpass`: the
+nonempty tiles, their compact features and (signature, density bin) pairs), clusters the
+tiles by MinHash LSH over their coarse occupancy signatures split by log-density bin
+(:mod:`.pairclust`, :mod:`.minhash`, :mod:`.lsh`), and returns a :class:`PatternAnalysis`
+holding the clusters, their representatives, the density histogram and the time spent per
+stage. The tiles' entries and the full feature table (:mod:`.tilepass`, the definitions of
+:mod:`.tiling` and :mod:`.features`) are built on first use of ``pa.tiles`` / ``pa.tileset``.
 """
 from __future__ import annotations
 

@@ -31,11 +31,12 @@ the objective is updated incrementally (a segment tree keeps ``max_p (T_p + M_p)
 keeps the tile attaining ``M_p`` and a list of its tiles, scanned only when that tile leaves).
 Reduction PEs stay where greedy put them. The result is never worse than the greedy start.
 
-``gamma`` defaults to :data:`GAMMA_PER_HOP_CYCLE` × hop latency: hops break ties between
-placements of (nearly) equal makespan. With 0.01 (before), a placement that saved 13k flit-hops
-"paid" for 130 cycles of makespan, and better hardware could come out slower (more SRAM let
-annealing stack tiles); on 36 cases (4 matrices × CSC / DENSE / AKF × 3 grids) annealing is
-now never slower nor more energy-hungry than its greedy start in the simulator
+``gamma`` defaults to :data:`GAMMA_PER_HOP_CYCLE` × hop latency (at least :data:`GAMMA_MIN`):
+hops break ties between placements of (nearly) equal makespan. With 0.01 (before), a placement
+that saved 13k flit-hops "paid" for 130 cycles of makespan, and better hardware could come out
+slower (more SRAM let annealing stack tiles). The objective is still an estimate: in the engine
+an annealed placement can take more cycles than its greedy start, so :func:`akfviz.simulate`
+runs both and keeps the annealed one only when its (cycles, energy) is not larger
 (``docs/model.md``, Mapping).
 """
 from __future__ import annotations

@@ -28,7 +28,7 @@ worst held-out error is 61 % and the mean worst error per fit 4 % instead of 10 
 Costs affine in the nonzero count (CSC's bytes) are the opposite case: exact in the density, bent in
 its log (the quartic in log10 density missed CSC's bytes at density 1 by 21 %). So each fit takes the
 variable, log10 density (degree ≤ 4) or the density itself (degree ≤ 2, too low to swing), whose fit is
-closer at its calibration points (:attr:`PerformanceTable.linear`; 97 of 204 fits at T = 32).
+closer at its calibration points (:attr:`PerformanceTable.linear`; 100 of 204 fits at T = 32 with the default hardware).
 Measures: ``energy`` (pJ), ``cycles`` and ``bytes`` (payload bytes) — the columns
 ``energy_pj``, ``cycles``, ``bytes`` of :func:`akfviz.npu.costmodel.unit_costs`.
 
@@ -36,7 +36,7 @@ Calibration (hardware-driven, no user samples): for each class and a grid of 12 
 log-spaced over the class's density range (``1/T²`` … 1 for ``random``, ``1/T²`` … 0.75 for
 ``block``, ``1/T`` … 0.55 for ``diagonal``, 0.3 … 0.5 for ``nm``), 3 seeded synthetic ``T×T`` tiles are made
 (:func:`.structure.synthetic_tile`), laid on the diagonal of one matrix and tiled by
-:func:`akfviz.analyze` (``build_tiles`` + features, so the classes come from the same rule); each kernel's :meth:`npu_work` of those tiles is priced by
+:func:`akfviz.analyze` (so the classes come from the same rule); each kernel's :meth:`npu_work` of those tiles is priced by
 ``unit_costs`` — the closed form of the NPU engine for one tile alone on a PE, with each routed
 column firing with probability ``rho_x``. The polynomial (degree ≤ 4) is fitted by *relative* least
 squares (each point weighted by ``1/|y|``) to the on-chip part of the cost (the overflow terms
