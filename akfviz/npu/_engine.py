@@ -206,19 +206,18 @@ def _stable_order(keys, n, perm, ck):
     if srt:
         return
     if n <= 32:
-        # insertion sort of the composite keys (key, position) themselves — no indirection
-        # through perm in the inner loop; position in the low 5 bits
+        # rank of each composite key (key, position; position in the low 5 bits) among the
+        # others: the keys are distinct, so the rank is the place in the stable order. n² branch-
+        # free comparisons (vectorised) beat an insertion sort's mispredicted branches on the
+        # ~15 deliveries a PE gets on a hyper-sparse matrix (1.2× the whole phase, same order)
         for i in range(n):
             ck[i] = (keys[i] << 5) | i
-        for i in range(1, n):
-            v = ck[i]
-            j = i - 1
-            while j >= 0 and ck[j] > v:
-                ck[j + 1] = ck[j]
-                j -= 1
-            ck[j + 1] = v
         for i in range(n):
-            perm[i] = ck[i] & 31
+            v = ck[i]
+            r = 0
+            for j in range(n):
+                r += ck[j] < v
+            perm[r] = i
     else:
         # unique composite keys (key, position) make any sort stable and deterministic; an LSD
         # radix sort on them, 8 bits per pass, ping-ponging between ``ck`` and ``perm`` (3.5×

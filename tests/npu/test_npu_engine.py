@@ -417,7 +417,7 @@ def test_lazy_views_and_multi_iteration_rows():
 @pytest.mark.parametrize("n", [1, 2, 31, 32, 33, 100, 304, 1500])
 @pytest.mark.parametrize("hi", [1, 3, 300, 30_000, 2**36])
 def test_stable_order_equals_numpy_stable_argsort(n, hi):
-    # the engine's queue order (insertion sort for short queues, radix sort on (key, position)
+    # the engine's queue order (ranks of the composite keys for short queues, radix sort on (key, position)
     # for long ones) must be exactly numpy's stable argsort: ties keep their position order
     from akfviz.npu._engine import _stable_order
 
