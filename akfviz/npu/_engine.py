@@ -144,8 +144,11 @@ def prepare_phase(sel, bj, col_ptr, col_local, active, k, tile, src, inject_cycl
 
 
 @njit_cached
-def reduction_trains(order, pe_ptr, out_rows, bi, red, n_pes):
+def reduction_trains(order, pe_ptr, out_rows, bi, red, n_pes, sel):
     """Partial-sum trains grouped by reduction PE, each group in phase order (PE, tile id).
+
+    ``sel`` holds the same tiles as ``order`` in the phase's own order (TileWork order): the
+    counts do not depend on the order, and read memory sequentially that way.
 
     Returns ``tr_tile`` (tile ids) and ``tr_ptr`` (n_pes + 1): the trains reduced by PE ``q``
     are ``tr_tile[tr_ptr[q]:tr_ptr[q + 1]]``.
@@ -153,7 +156,7 @@ def reduction_trains(order, pe_ptr, out_rows, bi, red, n_pes):
     n = order.shape[0]
     tr_ptr = np.zeros(n_pes + 1, dtype=np.int64)
     for i in range(n):
-        u = order[i]
+        u = sel[i]
         if out_rows[u] > 0:
             tr_ptr[red[bi[u]] + 1] += 1
     for p in range(n_pes):

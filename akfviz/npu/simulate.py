@@ -419,7 +419,7 @@ class _Phase:
         self.sel = sel
         self.order, self.pe_ptr = _engine.pe_sort(sel, mp.pe, P)
         self.tr_tile, self.tr_ptr = _engine.reduction_trains(self.order, self.pe_ptr, wa.out_rows,
-                                                             wa.bi, mp.red, P)
+                                                             wa.bi, mp.red, P, sel)
 
 
 #: Estimated work (deliveries + 2 per tile) from which a phase runs in parallel over PEs
