@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..arguments import check_real, check_seed, check_whole
+from ..arguments import check_real, check_seed, check_whole, shown
 from ..errors import InputError, checked_call
 from .hardware import HardwareConfig, as_hardware
 from .work import TileWork
@@ -204,8 +204,9 @@ def _index_array(values, name: str, what: str, n_lo: int, n_hi: int, lo: int, hi
     kind = arr.dtype.kind
     if arr.ndim != 1 or kind not in "iuf" or (kind == "f" and not np.all(np.isfinite(arr))) \
             or (kind == "f" and not np.all(arr == np.round(arr))):
-        shown = f"shape {arr.shape} of {arr.dtype}" if arr.dtype != object else repr(values)
-        raise InputError(f"{name} must be a 1-D array of whole numbers ({what}), got {shown}.")
+        # shortened: a list of 4,000 huge numbers was echoed whole (a 412 KB message)
+        got = f"shape {arr.shape} of {arr.dtype}" if arr.dtype != object else shown(values)
+        raise InputError(f"{name} must be a 1-D array of whole numbers ({what}), got {got}.")
     if not n_lo <= arr.size <= n_hi:
         count = f"{n_hi}" if n_lo == n_hi else f"between {n_lo} and {n_hi}"
         raise InputError(f"{name} must have {count} entries ({what}), got {arr.size}.")
@@ -306,6 +307,8 @@ def _check_matrix(A) -> np.ndarray:
 def _check_x(x, n_cols: int) -> np.ndarray:
     from ..workloads.validate import dense_operand
 
+    if x is None:   # dense_operand names a missing entry of a vector, which read "x[] is a missing value"
+        raise InputError(f"x must be a vector of {n_cols} entries (one per column of A), got None.")
     X = dense_operand(x, "x")
     if not (X.ndim == 1 or (X.ndim == 2 and X.shape[1] == 1)) or X.shape[0] != n_cols:
         raise InputError(f"x must be a vector of {n_cols} entries (one per column of A), got shape {X.shape}.")

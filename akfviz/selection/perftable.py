@@ -62,7 +62,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ..arguments import shown, to_float
-from ..errors import InputError
+from ..errors import InputError, checked_call
 from ..frozen import read_only
 from ..npu.hardware import as_hardware
 from ._kernels import (CHOSEN_PARALLEL_MIN, _chosen_total, _chosen_total_serial, _first_codes, _full_tile_lut,
@@ -109,6 +109,77 @@ def horner(coef: np.ndarray, x: np.ndarray) -> np.ndarray:
         return out
     _horner_1d(c, x, out)
     return out
+
+
+def _described(value, arr) -> str:
+    """How a message names a rejected array argument: its shape and dtype when it became an array,
+    else its (shortened) repr."""
+    if arr is not None and arr.dtype.kind not in "OUS":
+        return f"shape {arr.shape} of {arr.dtype}"
+    return shown(value)
+
+
+def _float_array(values, name: str) -> np.ndarray:
+    """``values`` as a contiguous 1-D float64 array of finite numbers (InputError otherwise: the numba
+    evaluations take them unchecked; a 2-D array failed in numba's type inference, a string with
+    "could not convert string to float")."""
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iuf"):
+        raise InputError(f"{name} must be a 1-D array of numbers, got {_described(values, arr)}.")
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    if arr.size and not np.all(np.isfinite(arr)):
+        raise InputError(f"{name} must be finite numbers (got NaN or infinity).")
+    return arr
+
+
+def _id_array(values, n_valid: int, name: str, what: str, size: int | None = None, *,
+              keep_dtype: bool = False) -> np.ndarray:
+    """``values`` as a 1-D integer array of indices in ``0 … n_valid − 1``.
+
+    The numba evaluations of the table index its coefficient arrays with such ids without bounds
+    checks, so an id out of range read memory beyond them (wrong numbers, or the process crashed).
+
+    Parameters
+    ----------
+    values : array-like of int
+    n_valid : int
+        How many things the ids index.
+    name, what : str
+        The argument's name and what one id is (for messages).
+    size : int, optional
+        The number of entries required (one per tile).
+    keep_dtype : bool
+        Keep an integer array's own dtype (the numba kernel is compiled for it) instead of int64.
+
+    Returns
+    -------
+    ndarray
+        Contiguous; int64 unless ``keep_dtype``.
+
+    Raises
+    ------
+    InputError
+        Not a 1-D array of whole numbers, the wrong number of entries, or an id out of range.
+    """
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise InputError(f"{name} must be a 1-D array of whole numbers ({what}), got {_described(values, arr)}.")
+    if size is not None and arr.size != size:
+        raise InputError(f"{name} must have one entry per tile ({size:,}), got {arr.size:,}.")
+    if arr.size:
+        lo, hi = int(arr.min()), int(arr.max())
+        if lo < 0 or hi >= n_valid:
+            allowed = f"from 0 to {n_valid - 1}" if n_valid > 0 else "— there are none to index"
+            raise InputError(f"{name} must hold {what} {allowed}, got {lo if lo < 0 else hi}.")
+    if keep_dtype and arr.size:
+        return np.ascontiguousarray(arr)
+    return np.ascontiguousarray(arr, dtype=np.int64)
 
 
 #: Most bytes of full-tile values a table remembers (:meth:`PerformanceTable._full_tile_values`).
@@ -178,7 +249,10 @@ class PerformanceTable:
     build_seconds: float = 0.0
 
     def kernel_ids(self, names) -> np.ndarray:
-        """Indices of kernel names in :attr:`kernels` (InputError for a name not in the table)."""
+        """Indices of kernel names in :attr:`kernels` (InputError for a name not in the table); one
+        name may be given as a string (it was read letter by letter: "Kernel 'C' is not in the table")."""
+        if isinstance(names, str):
+            names = [names]
         lut = {k: i for i, k in enumerate(self.kernels)}
         out = []
         for n in names:
@@ -203,10 +277,21 @@ class PerformanceTable:
 
     @staticmethod
     def _densities(density) -> np.ndarray:
-        x = np.ascontiguousarray(density, dtype=np.float64)
-        if x.size and not np.all(np.isfinite(x)):
-            raise InputError("Tile densities must be finite numbers (got NaN or infinity).")
-        return x
+        """Tile densities as a contiguous 1-D float64 array of finite numbers."""
+        return _float_array(density, "Tile densities")
+
+    def _tile_arrays(self, cls, density, scale):
+        """``(cls, density, scale)`` of :meth:`evaluate` and its siblings, checked: one entry per
+        tile in each, class ids in ``0 … n_classes − 1`` (the numba kernels index the coefficients
+        with them unchecked: a class id of 10**9 crashed the process), scale finite (default ones)."""
+        x = self._densities(density)
+        cls = _id_array(cls, len(self.classes), "cls", "structure class ids", x.size)
+        if scale is None:
+            return cls, x, np.ones(x.size)
+        s = _float_array(scale, "scale (h·w/T² per tile, 1 for a full tile)")
+        if s.size != x.size:
+            raise InputError(f"scale (h·w/T² per tile) must have one entry per tile ({x.size:,}), got {s.size:,}.")
+        return cls, x, s
 
     def evaluate(self, kernels, cls, density, scale=None, measure: str = "energy") -> np.ndarray:
         """Predicted resource of every tile under every kernel: array ``(n_tiles, len(kernels))``.
@@ -220,10 +305,15 @@ class PerformanceTable:
         scale : float array (n,), optional
             ``h·w/T²`` (1 for full tiles; default all ones).
         measure : {"energy", "cycles", "bytes"}
+
+        Raises
+        ------
+        InputError
+            A kernel not in the table, an unknown measure, arrays of different lengths, a class id
+            outside ``0 … n_classes − 1``, or densities that are not finite numbers. (The numba
+            kernels read the arrays unchecked; a class id of 10**9 crashed the process.)
         """
-        cls = np.ascontiguousarray(cls, dtype=np.int64)
-        x = self._densities(density)
-        s = np.ones(x.size) if scale is None else np.ascontiguousarray(scale, dtype=np.float64)
+        cls, x, s = self._tile_arrays(cls, density, scale)
         kids = self.kernel_ids(kernels)
         m = self._measure_index(measure)
         coef, lin, floor, ovf, lo, hi = self._args()
@@ -239,26 +329,33 @@ class PerformanceTable:
         return out
 
     def evaluate_chosen(self, kernel_index, cls, density, scale=None, measure: str = "energy"):
-        """Predicted resource of each tile under its own kernel (``kernel_index`` into :attr:`kernels`)."""
-        kid = np.ascontiguousarray(kernel_index, dtype=np.int64)
-        x = self._densities(density)
-        s = np.ones(x.size) if scale is None else np.ascontiguousarray(scale, dtype=np.float64)
+        """Predicted resource of each tile under its own kernel (``kernel_index`` into :attr:`kernels`).
+
+        The arguments are checked as in :meth:`evaluate`; ``kernel_index`` must hold one index in
+        ``0 … len(kernels) − 1`` per tile (InputError otherwise)."""
+        cls, x, s = self._tile_arrays(cls, density, scale)
+        kid = _id_array(kernel_index, len(self.kernels), "kernel_index", "indices into the table's kernels",
+                        x.size)
         m = self._measure_index(measure)
         coef, lin, floor, ovf, lo, hi = self._args()
         out = np.empty(x.size)
-        _horner_chosen(coef, lin, floor, ovf, m, lo, hi, np.ascontiguousarray(cls, dtype=np.int64), x, s, kid, out)
+        _horner_chosen(coef, lin, floor, ovf, m, lo, hi, cls, x, s, kid, out)
         return out
 
     def group_sums(self, kernels, cls, density, scale, group, n_groups, measure="energy"):
-        """Σ over the tiles of each group (e.g. cluster) of the predicted resource, per kernel."""
+        """Σ over the tiles of each group (e.g. cluster) of the predicted resource, per kernel.
+
+        The arguments are checked as in :meth:`evaluate`; ``group`` must hold one id in
+        ``0 … n_groups − 1`` per tile and ``n_groups`` be a whole number ≥ 0 (InputError otherwise)."""
+        from ..arguments import check_whole
+
         kids = self.kernel_ids(kernels)
         m = self._measure_index(measure)
         coef, lin, floor, ovf, lo, hi = self._args()
-        out = np.zeros((int(n_groups), kids.size))
-        cls = np.ascontiguousarray(cls, dtype=np.int64)
-        x = self._densities(density)
-        s = np.ascontiguousarray(scale, dtype=np.float64)
-        group = np.ascontiguousarray(group, dtype=np.int64)
+        cls, x, s = self._tile_arrays(cls, density, scale)
+        n_groups = check_whole(n_groups, "n_groups (the number of groups)", 0)
+        group = _id_array(group, n_groups, "group", "group ids", x.size)
+        out = np.zeros((n_groups, kids.size))
         lut_args = self._full_tile_table(cls, x, s, kids.size)
         if lut_args is not None:
             T2, used, lut = lut_args
@@ -320,6 +417,13 @@ class PerformanceTable:
         kernels : ndarray of int64 or None
             Table kernel index of each code (``kernels[codes[t]] == kernel_of_unit[unit_of_tile[t]]``).
 
+        Raises
+        ------
+        InputError
+            ``unit_of_tile`` without one entry per tile of ``pa``, or with a unit outside
+            ``kernel_of_unit``, or ``kernel_of_unit`` with an index outside :attr:`kernels` (the
+            pass reads them unchecked: such indices summed memory beyond the arrays).
+
         Notes
         -----
         Summed in 64 chunks of tiles whose partial sums are added in order (deterministic). Full
@@ -334,7 +438,10 @@ class PerformanceTable:
         for meas, wt in weights.items():
             mw[self._measure_index(meas)] = float(wt)
         coef, lin, floor, ovf, lo, hi = self._args()
-        kou = np.ascontiguousarray(kernel_of_unit, dtype=np.int64)
+        # the numba pass indexes with both unchecked: a unit or kernel out of range read beyond the arrays
+        kou = _id_array(kernel_of_unit, len(self.kernels), "kernel_of_unit", "indices into the table's kernels")
+        uot = np.ascontiguousarray(_id_array(unit_of_tile, kou.size, "unit_of_tile",
+                                             "indices into kernel_of_unit", n, keep_dtype=True))
         T = int(self.tile)
         used = np.unique(kou)
         slot = np.zeros(len(self.kernels), dtype=np.int64)
@@ -351,7 +458,6 @@ class PerformanceTable:
             lut = np.empty((0, len(self.classes), 1))
         if len(self.kernels) > 127:  # pragma: no cover - int8 codes hold 127 kernels
             raise InputError("chosen_pass codes are int8; the table has more than 127 kernels.")
-        uot = np.ascontiguousarray(unit_of_tile)
         # one kernel in use: the pass reads it once (not per tile), and every tile's code is 0, set
         # at once instead of tile by tile in the pass
         one_kid = int(used[0]) if used.size == 1 else -1
@@ -374,10 +480,44 @@ class PerformanceTable:
         return float(total), out, kernels
 
     def predict(self, kernel: str, cls: str, density, measure: str = "energy") -> np.ndarray:
-        """Predicted resource of full ``T×T`` tiles of one kernel and class at the given densities."""
+        """Predicted resource of full ``T×T`` tiles of one kernel and class at the given densities.
+
+        Parameters
+        ----------
+        kernel : str
+            A kernel of :attr:`kernels`.
+        cls : str
+            A structure class (:data:`.structure.CLASS_NAMES`).
+        density : float or 1-D array of float
+            Densities in ``[0, 1]``; clipped into the class's calibrated range before evaluation.
+        measure : {"energy", "cycles", "bytes"}
+
+        Returns
+        -------
+        ndarray (n,)
+            One prediction per density (``n = 1`` for a single number).
+
+        Raises
+        ------
+        InputError
+            An unknown kernel, class or measure, or a density that is not a number in ``[0, 1]``
+            (a density of 5 was priced as a full tile; a 2-D array failed inside numba).
+        """
         from .structure import class_id
 
-        d = np.atleast_1d(np.asarray(density, dtype=np.float64))
+        try:
+            d = np.asarray(density)
+        except (TypeError, ValueError):
+            d = None
+        if d is None or d.ndim > 1 or (d.size and d.dtype.kind not in "iuf"):
+            raise InputError(f"density must be a number or a 1-D array of numbers between 0 and 1, got "
+                             f"{_described(density, d)}.")
+        d = np.atleast_1d(d.astype(np.float64))
+        outside = ~np.isfinite(d) | (d < 0.0) | (d > 1.0 + 1e-9)   # a rounding above 1 is let through (clipped)
+        if np.any(outside):
+            bad = d[np.flatnonzero(outside)[0]]
+            raise InputError(f"density must be between 0 and 1 (a tile's share of nonzero entries), "
+                             f"got {float(bad)!r}.")
         return self.evaluate([kernel], np.full(d.size, class_id(cls)), d, measure=measure)[:, 0]
 
     def fits_frame(self) -> pd.DataFrame:
@@ -483,6 +623,7 @@ def density_variable(density) -> np.ndarray:
     return np.log10(np.asarray(density, dtype=np.float64))
 
 
+@checked_call
 def calibrate(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int = 0, kernels=None) -> PerformanceTable:
     """Build a :class:`PerformanceTable` from scratch (no cache); see the module docstring.
 
@@ -495,8 +636,21 @@ def calibrate(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int = 0, ker
         Activation density of the input vector (probability that a routed column fires).
     seed : int
         Seed of the synthetic calibration tiles.
-    kernels : sequence of str, optional
-        Kernels to calibrate (default: every registered kernel).
+    kernels : str or sequence of str, optional
+        Kernels to calibrate (default: every registered kernel). Names are matched as
+        :func:`akfviz.select` matches them (any case; a family name such as ``"NM"`` stands for its
+        variants; duplicates dropped); the table keeps the registry spelling, so that
+        :meth:`PerformanceTable.kernel_ids` finds ``"CSC"`` in a table asked for as ``["csc"]``.
+
+    Returns
+    -------
+    PerformanceTable
+
+    Raises
+    ------
+    InputError
+        A bad argument: ``hw`` not a HardwareConfig, ``tile`` outside 4 … 256, ``rho_x`` outside
+        (0, 1], ``seed`` not a whole number ≥ 0, ``kernels`` empty or naming no registered kernel.
     """
     from ..analysis.pattern import analyze
     from ..analysis.tiling import check_tile
@@ -508,7 +662,7 @@ def calibrate(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int = 0, ker
     T = check_tile(tile)
     rho_x = check_rho_x(rho_x)
     seed = check_seed(seed)
-    names = tuple(kernel_names()) if kernels is None else tuple(kernels)
+    names = tuple(kernel_names()) if kernels is None else _calibration_kernels(kernels)
     items = _calibration_set(T, seed)
     A = sp.block_diag([sp.coo_array(it[3]) for it in items], format="csr")
     pa = analyze(A, tile=T)
@@ -572,6 +726,29 @@ def calibrate(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int = 0, ker
     return dataclasses.replace(table, fit_error=fit_error, build_seconds=time.perf_counter() - t0)
 
 
+def _calibration_kernels(kernels) -> tuple:
+    """The registry names of the kernels asked for in :func:`calibrate` (InputError for an empty list,
+    an unknown name or something that is not a list of names).
+
+    Before, ``kernels`` was taken as given: ``"CSC"`` was split into ``"C", "S", "C"``, ``[]`` ended in
+    pandas' "No objects to concatenate", ``5`` in a TypeError, and ``["csc"]`` built a table whose
+    kernel was ``"csc"``, which no caller asking for ``"CSC"`` found."""
+    from ..kernels.base import Kernel
+    from .costs import resolve_candidates
+
+    if isinstance(kernels, Kernel):
+        kernels = [kernels]
+    if not isinstance(kernels, str) and np.iterable(kernels):
+        kernels = [k.name if isinstance(k, Kernel) else k for k in kernels]
+    try:
+        return resolve_candidates(kernels)
+    except InputError as exc:
+        if "candidate kernels is empty" in str(exc):
+            raise InputError("kernels is empty: give at least one kernel name to calibrate, or leave "
+                             "kernels=None for every registered kernel.") from None
+        raise
+
+
 def check_rho_x(rho_x) -> float:
     """Validate an activation density in (0, 1]."""
     if isinstance(rho_x, (bool, np.bool_, str, bytes)):  # float() reads "0.5" and True (probe)
@@ -612,6 +789,7 @@ def _lru_get(store, key, build):
     return value
 
 
+@checked_call
 def performance_table(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int = 0,
                       hw_hash: str | None = None) -> PerformanceTable:
     """The performance table for a hardware configuration, cached in-process (LRU, 16 entries) by
@@ -680,6 +858,7 @@ def tile_scale(tiles, T: int) -> np.ndarray:
     return (tiles["h"].to_numpy(np.float64) * tiles["w"].to_numpy(np.float64)) / float(T * T)
 
 
+@checked_call
 def prediction_error(pa, hw=None, *, table: PerformanceTable | None = None, kernels=None,
                      rho_x: float = 1.0, max_tiles: int = 2000, seed: int = 0,
                      against: str = "unit_costs") -> pd.DataFrame:
