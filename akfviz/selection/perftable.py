@@ -36,7 +36,16 @@ Calibration (hardware-driven, no user samples): for each class and a grid of 12 
 log-spaced over the class's density range (``1/T²`` … 1 for ``random``, ``1/T²`` … 0.75 for
 ``block``, ``1/T`` … 0.55 for ``diagonal``, 0.3 … 0.5 for ``nm``), 3 seeded synthetic ``T×T`` tiles are made
 (:func:`.structure.synthetic_tile`), laid on the diagonal of one matrix and tiled by
-:func:`akfviz.analyze` (so the classes come from the same rule); each kernel's :meth:`npu_work` of those tiles is priced by
+:func:`akfviz.analyze`. Each class is fitted on the tiles generated for it — except **below
+2×2-entry coarse cells (T < 2·grid, i.e. T < 16)**, where a tile's class comes from the rule of
+:mod:`.structure` and each class is fitted on the tiles the rule puts in it: a one-entry cell is
+always full, so the rule calls most scattered tiles ``block``, and the fit on the generator's
+4×4-block tiles priced them up to 8× too dear (a probe: tile-mode plans at T = 4 and 8 cost about
+7× the energy of all-CSC). From 2×2 cells the rule and the generator agree on all but a few
+calibration tiles. Either way, a class with fewer than :data:`MIN_FIT_DENSITIES` distinct densities
+among its tiles (``random`` at T ≤ 8, ``block`` from T = 64 where 4×4 blocks fill no cell) also
+takes the tiles generated for it.
+Each kernel's :meth:`npu_work` of those tiles is priced by
 ``unit_costs`` — the closed form of the NPU engine for one tile alone on a PE, with each routed
 column firing with probability ``rho_x``. The polynomial (degree ≤ 4) is fitted by *relative* least
 squares (each point weighted by ``1/|y|``) to the on-chip part of the cost (the overflow terms
@@ -80,6 +89,9 @@ MIX_WEIGHTS: dict = {"energy": 1 / 3, "cycles": 1 / 3, "bytes": 1 / 3}
 RESOURCES: tuple = MEASURE_NAMES + ("mix",)
 MAX_DEGREE = 4
 N_DENSITIES = 12
+#: A class's fit takes the tiles the rule puts in it; with fewer distinct densities than this among
+#: them it also takes the tiles generated for the class (module docstring).
+MIN_FIT_DENSITIES = 3
 N_REPEATS = 3
 
 
@@ -221,8 +233,12 @@ class PerformanceTable:
         ``(sram_bytes_per_pe, dram_bytes_per_cycle, DRAM pJ per byte, leakage pJ per PE-cycle)`` of the
         hardware: the payload beyond the SRAM is priced with them (module docstring).
     calibration : DataFrame
-        One row per (kernel, calibration tile): ``kernel, class, density, energy, cycles, bytes,
-        classified_as`` (the class the rule of :mod:`.structure` gives the synthetic tile).
+        One row per (kernel, calibration tile, fit using it): ``kernel, class`` (the fit),
+        ``density, energy, cycles, bytes, classified_as`` (the class the rule of :mod:`.structure`
+        gives the synthetic tile) and ``made_as`` (the class it was generated for). A tile is in
+        one fit (these rows come first, in tile order) and, when a class has too few
+        of its own, in the fit of the class it was made for (rows after those). Its fit is the class
+        it was made for, except at T < 2·grid, where it is its rule class (module docstring).
     fit_error : DataFrame
         One row per fit: ``kernel, class, measure, variable`` (density or log10 density), ``degree,
         n_points, rel_rms, max_rel``.
@@ -674,7 +690,24 @@ def calibrate(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int = 0, ker
     density = nnz / (ts.h * ts.w)
     cls_name = np.array([it[0] for it in items], dtype=object)
     cls_id = np.array([STRUCTURE_CLASSES[c].cid for c in cls_name], dtype=np.int64)
-    classified = classify_tiles(pa.tiles_as_analysed(), grid=int(getattr(pa.lsh, "grid", 8)))
+    grid = int(getattr(pa.lsh, "grid", 8))
+    classified = classify_tiles(pa.tiles_as_analysed(), grid=grid)
+    # the points of each class's fit (module docstring): below 2×2-entry coarse cells the tiles the
+    # rule puts in the class (and those made for it when the rule gives it too few distinct
+    # densities), else the tiles made for it
+    by_rule = T < 2 * grid
+    members = []
+    for j in range(len(CLASS_NAMES)):
+        m = classified == j if by_rule else cls_id == j
+        if np.unique(density[m]).size < MIN_FIT_DENSITIES:
+            m = m | (cls_id == j)
+        members.append(m)
+    # rows of the calibration frame: every tile under its first fit, then the extra memberships
+    first = classified.astype(np.int64) if by_rule else cls_id
+    extra = [(np.flatnonzero(members[j] & (first != j)), j) for j in range(len(CLASS_NAMES))]
+    row_tile = np.concatenate([idx] + [t for t, _ in extra])
+    row_class = np.concatenate([first] + [np.full(t.size, j, dtype=np.int64) for t, j in extra])
+    class_names = np.asarray(CLASS_NAMES, dtype=object)
 
     ovf = overflow_prices(hw)
     priced = {k: _price(get_kernel(k), ts, idx, hw, rho_x, overflow=True) for k in names}
@@ -685,17 +718,17 @@ def calibrate(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int = 0, ker
     degrees = {}
     cal_frames = []
     for j, cname in enumerate(CLASS_NAMES):
-        sel = cls_id == j
+        sel = members[j]
         domain[j] = (density[sel].min(), density[sel].max())
     for i, k in enumerate(names):
         P = priced[k]
         on_chip = _on_chip(P, ovf)
         cal_frames.append(pd.DataFrame({
-            "kernel": k, "class": cls_name, "density": density, "energy": P[:, 0],
-            "cycles": P[:, 1], "bytes": P[:, 2],
-            "classified_as": np.asarray(CLASS_NAMES, dtype=object)[classified]}))
+            "kernel": k, "class": class_names[row_class], "density": density[row_tile],
+            "energy": P[row_tile, 0], "cycles": P[row_tile, 1], "bytes": P[row_tile, 2],
+            "classified_as": class_names[classified[row_tile]], "made_as": cls_name[row_tile]}))
         for j, cname in enumerate(CLASS_NAMES):
-            sel = cls_id == j
+            sel = members[j]
             for m, meas in enumerate(MEASURES):
                 c, degrees[k, cname, meas], linear[i, j, m] = _fit(density[sel], on_chip[sel, m])
                 coef[i, j, m] = c
@@ -709,14 +742,15 @@ def calibrate(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int = 0, ker
     # the fit error of the whole prediction (overflow included), as `predict` gives it at the points
     fit_rows = []
     for i, k in enumerate(names):
-        pred = {meas: table.evaluate([k], cls_id, density, measure=meas)[:, 0] for meas in MEASURES}
         for j, cname in enumerate(CLASS_NAMES):
-            sel = cls_id == j
+            sel = members[j]
+            as_j = np.full(int(sel.sum()), j, dtype=np.int64)
             for m, meas in enumerate(MEASURES):
+                pred = table.evaluate([k], as_j, density[sel], measure=meas)[:, 0]
                 y = priced[k][sel, m]
                 ymax = float(np.max(np.abs(y))) if y.size else 0.0
                 denom = np.maximum(np.abs(y), 1e-9 * ymax) if ymax > 0 else np.ones(y.size)
-                rel = (pred[meas][sel] - y) / denom
+                rel = (pred - y) / denom
                 fit_rows.append((k, cname, meas, "density" if linear[i, j, m] else "log10 density",
                                  degrees[k, cname, meas], int(sel.sum()),
                                  float(np.sqrt(np.mean(rel ** 2))) if rel.size else 0.0,

@@ -75,7 +75,7 @@ def test_sampled_means_kernel_equals_the_naive_reference():
         o += c
 
 
-@pytest.mark.parametrize("kind, n, tile, seed", [("powerlaw", 64, 4, 9), ("uniform", 150, 8, 9),
+@pytest.mark.parametrize("kind, n, tile, seed", [("powerlaw", 64, 4, 5), ("uniform", 150, 8, 9),
                                                   ("uniform", 512, 8, 0), ("clustered", 256, 16, 0),
                                                   ("stencil9", 512, 8, 0)])
 def test_cluster_errors_equal_the_naive_estimate(kind, n, tile, seed):
