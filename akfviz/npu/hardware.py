@@ -257,6 +257,7 @@ class HardwareConfig:
         # one line of text names a file when a file of that name exists (whatever it holds: "a=b.toml"
         # too), or when it ends in .toml and has no "=" (a missing file, not the TOML text "rows = 4")
         one_line = isinstance(text, str) and "\n" not in text and text.strip() != ""
+        from_file = None   # the path the text came from
         if (one_line or isinstance(text, os.PathLike)) and _is_dir(text.strip() if isinstance(text, str) else text):
             raise InputError(f"'{text if isinstance(text, str) else os.fspath(text)}' is a folder, not a file; "
                              "give the path of a hardware TOML file (or TOML text).")
@@ -267,6 +268,7 @@ class HardwareConfig:
                 raise InputError(f"No hardware TOML file at '{_shown_path(path)}'; check the path.")
             try:
                 text = path.read_bytes()
+                from_file = path
             except OSError as exc:   # permissions, an I/O error, a special file
                 raise InputError(f"The hardware TOML file '{_shown_path(path)}' could not be read "
                                  f"({(exc.strerror or type(exc).__name__).lower()}); check the file's "
@@ -285,6 +287,10 @@ class HardwareConfig:
             raise InputError("The hardware TOML could not be parsed: its arrays or tables are nested too "
                              "deeply (a hardware configuration needs two levels).") from None
         except tomllib.TOMLDecodeError as exc:
+            # (a one-line file that is not TOML was said to be "read as TOML text: no file of that name")
+            if from_file is not None:
+                raise InputError(f"The hardware TOML file '{_shown_path(from_file)}' could not be parsed: "
+                                 f"{exc}.") from None
             hint = (" (it was read as TOML text: no file of that name exists)"
                     if "\n" not in text and "=" not in text else "")
             raise InputError(f"The hardware TOML could not be parsed{hint}: {exc}.") from None

@@ -277,3 +277,17 @@ def test_simulation_summary_names_the_hardware_it_ran_on():
     back = HardwareConfig.from_plain(d["hardware"])
     assert back == hw and back.config_hash() == d["config_hash"]
     assert d["hardware"]["energy"]["dram"]["value"] == 99.0
+
+
+def test_a_one_line_file_that_is_not_toml_is_named_as_the_file(tmp_path):
+    # it was said to be "read as TOML text: no file of that name exists"
+    from pathlib import Path
+
+    f = tmp_path / "hw.toml"
+    f.write_text("[[[")
+    for given in (str(f), Path(f)):
+        with pytest.raises(InputError, match=r"hardware TOML file '.*hw\.toml' could not be parsed") as e:
+            HardwareConfig.from_toml(given)
+        assert "no file of that name" not in str(e.value)
+    with pytest.raises(InputError, match="read as TOML text: no file of that name exists"):
+        HardwareConfig.from_toml("[[[")
