@@ -15,7 +15,7 @@ from akfviz import app_state as S
 from akfviz.errors import InputError
 from akfviz.workloads.archives import COMPRESSED_SUFFIXES
 from akfviz.viz import matrix as vm
-from akfviz.app_shell import figure_pair, metric_row, page_end, page_start
+from akfviz.app_shell import field_grid, figure_pair, metric_row, page_end, page_start
 
 page_start("Matrix",
            "The workload `y = A x`: a real pruned transformer weight, a stencil, or a generated matrix (akf-spec §1).")
@@ -38,8 +38,24 @@ with tab_sample:
         S.put("sample", pick)
         st.rerun()
     with st.expander("All shipped samples"):
-        st.dataframe(listing[[c for c in ("name", "title", "shape", "nnz", "pruning", "source", "licence")
-                              if c in listing]], hide_index=True, width="stretch")
+        # the source (a 64-digit sha256 in a 200-character line) and licence made this table 1736 px wide
+        # at a 1440-px window (944 px here): they are listed under it, once per distinct source; the
+        # titles and pruning wrap on two lines
+        shown = listing[[c for c in ("name", "title", "shape", "nnz", "pruning") if c in listing]].copy()
+        if "shape" in shown:
+            shown["shape"] = [" × ".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+                              for v in shown["shape"]]
+        CC = st.column_config
+        st.dataframe(shown, hide_index=True, width="stretch", row_height=66,
+                     column_config={"name": CC.TextColumn("name", width=150, help="What the sidebar and the link call it."),
+                                    "title": CC.TextColumn("title", width=330),
+                                    "shape": CC.TextColumn("shape", width=95, help="rows × columns"),
+                                    "nnz": CC.NumberColumn("nnz", width=70, help="Stored nonzeros."),
+                                    "pruning": CC.TextColumn("pruning", width=270)})
+        if {"source", "licence"} <= set(listing.columns):
+            st.caption("Sources and licences\n" + "\n".join(
+                f"- {', '.join(f'`{n}`' for n in grp['name'])}: {src} — *{lic}*"
+                for (src, lic), grp in listing.groupby(["source", "licence"], sort=False)))
 
 with tab_gen:
     gens = S.stage("workloads.generators")
@@ -54,22 +70,23 @@ with tab_gen:
         specs = gens.generator_specs(kind)
         if "m" in gens.generator_params(kind) and not any(s.name == "m" for s in specs):
             specs = specs + (gens._m_spec(),)
-        cols = st.columns(3)
-        for i, spec in enumerate(specs):
-            raw = current.get(spec.name, spec.default)
-            with cols[i % 3]:
-                label = f"{spec.name} — {spec.help}"
+        # the parameter's name as the title, its meaning in the tooltip, as many fields to a row as fit
+        # (four at 1440 px, two at 800 px): "name — meaning" titles in st.columns(3) took up to four
+        # lines of 135 px at 800 px, and broke "numpy.random.default_rng" mid-word
+        with field_grid("gen_fields", 180):
+            for spec in specs:
+                raw = current.get(spec.name, spec.default)
+                label, tip = S.form_label(spec), S.form_tooltip(spec)
                 if spec.kind == "choice":
-                    params[spec.name] = st.selectbox(label, spec.choices,
+                    params[spec.name] = st.selectbox(label, spec.choices, help=tip,
                                                      index=list(spec.choices).index(raw) if raw in spec.choices else 0)
                 elif spec.kind == "pattern" or spec.optional or S.form_wants_text(spec):
-                    params[spec.name] = st.text_input(label, "" if raw is None else str(raw), help=S.form_help(spec))
+                    params[spec.name] = st.text_input(label, "" if raw is None else str(raw), help=tip)
                 elif spec.kind == "int":
-                    params[spec.name] = st.number_input(label, value=S.form_number(spec, raw), step=1,
-                                                        help=S.form_help(spec))
+                    params[spec.name] = st.number_input(label, value=S.form_number(spec, raw), step=1, help=tip)
                 else:
                     params[spec.name] = st.number_input(label, value=S.form_number(spec, raw), format="%g",
-                                                        help=S.form_help(spec))
+                                                        help=tip)
         if any(spec.name == "prune" for spec in specs):
             # a form cannot grey out a field from another field's value before it is submitted: say it
             st.caption("Which fields the pruning reads: **magnitude** — sparsity (or density); **nm** — pattern "
@@ -140,14 +157,11 @@ with tab_up:
             elif S.get("up_tensor"):
                 S.put("up_tensor", "")  # one matrix in this file: a name left from another upload is refused
         if ok:
-            c1, c2, c3 = st.columns(3)
-            with c1:
+            with field_grid("upload_pruning", 200):   # three in a row where they fit, else fewer
                 S.widget(st.selectbox, "Pruning", "up_prune", options=["none", "magnitude", "nm", "block"])
-            how = S.get("up_prune")   # a control the chosen pruning does not read is greyed out
-            with c2:
+                how = S.get("up_prune")   # a control the chosen pruning does not read is greyed out
                 S.widget(st.slider, "Sparsity (magnitude / block)", "up_sparsity", *S.bounds("up_sparsity"), step=0.01,
                          disabled=how not in ("magnitude", "block"))
-            with c3:
                 S.widget(st.selectbox, "N:M pattern", "up_pattern", options=["2:4", "1:4", "4:8", "2:8"],
                          disabled=how != "nm")
             try:

@@ -130,6 +130,19 @@ def flex_row(key: str, bases, grow=None, gap: str = "medium") -> list:
     return [row.container(key=f"{key}_{i}") for i in range(len(bases))]
 
 
+def field_grid(key: str, min_px: int, gap_px: int = 16):
+    """A container whose elements (the fields of a form) sit in equal columns at least ``min_px``
+    wide, as many to a row as fit, row by row: five hardware boxes in a row at a 1440-px window,
+    two at 800 px, where ``st.columns(5)`` gave each 68 px and "DRAM bytes / cycle (shared)" took
+    four lines. A style rule makes the container a CSS grid; without it (e.g. if Streamlit renames
+    its layout) the fields stand one under the other, each readable."""
+    st.html(f"<style>.st-key-{key} {{ display: grid !important; "
+            f"grid-template-columns: repeat(auto-fit, minmax({int(min_px)}px, 1fr)); "
+            f"column-gap: {int(gap_px)}px; align-items: end; }} "
+            f".st-key-{key} > div {{ width: auto !important; min-width: 0; }}</style>")
+    return st.container(key=key)
+
+
 #: Two figures side by side from this width of each upward: at 1400 px (about 940 px for the
 #: page) they share a row, at 900 px (about 440 px) each takes the whole width.
 FIGURE_MIN = 400

@@ -35,7 +35,8 @@ from . import __version__
 from .errors import InputError
 from .plain import to_plain
 from .app_url import (FIELDS, Field, GEN_PREFIX, JS_MAX_INT, MAX_APP_SIDE, MAX_GENERATED_DENSE,
-    MAX_GENERATED_NNZ, MAX_GRID_SIDE, coerce_gen_value, form_help, form_number, form_wants_text, parse_query,
+    MAX_GENERATED_NNZ, MAX_GRID_SIDE, coerce_gen_value, form_help, form_label, form_number,
+    form_tooltip, form_wants_text, parse_query,
     shorten, to_query)  # noqa: F401 (re-exported)
 from .app_cache import (MAX_RECORDED_INTERVALS, analyze_cached, bytes_digest, compare_cached, frame_digest,
     cpu_check_cached, explain_cached, generate_cached, input_vector, load_cached, mapping_cached, matrix_choices_cached,
@@ -835,9 +836,11 @@ HW_CHANGE_FORMATS = {"hw_sram": ("{:,.0f} B SRAM per PE", 1), "hw_clock": ("{:g}
 #: The NPU page's hardware form: (label, HardwareConfig field, lowest, highest, scale from the box to
 #: the field). The boxes carry no browser-side limits (a number box outside them refused the value in
 #: the browser: Apply did nothing, with no message); :func:`check_hardware_form` says what is wrong.
+#: Each label fits one line of a 150-px box (the page's tooltip says the rest): "DRAM bytes / cycle
+#: (shared)" took four lines at an 800-px window.
 HW_FORM = (("PE rows", "rows", 1, MAX_GRID_SIDE, 1), ("PE columns", "cols", 1, MAX_GRID_SIDE, 1),
-           ("SRAM bytes per PE", "sram_bytes_per_pe", 64, 1 << 30, 1), ("Clock (MHz)", "clock_hz", 1.0, 100_000, 1e6),
-           ("DRAM bytes / cycle (shared)", "dram_bytes_per_cycle", 1, 1 << 20, 1))
+           ("SRAM per PE (B)", "sram_bytes_per_pe", 64, 1 << 30, 1), ("Clock (MHz)", "clock_hz", 1.0, 100_000, 1e6),
+           ("DRAM (B/cycle)", "dram_bytes_per_cycle", 1, 1 << 20, 1))
 
 
 def check_hardware_form(values: dict) -> dict:

@@ -325,6 +325,20 @@ def form_help(spec) -> str:
     return text + "."
 
 
+def form_label(spec) -> str:
+    """A generator form field's title: the parameter's name, as ``akfviz.generate`` and the CLI take
+    it. Its meaning is the tooltip (:func:`form_tooltip`): "outlier_frac — fraction of rows and of
+    columns that are outliers" took four lines of a 135-px column at an 800-px window, and
+    "numpy.random.default_rng" broke mid-word."""
+    return spec.name
+
+
+def form_tooltip(spec) -> str:
+    """A generator form field's tooltip: what the parameter means, then what it accepts."""
+    meaning = (spec.help or "").strip().rstrip(".")
+    return (f"{meaning[:1].upper()}{meaning[1:]}. " if meaning else "") + form_help(spec)
+
+
 def form_number(spec, raw):
     """The value a generator form's number input starts at: ``raw`` (from the link or the last
     run) when it is a finite number, else the parameter's default. A bad link value is reported

@@ -201,7 +201,20 @@ with right:
 st.header("Performance table")
 table_pt = S.perftable_cached(hwk, hw, pa.tile, rho_x)
 fit_err = table_pt.fit_error
-kc1, kc2 = flex_row("kernels_perftable", (240, 400), grow=(1, 3))
+# the left box wide enough for the fit table's five columns (372 px): at (240, 400) it was 315 px
+# wide at a 1440-px window and max_rel was cut off
+kc1, kc2 = flex_row("kernels_perftable", (380, 400), grow=(1, 3))
+#: The fit table's columns, 372 px in all (the export "Fits" has every column).
+FIT_COLUMNS = {
+    "class": st.column_config.TextColumn("class", width=72, help="Structure class whose fit this is (below T = 16 its points are the tiles the structure rule puts in the class; from T = 16 the tiles made for it)."),
+    "variable": st.column_config.TextColumn("variable", width=96, help="What the polynomial is in: the tile's "
+                                            "density or its log10."),
+    "degree": st.column_config.NumberColumn("degree", width=60, help="Degree of the fitted polynomial."),
+    "rel_rms": st.column_config.NumberColumn("rel_rms", width=72, format="%.3g",
+                                             help="Root-mean-square relative error of the fit on its calibration points."),
+    "max_rel": st.column_config.NumberColumn("max_rel", width=72, format="%.3g",
+                                             help="Largest relative error of the fit on its calibration points."),
+}
 with kc1:
     names = list(table_pt.kernels)
     used = [k for k in names if k in used_kernels]
@@ -210,7 +223,7 @@ with kc1:
     fe = fit_err[(fit_err["kernel"] == kname) & (fit_err["measure"] == meas)]
     # three significant digits: a fit exact up to rounding (1.6e-16) showed as "00000000"
     st.dataframe(fe[["class", "variable", "degree", "rel_rms", "max_rel"]], hide_index=True, width="stretch",
-                 column_config={c: st.column_config.NumberColumn(format="%.3g") for c in ("rel_rms", "max_rel")})
+                 column_config=FIT_COLUMNS)
 with kc2:
     fig = S.figure_cached(f"fits|{hwk}|{pa.tile}|{rho_x}|{kname}|{meas}", lambda: vk.perftable_fits(
         vk.perftable_curves(table_pt, kname, meas), y_title=MEASURE_UNITS.get(meas, meas), cols=2))
@@ -224,7 +237,7 @@ with kc2:
     S.export_buttons("Fits", table_pt.fits_frame, f"perftable-fits-T{pa.tile}", "exp_fits",
                      what="one row per (kernel, class, measure): coefficients and fit error")
     S.export_buttons("Calibration points", lambda: table_pt.calibration, f"perftable-calibration-T{pa.tile}",
-                     "exp_calibration", what="one row per synthetic tile priced by the cost model")
+                     "exp_calibration", what="one row per synthetic tile and fit using it, priced by the cost model (class = the fit, made_as = the generator's class, classified_as = the rule's)")
 if st.toggle("Check the table against exact pricing on this matrix", key="pt_check"):
     pe = S.prediction_error_cached(S.analysis_key(wl.digest, pa.tile), pa, hwk, hw, rho_x)
     st.dataframe(pe[pe["measure"] == meas], hide_index=True, width="stretch")

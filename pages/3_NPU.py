@@ -4,7 +4,7 @@ import streamlit as st
 from akfviz import app_state as S
 from akfviz.errors import InputError
 from akfviz.viz import npu as vn
-from akfviz.app_shell import figure_pair, metric_row, page_end, page_start
+from akfviz.app_shell import field_grid, figure_pair, metric_row, page_end, page_start
 
 page_start("NPU",
            "The fused plan placed on a PE grid (greedy + simulated annealing) and simulated event by event: "
@@ -16,20 +16,26 @@ if hw is None:
 
 with st.expander("Hardware configuration", expanded=False):
     with st.form("hw_form"):
-        f = st.columns(5)
         start = {"rows": int(hw.rows), "cols": int(hw.cols), "sram_bytes_per_pe": int(hw.sram_bytes_per_pe),
                  "clock_hz": float(hw.clock_hz) / 1e6, "dram_bytes_per_cycle": int(hw.dram_bytes_per_cycle)}
+        why = {"rows": "PEs per column of the grid. ", "cols": "PEs per row of the grid. ",
+               "sram_bytes_per_pe": "Local SRAM of each PE, in bytes; payload beyond it streams from DRAM. ",
+               "clock_hz": "Turns cycles into seconds. Energies are charged per action and leakage per PE-cycle "
+                           "(akf-spec §7), so the energy in pJ does not change with the clock, but the power in "
+                           "watts (energy / seconds) grows with it. ",
+               "dram_bytes_per_cycle": "Bytes per cycle of the off-chip DRAM link, shared by every PE. "}
         boxes = {}
-        for box, (label, attr, lo, hi, _) in zip(f, S.HW_FORM):
-            why = ("Turns cycles into seconds. Energies are charged per action and leakage per PE-cycle "
-                   "(akf-spec §7), so the energy in pJ does not change with the clock, but the power in watts "
-                   "(energy / seconds) grows with it. ") if attr == "clock_hz" else ""
-            # no min/max in the browser: a value outside them was refused there without a word
-            boxes[label] = box.number_input(label, value=start[attr], step=1024 if attr == "sram_bytes_per_pe" else None,
-                                            help=f"{why}From {lo:,g} to {hi:,}.")
-        b1, b2 = st.columns([1, 5])
-        apply = b1.form_submit_button("Apply", type="primary")
-        reset = b2.form_submit_button("Reset to the preset")
+        # as many boxes to a row as fit (five at 1440 px, two at 800 px): st.columns(5) left 68 px each at
+        # 800 px and broke the labels over up to four lines
+        with field_grid("hw_fields", 150):
+            for label, attr, lo, hi, _ in S.HW_FORM:
+                # no min/max in the browser: a value outside them was refused there without a word
+                boxes[label] = st.number_input(label, value=start[attr],
+                                               step=1024 if attr == "sram_bytes_per_pe" else None,
+                                               help=f"{why.get(attr, '')}From {lo:,g} to {hi:,}.")
+        with st.container(horizontal=True):     # each button as wide as its label ("Ap…" at 800 px)
+            apply = st.form_submit_button("Apply", type="primary")
+            reset = st.form_submit_button("Reset to the preset")
     if apply:
         try:
             S.set_hardware(hw, **S.check_hardware_form(boxes))
@@ -54,8 +60,20 @@ with st.expander("Energy table (editable, with provenance)", expanded=False):
     frame = preset_table.to_frame().reset_index()
     current = S.energy_override()
     shown = frame if current is None else current.to_frame().reset_index()   # e.g. a run bundle's table
-    edited = st.data_editor(shown, key="energy_editor", hide_index=True, width="stretch",
-                            disabled=["action", "unit", "description"])
+    # fixed widths, 935 px in all, the sources on up to three lines: a source (up to 220 characters) on
+    # one line made the editor 1278 px wide at a 1440-px window (944 px here), with node, grade and
+    # description off to the right. The descriptions (not editable) are in the list under the table.
+    CC = st.column_config
+    edited = st.data_editor(
+        shown, key="energy_editor", hide_index=True, width="stretch", disabled=["action", "unit", "description"],
+        row_height=66, height=36 + 66 * len(shown) + 3, column_order=["action", "value", "unit", "grade", "node", "source"],
+        column_config={"action": CC.TextColumn("action", width=105, help="What is charged (each one described "
+                                                                          "under the table)."),
+                       "value": CC.NumberColumn("value", width=70, help="Energy per action, in the row's unit."),
+                       "unit": CC.TextColumn("unit", width=90),
+                       "grade": CC.TextColumn("grade", width=80, help="measured / simulated / assumed"),
+                       "node": CC.TextColumn("node", width=100, help="Technology node of the figure."),
+                       "source": CC.TextColumn("source", width=490, help="Where the figure comes from.")})
     try:
         # a value typed without its provenance is marked "edited by the user", grade assumed
         table = EnergyTable.from_frame(edited, name="custom").marked_against(preset_table)
@@ -71,6 +89,8 @@ with st.expander("Energy table (editable, with provenance)", expanded=False):
             st.rerun()
     st.caption("Every number carries its source, technology node and grade (measured / simulated / assumed). "
                "Edits apply to this session and the run bundle, not to the link.")
+    st.caption("What each action is, and the source of its figure:\n"
+               + "\n".join(f"- **{r.action}** ({r.description}): {r.source}" for r in edited.itertuples()))
 
 c1 = st.container(width=360)   # a fixed width up to the page's: a quarter of it was 110 px at 900 px
 with c1:

@@ -55,25 +55,48 @@ shown = pc.copy()
 gaps = [c for c in shown.columns if c != "note" and shown[c].isna().any()]
 for col in gaps:
     shown[col] = [("—" if v != v else f"{v:.4g}") for v in shown[col]]
-labels = {"speedup_measured": "speedup, measured", "speedup_claimed": "speedup, paper",
-          "energy_rel_measured": "energy ÷ Dense, measured", "energy_claimed_table": "energy, paper's table",
-          "energy_claimed_text": "energy, paper's text", "error_pct_measured": "error %, measured",
-          "error_pct_claimed": "error %, paper"}
-st.dataframe(shown.drop(columns="note", errors="ignore"), width="stretch",
-             column_config={c: (st.column_config.TextColumn(labels.get(c, c), alignment="right") if c in gaps else
-                                st.column_config.NumberColumn(labels.get(c, c), format="%.4g"))
-                            for c in shown.columns if c != "note"})
+# short titles, the words in each title's tooltip: with "speedup, measured" … "error %, paper" the
+# table was 991 px wide at a 1440-px window (978 px for the page) and its last column scrolled away
+COLUMNS = {  # name: (title, tooltip, width in px); 870 px in all with the plan column
+    "speedup_measured": ("speedup", "Measured here: Dense cycles ÷ this plan's cycles (same hardware).", 95),
+    "speedup_claimed": ("speedup (paper)", "The paper's table: speedup over Dense.", 120),
+    "energy_rel_measured": ("energy ÷ Dense", "Measured here: this plan's energy ÷ Dense's energy.", 115),
+    "energy_claimed_table": ("energy (table)", "The paper's table row, labelled \"Watts\" but read here as relative "
+                                               "to Dense.", 115),
+    "energy_claimed_text": ("energy (text)", "The paper's text: \"20 % lower energy\" for AKF, i.e. 0.8× Dense.", 110),
+    "error_pct_measured": ("error %", "Measured here: 100 · ‖A − Â‖_F / ‖A‖_F.", 95),
+    "error_pct_claimed": ("error % (paper)", "The paper's table: approximation error in %.", 115)}
+claim_cols = {"_index": st.column_config.Column("plan", width=105)}
+for c in shown.columns:
+    if c == "note":
+        continue
+    title, why, px = COLUMNS.get(c, (c, None, 120))
+    claim_cols[c] = (st.column_config.TextColumn(title, help=why, width=px, alignment="right") if c in gaps else
+                     st.column_config.NumberColumn(title, help=why, width=px, format="%.4g"))
+st.dataframe(shown.drop(columns="note", errors="ignore"), width="stretch", column_config=claim_cols)
+st.caption("A title with (paper), (table) or (text) is the paper's claim; the others are measured here "
+           "(each title's tooltip says more).")
 if "note" in pc:
     # the per-plan explanation is the point of this table: a list anyone can read, not a column off-screen
     st.subheader("Where and why they differ")
     st.markdown("\n".join(f"- **{name}**: {note}" for name, note in
                                                                    pc["note"].items() if isinstance(note, str) and note))
 st.caption("The paper's energy row (1.0 / 1.3 / 1.6 / 1.2 \"Watts\") contradicts its own text (\"20 % lower "
-           "energy\" for AKF, energy_claimed_text); both are shown, neither is tuned to.")
+           "energy\" for AKF, the energy (text) column); both are shown, neither is tuned to.")
 with st.expander("All measured columns"):
-    st.dataframe(df, width="stretch", column_config={"kernel_mix": st.column_config.TextColumn(
-        "kernel_mix", help="Share of the plan's nonempty tiles per kernel (Dense: every tile slot). The "
-                           "Kernels page's mix chart counts nonzeros instead.")})
+    # on its side: one row per measured column, one column per plan (a dozen columns, 1465 px wide, with
+    # kernel_mix last and off-screen at a 1440-px window); the export keeps one row per plan
+    by_plan = vc.measured_by_plan(df)
+    plan_px = max(120, min(200, 760 // max(len(df.index), 1)))
+    st.dataframe(by_plan, hide_index=True, width="stretch", height=35 * (len(by_plan) + 1) + 3,   # every row
+                 column_config={"measured": st.column_config.TextColumn(
+                                    "measured", width=170, help="The column's name in the export (CSV / Parquet)."),
+                                **{str(p): st.column_config.TextColumn(str(p), width=plan_px, alignment="right")
+                                   for p in df.index}})
+    if "kernel_mix" in df:
+        st.markdown("**kernel_mix** — share of the plan's nonempty tiles per kernel (Dense: every tile slot; "
+                    "the Kernels page's mix chart counts nonzeros instead):\n"
+                    + "\n".join(f"- {p}: {mix}" for p, mix in df["kernel_mix"].items()))
 S.export_buttons("Comparison", lambda: df.reset_index(), "compare", "exp_compare",
                   "one row per plan (Dense, BlockSparse, StaticSparse, AKF): every measured column")
 

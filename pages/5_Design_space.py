@@ -214,8 +214,13 @@ S.chart(S.figure_cached(f"dse_parcoords|{dkey}|{ccol}|{swept}", lambda: vd.paral
 st.caption("How to read this: each line is one configuration crossing every axis; drag on an axis to filter. "
            "An axis marked (constant) has one value at every point.")
 help_of = getattr(sweep, "COLUMN_HELP", {})
-st.dataframe(df, hide_index=True, width="stretch",
-             column_config={c: st.column_config.Column(help=h) for c, h in help_of.items() if c in df})
+# in parts of a few columns, each led by the swept settings and as wide as the page (24 columns in one
+# grid were 2607 px wide at a 1440-px window: kernel_mix and the baselines scrolled out of sight)
+sweep_parts = vd.table_parts(df, swept) or [("All columns", list(df.columns))]
+column_help = {c: st.column_config.Column(help=h) for c, h in help_of.items() if c in df}
+for tab, (_, cols) in zip(st.tabs([title for title, _ in sweep_parts]), sweep_parts):
+    with tab:
+        st.dataframe(df[cols], hide_index=True, width="stretch", column_config=column_help)
 S.export_buttons("Sweep", lambda: df, "sweep", "exp_sweep",
                   "one row per configuration: the swept parameters, AKF's measured columns and, with the baselines, "
                   "each baseline's cycles and energy and AKF's speedup / energy ratio against it")

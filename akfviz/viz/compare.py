@@ -1,7 +1,10 @@
 """Baseline comparison figures (akf-spec §8): measured vs the paper's claimed values."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -80,3 +83,40 @@ def cpu_timings(names, medians_ms, height: int = 280) -> go.Figure:
     fig.update_yaxes(autorange="reversed", automargin=True)
     return styled(fig, "Real CPU time, same matrix and vector", height,
                   margin=dict(l=20, r=20, t=50, b=50))   # the y axis's automargin fits the names
+
+
+def measure_text(value) -> str:
+    """One measured value as the on-its-side table writes it: whole numbers with thousands
+    separators, large reals to two decimals, others to 4 significant digits, a missing one "—".
+
+    >>> [measure_text(v) for v in (12765280.0, 6496183.16, 0.508895, 9.38e-07, float("nan"), "CSC 100 %")]
+    ['12,765,280', '6,496,183.16', '0.5089', '9.38e-07', '—', 'CSC 100 %']
+    """
+    if isinstance(value, str):
+        return value
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(v):
+        return "—"
+    if math.isfinite(v) and v.is_integer():
+        return f"{int(v):,}"
+    return f"{v:,.2f}" if math.isfinite(v) and abs(v) >= 1000 else f"{v:.4g}"
+
+
+def measured_by_plan(df: pd.DataFrame, leave_out=("kernel_mix",)) -> pd.DataFrame:
+    """The comparison (one row per plan, a dozen measured columns: too wide for the page) on its
+    side: one row per measured column, named in ``measured``, and one text column per plan.
+    ``leave_out`` columns (the kernel mix, a sentence per plan) are for the page to write out.
+
+    >>> t = measured_by_plan(pd.DataFrame({"cycles": [938.0, 726.0], "kernel_mix": ["DENSE 100 %", "CSC 100 %"]},
+    ...                                   index=pd.Index(["Dense", "AKF"], name="plan")))
+    >>> t.columns.tolist(), t.iloc[0].tolist()
+    (['measured', 'Dense', 'AKF'], ['cycles', '938', '726'])
+    """
+    cols = [c for c in df.columns if c not in leave_out]
+    out = pd.DataFrame({"measured": cols})
+    for plan in df.index:
+        out[str(plan)] = [measure_text(df.at[plan, c]) for c in cols]
+    return out

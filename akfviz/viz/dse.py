@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 
 from .colors import VIRIDIS_ON_WHITE
 from .layout import empty_figure, styled
+from .tables import PAGE_PX_1440, grid_px
 
 
 #: Sweep columns where more is better (speedup over Dense, Block-sparse or Static-sparse); every
@@ -57,6 +58,57 @@ def column_label(col: str, short: bool = False, wrap: bool = False) -> str:
         head, unit = label.split(" (", 1)
         label = f"{head}<br>({unit}"
     return label
+
+
+#: The sweep table in parts, shown one at a time: (title, columns). All 24 columns in one grid were
+#: 2607 px wide at a 1440-px window (978 px for the page), with ``kernel_mix`` and every baseline
+#: off to the right. The swept parameters begin every part; the exports keep one table.
+TABLE_PARTS = (
+    ("AKF plan", ("cycles", "energy_pj", "error_pct", "speedup", "energy_rel", "kernel_mix")),
+    ("Plan size and time", ("n_tiles", "n_kernels", "payload_bytes", "overflow_bytes", "static_kernel", "wall_s")),
+    ("Baselines: cycles", ("dense_cycles", "blocksparse_cycles", "staticsparse_cycles", "speedup_vs_blocksparse",
+                           "speedup_vs_staticsparse")),
+    ("Baselines: energy", ("dense_energy_pj", "blocksparse_energy_pj", "staticsparse_energy_pj",
+                           "energy_rel_vs_blocksparse", "energy_rel_vs_staticsparse")),
+)
+
+
+def table_parts(df, swept, limit_px: int = PAGE_PX_1440) -> list[tuple[str, list]]:
+    """The sweep's columns as :data:`TABLE_PARTS` (those ``df`` has), then its other columns (a
+    loaded file's own) in a part "Other columns"; each part led by the ``swept`` columns and, where
+    it would be wider than ``limit_px`` (:func:`akfviz.viz.tables.grid_px`), cut in two, "(1/2)",
+    "(2/2)", until it fits or holds one column.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"tile": [16], "cycles": [640.0], "kernel_mix": ["CSC 100 %"], "mine": [1]})
+    >>> table_parts(df, ["tile"])
+    [('AKF plan', ['tile', 'cycles', 'kernel_mix']), ('Other columns', ['tile', 'mine'])]
+    """
+    swept = [c for c in swept if c in df.columns]
+    placed = set(swept)
+    groups = []
+    for title, cols in TABLE_PARTS:
+        have = [c for c in cols if c in df.columns and c not in placed]
+        placed.update(have)
+        if have:
+            groups.append((title, have))
+    rest = [c for c in df.columns if c not in placed]
+    if rest:
+        groups.append(("Other columns", rest))
+    out = []
+    for title, cols in groups:
+        pieces = [cols]
+        while True:
+            wide = [i for i, p in enumerate(pieces)
+                    if len(p) > 1 and grid_px(df[swept + p], hide_index=True) > limit_px]
+            if not wide:
+                break
+            i = wide[0]
+            half = (len(pieces[i]) + 1) // 2
+            pieces[i:i + 1] = [pieces[i][:half], pieces[i][half:]]
+        out += [(title if len(pieces) == 1 else f"{title} ({k + 1}/{len(pieces)})", swept + p)
+                for k, p in enumerate(pieces)]
+    return out
 
 
 def column_values(df, col: str) -> np.ndarray:

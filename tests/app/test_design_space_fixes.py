@@ -94,7 +94,12 @@ def _ok(at):
 
 
 def _sweep_table(at) -> pd.DataFrame:
-    return next(d.value for d in at.dataframe if "cycles" in d.value.columns)
+    """The sweep as the page shows it (in tabs of a few columns, each led by the swept ones), put back
+    together."""
+    parts = [d.value for d in at.dataframe if "meaning" not in d.value.columns]   # not the parameter list
+    assert any("cycles" in p.columns for p in parts)
+    whole = pd.concat(parts, axis=1)
+    return whole.loc[:, ~whole.columns.duplicated()]
 
 
 def test_the_designers_sweep_shows_each_baseline_and_says_why_nothing_changes(app):

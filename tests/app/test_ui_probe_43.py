@@ -79,16 +79,16 @@ def test_an_edited_energy_value_is_marked_edited_and_assumed():
 # ---------------------------------------------------------------- hardware form: a message, not silence
 def test_hardware_form_values_are_checked_with_the_fields_named():
     with pytest.raises(InputError) as e:
-        S.check_hardware_form({"PE rows": 1, "PE columns": 5000, "SRAM bytes per PE": 10,
-                               "Clock (MHz)": 0.0, "DRAM bytes / cycle (shared)": 0})
+        S.check_hardware_form({"PE rows": 1, "PE columns": 5000, "SRAM per PE (B)": 10,
+                               "Clock (MHz)": 0.0, "DRAM (B/cycle)": 0})
     msg = str(e.value)
     assert msg.startswith("The hardware was not changed.")
-    for part in ("PE columns: 5,000 is outside 1 … 1,024", "SRAM bytes per PE: 10 is outside 64",
-                 "Clock (MHz): 0 is outside", "DRAM bytes / cycle (shared): 0 is outside"):
+    for part in ("PE columns: 5,000 is outside 1 … 1,024", "SRAM per PE (B): 10 is outside 64",
+                 "Clock (MHz): 0 is outside", "DRAM (B/cycle): 0 is outside"):
         assert part in msg, msg
     assert "PE rows" not in msg
-    ok = S.check_hardware_form({"PE rows": 16, "PE columns": 8, "SRAM bytes per PE": 4096,
-                                "Clock (MHz)": 500.0, "DRAM bytes / cycle (shared)": 64})
+    ok = S.check_hardware_form({"PE rows": 16, "PE columns": 8, "SRAM per PE (B)": 4096,
+                                "Clock (MHz)": 500.0, "DRAM (B/cycle)": 64})
     assert ok == {"rows": 16, "cols": 8, "sram_bytes_per_pe": 4096, "clock_hz": 5e8, "dram_bytes_per_cycle": 64}
     with pytest.raises(InputError, match="not a whole number"):
         S.check_hardware_form({**{k: v for k, v in zip([f[0] for f in S.HW_FORM], (16, 8, 4096, 500.0, 64))},
