@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..arguments import check_flag, check_real, check_seed
 from ..errors import InputError
-from ..workloads.validate import _refuse_missing
+from ..workloads.validate import refuse_missing
 from ..execute.plan import relative_norm
 
 SOLVERS = {}
@@ -332,7 +332,7 @@ def run_solver(plan, hw=None, method: str = "jacobi", b=None, iterations: int = 
     if np.iscomplexobj(b_in):
         raise InputError("b must be a real vector; the solvers work in real numbers, not complex ones.")
     if b_in.dtype == object:
-        _refuse_missing(b_in, "b")
+        refuse_missing(b_in, "b")
     if b_in.dtype.kind in "bUSV":
         what = {"b": "True/False values", "U": "text", "S": "text", "V": "records"}[b_in.dtype.kind]
         raise InputError(f"b must be a vector of {n} real numbers, got {what}.")

@@ -123,6 +123,14 @@ def horner(coef: np.ndarray, x: np.ndarray) -> np.ndarray:
     return out
 
 
+def _array_or_none(values):
+    """``np.asarray(values)``, or None when numpy cannot make an array of it (a ragged list)."""
+    try:
+        return np.asarray(values)
+    except (TypeError, ValueError):
+        return None
+
+
 def _described(value, arr) -> str:
     """How a message names a rejected array argument: its shape and dtype when it became an array,
     else its (shortened) repr."""
@@ -135,10 +143,7 @@ def _float_array(values, name: str) -> np.ndarray:
     """``values`` as a contiguous 1-D float64 array of finite numbers (InputError otherwise: the numba
     evaluations take them unchecked; a 2-D array failed in numba's type inference, a string with
     "could not convert string to float")."""
-    try:
-        arr = np.asarray(values)
-    except (TypeError, ValueError):
-        arr = None
+    arr = _array_or_none(values)
     if arr is None or arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iuf"):
         raise InputError(f"{name} must be a 1-D array of numbers, got {_described(values, arr)}.")
     arr = np.ascontiguousarray(arr, dtype=np.float64)
@@ -176,10 +181,7 @@ def _id_array(values, n_valid: int, name: str, what: str, size: int | None = Non
     InputError
         Not a 1-D array of whole numbers, the wrong number of entries, or an id out of range.
     """
-    try:
-        arr = np.asarray(values)
-    except (TypeError, ValueError):
-        arr = None
+    arr = _array_or_none(values)
     if arr is None or arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
         raise InputError(f"{name} must be a 1-D array of whole numbers ({what}), got {_described(values, arr)}.")
     if size is not None and arr.size != size:
@@ -521,10 +523,7 @@ class PerformanceTable:
         """
         from .structure import class_id
 
-        try:
-            d = np.asarray(density)
-        except (TypeError, ValueError):
-            d = None
+        d = _array_or_none(density)
         if d is None or d.ndim > 1 or (d.size and d.dtype.kind not in "iuf"):
             raise InputError(f"density must be a number or a 1-D array of numbers between 0 and 1, got "
                              f"{_described(density, d)}.")

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .colors import NEUTRAL_DARK, NEUTRAL_MID, TEXT_DARK, text_color_on
+from .dse import format_value
 from .layout import BAR_TEXT, styled
 
 # two-line panel titles: on one line the three ran into each other in a 650 px wide column
@@ -86,8 +87,9 @@ def cpu_timings(names, medians_ms, height: int = 280) -> go.Figure:
 
 
 def measure_text(value) -> str:
-    """One measured value as the on-its-side table writes it: whole numbers with thousands
-    separators, large reals to two decimals, others to 4 significant digits, a missing one "—".
+    """One measured value as the on-its-side table writes it: as :func:`.dse.format_value` (whole
+    numbers with thousands separators, others to 4 significant digits), except reals of 1,000 and
+    more to two decimals (an energy of 6,496,183.16 pJ, not 6.496e+06) and a missing one "—".
 
     >>> [measure_text(v) for v in (12765280.0, 6496183.16, 0.508895, 9.38e-07, float("nan"), "CSC 100 %")]
     ['12,765,280', '6,496,183.16', '0.5089', '9.38e-07', '—', 'CSC 100 %']
@@ -100,9 +102,9 @@ def measure_text(value) -> str:
         return str(value)
     if math.isnan(v):
         return "—"
-    if math.isfinite(v) and v.is_integer():
-        return f"{int(v):,}"
-    return f"{v:,.2f}" if math.isfinite(v) and abs(v) >= 1000 else f"{v:.4g}"
+    if math.isfinite(v) and abs(v) >= 1000 and not v.is_integer():
+        return f"{v:,.2f}"
+    return format_value(v)
 
 
 def measured_by_plan(df: pd.DataFrame, leave_out=("kernel_mix",)) -> pd.DataFrame:

@@ -292,7 +292,7 @@ def check_structure(A, name: str = "matrix") -> None:
                          "Rebuild the matrix, e.g. from (data, (rows, cols)) coordinates.") from None
 
 
-def _refuse_missing(arr: np.ndarray, what: str) -> None:
+def refuse_missing(arr: np.ndarray, what: str) -> None:
     """Name the first missing value (``None``, ``pandas.NA``, ``NaT``) of an object array: a pandas
     nullable column (``boolean``, ``Int64`` …) with gaps arrives as one, and "dtype object" would
     not tell the user why it was refused."""
@@ -329,7 +329,7 @@ def dense_operand(x, what: str = "x") -> np.ndarray:
                          f"{what}.filled(0) to treat masked entries as zeros (or fill them as you need).")
     arr = _as_numeric_array(x, what)
     if arr.dtype == object:
-        _refuse_missing(arr, what)
+        refuse_missing(arr, what)
     if arr.dtype.kind not in "fiub":
         raise InputError(f"{what} must hold real numbers (float, integer or boolean), got dtype {arr.dtype}.")
     if arr.dtype == np.float16:

@@ -108,6 +108,11 @@ def test_engine_matches_python_reference(seed, record):
     persistent = seed % 3 != 2
     work, hw, pe, red, src, X, shape, tile = _random_case(seed, k=k, rho=0.7, fused=fused,
                                                           persistent=persistent)
+    _assert_matches_reference(work, hw, pe, red, src, X, shape, tile, fused, persistent, record)
+
+
+def _assert_matches_reference(work, hw, pe, red, src, X, shape, tile, fused, persistent, record):
+    """``simulate`` with the given placement equals the plain-Python reference: cycles and every counter."""
     res = simulate(work, hw, x=X, mapping=given_mapping(pe, red, src), shape=shape, tile=tile,
                    fused=fused, persistent=persistent, record=record)
     cyc, C, _ = ref_simulate(work, hw, pe, red, src, X != 0, shape, tile, fused, persistent)
@@ -502,13 +507,7 @@ def test_y_write_back_covers_every_row_even_without_a_tile():
 def test_engine_matches_reference_for_any_lane_count(lanes, record):
     # ceil(m / mac_lanes) is a shift for a power of two and a division otherwise: both paths
     work, hw, pe, red, src, X, shape, tile = _random_case(40 + lanes, k=2, rho=0.8)
-    hw = hw.replace(mac_lanes=lanes)
-    res = simulate(work, hw, x=X, mapping=given_mapping(pe, red, src), shape=shape, tile=tile,
-                   record=record)
-    cyc, C, _ = ref_simulate(work, hw, pe, red, src, X != 0, shape, tile, True, True)
-    assert res.cycles == cyc
-    for name, v in C.items():
-        assert res.counters[name].tolist() == v, name
+    _assert_matches_reference(work, hw.replace(mac_lanes=lanes), pe, red, src, X, shape, tile, True, True, record)
 
 
 def test_grid_coordinates_and_lane_ceiling_match_divmod():
