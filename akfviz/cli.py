@@ -59,6 +59,12 @@ LIMIT_NAMES = ("max_rows", "max_cols", "max_nnz", "max_dense_elements", "max_dec
                "max_compression_ratio", "ratio_floor_bytes")
 
 
+#: The names of :func:`akfviz.generators`, which ``--generate KIND`` takes (listed here so that
+#: ``--help`` does not import the generators; a test keeps the two in step).
+GENERATOR_NAMES = ("banded", "block_diagonal", "clustered", "llm", "llm_block", "llm_magnitude", "llm_nm", "nm",
+                   "powerlaw", "stencil5", "stencil9", "uniform")
+
+
 def _limit_number(text: str):
     """A ``--limit`` value: a whole number (``500000000``, ``500_000_000``, ``5e8``) as an int,
     any other number (``2.5``) as a float; None if it is not a finite number."""
@@ -248,6 +254,16 @@ def _in_words(items) -> str:
     """``a``, ``a and b``, ``a, b and c``."""
     items = list(items)
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _whole(text: str) -> int:
+    """argparse type of a count or size (``--tile``, ``--n``, ``--m``, ``--iterations``, ``--repeats``):
+    a whole number written as ``8``, ``8.0``, ``1e3`` or ``1_000`` — what the library takes for these
+    arguments (``analyze(A, tile=8.0)``); the range is the library's to check."""
+    value = _limit_number(text)
+    if not isinstance(value, int):
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}")
+    return value
 
 
 def _seed(text: str) -> int:
@@ -583,11 +599,11 @@ def build_parser() -> argparse.ArgumentParser:
                             "(4×4 blocks) or nm:N:M, e.g. magnitude:0.9 or nm:2:4 (default sparsity 0.9)")
         g.add_argument("--sample", help="a shipped sample (default: the pruned MiniLM FFN matrix; an unknown "
                             "name lists them all)")
-        g.add_argument("--generate", metavar="KIND", help="a generator name, e.g. uniform, banded, stencil5 or "
-                            "llm (akfviz.generators(); an unknown name lists them all)")
+        g.add_argument("--generate", metavar="KIND", help="a generator (akfviz.generators()): "
+                            + ", ".join(GENERATOR_NAMES) + "; its parameters with --param")
         # the default is the generators' own (not imported here: --help stays fast)
-        g.add_argument("--n", type=int, default=None, help="rows for --generate (default: akfviz.generate's n)")
-        g.add_argument("--m", type=int, default=None, help="columns for --generate (default n)")
+        g.add_argument("--n", type=_whole, default=None, help="rows for --generate (default: akfviz.generate's n)")
+        g.add_argument("--m", type=_whole, default=None, help="columns for --generate (default n)")
         g.add_argument("--param", action="append", metavar="KEY=VALUE",
                        help="generator parameter, repeatable (e.g. --param density=0.01)")
         g.add_argument("--limit", action="append", metavar="NAME=VALUE",
@@ -596,7 +612,7 @@ def build_parser() -> argparse.ArgumentParser:
                             + ", ".join(LIMIT_NAMES))
         sp.add_argument("--seed", type=_seed, default=0,
                         help=f"seed, 0 … {SEED_MAX} (default 0): it draws {_in_words(seeds)}")
-        sp.add_argument("--tile", type=int, default=32, help="tile side T (default 32)")
+        sp.add_argument("--tile", type=_whole, default=32, help="tile side T (default 32)")
         sp.add_argument("--out", help=out_help or (
             "write the result to this file: .json (the full result), or .csv / .parquet (a table: analyze → "
             "the tiles, select → the plan tile by tile, simulate → the per-PE counters, compare → the "
@@ -633,7 +649,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("simulate", help="run the plan on the simulated NPU")
     common(sp, seeds=(gen, table, "the input x", "the annealing placement"))
-    sp.add_argument("--iterations", type=int, default=1)
+    sp.add_argument("--iterations", type=_whole, default=1)
     sp.add_argument("--non-persistent", action="store_true")
     sp.add_argument("--unfused", action="store_true")
     sp.add_argument("--rho-x", type=float, default=1.0, help="activation density of x")
@@ -646,7 +662,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_compare)
 
     sp = sub.add_parser("calibrate", help="build and print the performance table's fits")
-    sp.add_argument("--tile", type=int, default=32, help="tile side T the table is calibrated for (default 32)")
+    sp.add_argument("--tile", type=_whole, default=32, help="tile side T the table is calibrated for (default 32)")
     sp.add_argument("--hw", help="HardwareConfig TOML file")
     sp.add_argument("--preset", help="energy/hardware preset, e.g. horowitz-45nm or loihi-like")
     sp.add_argument("--seed", type=_seed, default=0,
@@ -677,7 +693,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("bench", help="time the fused CPU executor against scipy")
     common(sp, timings=False, seeds=(gen, table, "the input x"),          # its result is timings
            out_help="write the timings to this .json file")
-    sp.add_argument("--repeats", type=int, default=20, help="timed runs; the median is reported (default 20)")
+    sp.add_argument("--repeats", type=_whole, default=20, help="timed runs; the median is reported (default 20)")
     sp.set_defaults(func=cmd_bench)
     return p
 

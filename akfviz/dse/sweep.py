@@ -257,7 +257,27 @@ def _checked_grid(grid, max_points: int) -> dict[str, list]:
         raise InputError(
             f"This sweep has {n} points, more than the limit of {max_points}; use fewer values."
         )
-    return {name: [SWEEP_PARAMETERS[name].check(v) for v in vals] for name, vals in lists.items()}
+    checked = {name: [SWEEP_PARAMETERS[name].check(v) for v in vals] for name, vals in lists.items()}
+    for name, vals in checked.items():
+        _refuse_repeats(name, vals)
+    return checked
+
+
+def _refuse_repeats(name: str, vals: list) -> None:
+    """InputError when a checked value list holds a value twice (``[1, 1.0, 10]``, ``[32, 32]``):
+    a sweep is deterministic, so the repeat would run the same points again and add identical rows."""
+    def word(v):
+        return "none" if v is None else v if isinstance(v, str) else _fmt(v)
+
+    seen = []
+    for v in vals:
+        if v in seen:
+            listed = ", ".join(word(u) for u in vals)
+            raise InputError(
+                f"Sweep parameter '{name}' lists {word(v)} more than once ({listed}); each value is "
+                "swept once (the same value would give the same results again): remove the repeat."
+            )
+        seen.append(v)
 
 
 def expand_grid(grid: Mapping[str, Sequence], *, max_points: int = 400) -> list[dict]:
