@@ -97,14 +97,19 @@ def tie_break(alpha, beta, En, Rn, lossless=None):
     ``lossless`` (K,) bool, given in cluster mode: with beta = 0, a lossless kernel wins a tie over a lossy
     one before the resource decides. A lossy kernel can have zero error on the representative (QUANT8 on
     a one-nonzero tile, LOWRANK1 on a single dense row) and not on the members it is applied to: a held-out
-    probe asked for error only (beta = 0) and got a 5 % error plan while CSC was a candidate."""
-    if beta == 0 and not np.isinf(alpha):
+    probe asked for error only (beta = 0) and got a 5 % error plan while CSC was a candidate.
+
+    A *subnormal* weight (``0 < beta < 2.2e-308``, the smallest normal float) counts as 0 here: its
+    products with the shares underflow to exactly 0 (``5e-324 · 0.01``), so ``C`` ties every exact kernel
+    and the first candidate (DENSE) won, where beta = 0 gives the cheapest exact one (a probe)."""
+    tiny = np.finfo(np.float64).tiny
+    if beta < tiny and not np.isinf(alpha):
         if lossless is None or np.all(lossless) or not np.any(lossless):
             return Rn
         Rn = np.asarray(Rn, dtype=np.float64)
         offset = (float(np.max(Rn)) if Rn.size else 0.0) + 1.0
         return Rn + np.where(np.asarray(lossless, dtype=bool), 0.0, offset)
-    if alpha == 0:
+    if alpha < tiny:
         return En
     return None
 
