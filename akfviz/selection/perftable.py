@@ -42,9 +42,10 @@ log-spaced over the class's density range (``1/T²`` … 1 for ``random``, ``1/T
 always full, so the rule calls most scattered tiles ``block``, and the fit on the generator's
 4×4-block tiles priced them up to 8× too dear (a probe: tile-mode plans at T = 4 and 8 cost about
 7× the energy of all-CSC). From 2×2 cells the rule and the generator agree on all but a few
-calibration tiles. Either way, a class with fewer than :data:`MIN_FIT_DENSITIES` distinct densities
-among its tiles (``random`` at T ≤ 8, ``block`` from T = 64 where 4×4 blocks fill no cell) also
-takes the tiles generated for it.
+calibration tiles. Below 2×2-entry cells, a class with fewer than :data:`MIN_FIT_DENSITIES` distinct
+densities among the tiles the rule puts in it also takes the tiles generated for it (``random`` up to
+T = 10 with seeds 0 and 1: the rule leaves it one density there). From T = 16 every class is fitted
+on the 12 densities generated for it, so this fallback never applies.
 Each kernel's :meth:`npu_work` of those tiles is priced by
 ``unit_costs`` — the closed form of the NPU engine for one tile alone on a PE, with each routed
 column firing with probability ``rho_x``. The polynomial (degree ≤ 4) is fitted by *relative* least
