@@ -30,6 +30,23 @@ def ps_completion(streams, bw):
     return done
 
 
+def injection_times(work, g, tile, n_cols, active, src, inject_cycles):
+    """``{(column, batch): cycle}`` at which each active column routed to a tile of ``g`` is injected:
+    its source PE sends its columns in (batch, column) order, one every ``inject_cycles``."""
+    routed = set()
+    for u in g:
+        for r in range(work.col_ptr[u], work.col_ptr[u + 1]):
+            routed.add(int(work.bj[u]) * tile + int(work.col_local[r]))
+    inj, count = {}, {}
+    for b in range(active.shape[1]):
+        for j in range(n_cols):
+            if j in routed and active[j, b]:
+                s = src[j // tile]
+                inj[(j, b)] = count.get(s, 0) * inject_cycles
+                count[s] = count.get(s, 0) + 1
+    return inj
+
+
 def ref_simulate(work, hw, pe, red, src, active, shape, tile, fused=True, persistent=True):
     """Return (cycles, counters dict of per-PE lists) for ONE iteration."""
     P = hw.rows * hw.cols
@@ -72,19 +89,7 @@ def ref_simulate(work, hw, pe, red, src, active, shape, tile, fused=True, persis
         for p, s in streams.items():
             C["dram_bytes"][p] += s
         ready = ps_completion(streams, bw)
-        # injection
-        routed = set()
-        for u in g:
-            for r in range(work.col_ptr[u], work.col_ptr[u + 1]):
-                routed.add(int(work.bj[u]) * tile + int(work.col_local[r]))
-        inj = {}
-        count = {}
-        for b in range(k):
-            for j in range(shape[1]):
-                if j in routed and active[j, b]:
-                    s = src[j // tile]
-                    inj[(j, b)] = count.get(s, 0) * hw.inject_cycles
-                    count[s] = count.get(s, 0) + 1
+        inj = injection_times(work, g, tile, shape[1], active, src, hw.inject_cycles)
         # deliveries per PE, generated in (tile by PE stable, route, batch) order
         order = sorted(g, key=lambda u: (pe[u], u))
         per_pe = {}
