@@ -42,7 +42,10 @@ with c4:
     S.widget(st.selectbox, "Resource measure R", "resource", options=["energy", "cycles", "bytes", "mix"],
              help="What β weighs: the performance table's energy (pJ), cycles or payload bytes of each tile's "
                   "kernel; mix = the three as shares of Dense, averaged: "
-                  + " + ".join(f"{w:.2g}·{m}/{m}_Dense" for m, w in _mixw.items()) + ".")
+                  + " + ".join(f"{w:.2g}·{m}/{m}_Dense" for m, w in _mixw.items()) + ". A tile's energy counts its own PE's time only; "
+                  "on a matrix much smaller than the grid the chip's static energy (every PE over the whole "
+                  "run) can be most of the total, and cycles or mix may then choose better (the Compare page "
+                  "says when AKF uses more energy than a baseline).")
 with c1:
     if mode == "weights":
         S.widget(st.select_slider, "α (error weight)", "alpha", options=weight_options("alpha"))
@@ -73,9 +76,10 @@ m[1].metric(f"{rep.measure} ÷ Dense (est.)", f"{rep.resource_share:.3g}×",
             help=f"The selector's estimate R / R_dense (R = {plan.resource:.4g}): the performance table's "
                  f"{rep.measure} of every tile's kernel alone on one PE, against all tiles as DENSE — the "
                  "quantity β weighs. It leaves out what every plan pays alike (moving x and y over the "
-                 "network and through DRAM, streaming payloads that overflow a PE's SRAM, the whole chip's "
-                 "static power for the run), so the simulated ratio on the NPU and Compare pages can be far "
-                 "from this estimate.")
+                 "network and through DRAM, streaming payloads that overflow a PE's SRAM) and the whole chip's "
+                 "static energy, every PE leaking for the whole run — which grows with the busiest PE's time, so "
+                 "a kernel cheaper per tile but slower can cost more in all (R = cycles or mix weighs the time). "
+                 "The simulated ratio on the NPU and Compare pages can be far from this estimate.")
 m[2].metric("kernels used", f"{len(used_kernels)}")
 st.caption(f"The {rep.measure} ratio is the selector's kernel-only estimate (what β weighs); the simulated "
            "ratio, with the network, x and y through DRAM, payloads that overflow SRAM streaming from DRAM, "
