@@ -680,7 +680,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "error_budget, resource_budget ('none' = no budget), granularity (cluster, tile), "
                          "resource (energy, cycles, bytes, mix); rho_x; hardware: rows, cols, "
                          "sram_bytes_per_pe, mac_lanes, dram_bytes_per_cycle, hop_latency_cycles. The "
-                         "points are every combination, at most 400")
+                         "points are every combination, at most 400; each value once")
     sp.add_argument("--scheduler", choices=["local", "dask"], default="local")
     sp.add_argument("--baselines", action="store_true",
                     help="also simulate the Block-sparse and Static-sparse baselines at every point and add "
