@@ -376,7 +376,8 @@ def _leakage_text(df) -> list:
         return []
     eb, b = min(beaten)
     cyc, cyc_b = float(df.loc["AKF", "cycles"]), float(df.loc[b, "cycles"])
-    return [f"it uses {e / eb:.3g}× the energy of {b} here: {100 * st / e:.0f} % of AKF's energy is static, "
+    return [f"it uses {100 * (e / eb - 1):.2g} % more energy than {b} here: {100 * st / e:.0f} % of AKF's energy "
+            "is static, "
             f"the leakage of every PE of the grid over its makespan ({cyc:,.0f} cycles against {b}'s "
             f"{cyc_b:,.0f}), which the selector's per-tile prices do not include (they count each tile's own "
             "PE time) — the resource 'cycles' or 'mix' on the Kernels page weighs the time instead"]
