@@ -126,6 +126,13 @@ _CHILD = textwrap.dedent("""
         "chosen_pass kernel": lambda: tab.chosen_pass(pa, np.zeros(n, np.int64), np.array([99]), w),
         "chosen_pass unit": lambda: tab.chosen_pass(pa, np.full(n, 10**8, np.int64), np.array([1]), w),
         "chosen_pass short": lambda: tab.chosen_pass(pa, np.zeros(3, np.int64), np.array([1]), w),
+        # one past the end (forty-fifth session's mutation probe: `hi > n_valid` let these read one
+        # row beyond the arrays, and `n_valid + 1` in each caller was caught by the message alone)
+        "evaluate cls +1": lambda: tab.evaluate(["CSC"], [1, len(tab.classes)], [0.1, 0.1]),
+        "evaluate_chosen kernel +1": lambda: tab.evaluate_chosen([0, len(tab.kernels)], [1, 1], [0.1, 0.1]),
+        "group_sums group +1": lambda: tab.group_sums(["CSC"], [1, 1], [0.1, 0.2], [1, 1], [0, 2], 2),
+        "chosen_pass kernel +1": lambda: tab.chosen_pass(pa, np.zeros(n, np.int64), np.array([len(tab.kernels)]), w),
+        "chosen_pass unit +1": lambda: tab.chosen_pass(pa, np.full(n, 2, np.int64), np.array([1, 3]), w),
     }
     out = {}
     for name, f in cases.items():
@@ -136,6 +143,7 @@ _CHILD = textwrap.dedent("""
             out[name] = "InputError: " + str(exc)
         except Exception as exc:
             out[name] = type(exc).__name__ + ": " + str(exc)
+    out["nk"] = len(tab.kernels)
     print(json.dumps(out))
 """)
 
@@ -149,7 +157,13 @@ def test_ids_out_of_range_are_refused_instead_of_read_beyond_the_arrays():
                           cwd=root, env=env)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
     got = json.loads(proc.stdout.strip().splitlines()[-1])
+    nk = got.pop("nk")
     expected = {
+        "evaluate cls +1": r"cls must hold structure class ids from 0 to 3, got 4\.",
+        "evaluate_chosen kernel +1": rf"kernel_index must hold indices into the table's kernels from 0 to {nk - 1}, got {nk}\.",
+        "group_sums group +1": r"group must hold group ids from 0 to 1, got 2\.",
+        "chosen_pass kernel +1": rf"kernel_of_unit must hold .* from 0 to {nk - 1}, got {nk}\.",
+        "chosen_pass unit +1": r"unit_of_tile must hold indices into kernel_of_unit from 0 to 1, got 2\.",
         "evaluate cls": r"cls must hold structure class ids from 0 to 3, got 1000000000",
         "evaluate cls negative": r"cls must hold structure class ids from 0 to 3, got -1",
         "evaluate_chosen kernel": r"kernel_index must hold indices into the table's kernels from 0 to 16",
