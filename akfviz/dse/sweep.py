@@ -45,6 +45,12 @@ def _fmt(v) -> str:
     return f"{v:g}"
 
 
+def _value_word(v) -> str:
+    """A grid value as a reader writes it: ``none`` for no budget, text as it is, numbers by :func:`_fmt`."""
+    return ("none" if v is None else str(v) if isinstance(v, (str, bool))
+            else _fmt(v) if isinstance(v, (int, float, np.integer, np.floating)) else str(v))
+
+
 @dataclass(frozen=True)
 class SweepParameter:
     """One sweepable parameter: where it goes and what values are allowed.
@@ -266,15 +272,12 @@ def _checked_grid(grid, max_points: int) -> dict[str, list]:
 def _refuse_repeats(name: str, vals: list) -> None:
     """InputError when a checked value list holds a value twice (``[1, 1.0, 10]``, ``[32, 32]``):
     a sweep is deterministic, so the repeat would run the same points again and add identical rows."""
-    def word(v):
-        return "none" if v is None else v if isinstance(v, str) else _fmt(v)
-
     seen = []
     for v in vals:
         if v in seen:
-            listed = ", ".join(word(u) for u in vals)
+            listed = ", ".join(_value_word(u) for u in vals)
             raise InputError(
-                f"Sweep parameter '{name}' lists {word(v)} more than once ({listed}); each value is "
+                f"Sweep parameter '{name}' lists {_value_word(v)} more than once ({listed}); each value is "
                 "swept once (the same value would give the same results again): remove the repeat."
             )
         seen.append(v)
@@ -972,10 +975,7 @@ def grid_in_words(grid: Mapping[str, Sequence]) -> str:
     >>> grid_in_words({"tile": [16, 32], "beta": [0.1, 1.0, 10.0]})
     'tile 16, 32 × beta 0.1, 1, 10'
     """
-    def word(v):
-        return ("none" if v is None else str(v) if isinstance(v, (str, bool))
-                else _fmt(v) if isinstance(v, (int, float, np.integer, np.floating)) else str(v))
-    return " × ".join(f"{k} " + ", ".join(word(v) for v in vals) for k, vals in grid.items())
+    return " × ".join(f"{k} " + ", ".join(_value_word(v) for v in vals) for k, vals in grid.items())
 
 
 def describe_grid(grid: Mapping[str, Sequence]) -> str:
