@@ -246,7 +246,9 @@ if st.toggle("Check the table against exact pricing on this matrix", key="pt_che
     pe = S.prediction_error_cached(S.analysis_key(wl.digest, pa.tile), pa, hwk, hw, rho_x)
     st.dataframe(pe[pe["measure"] == meas], hide_index=True, width="stretch")
     st.caption("rel_rms / max_rel: relative error of the table per tile; total_rel: error of the sum "
-               "(what the selector's totals see).")
+               "(what the selector's totals see). Edge tiles — fewer than T rows or columns, where T does "
+               "not divide the matrix — are not priced by the table: the selector prices them exactly "
+               "with the cost model, so their error here is 0.")
 
 st.header("CPU check: fused execution vs scipy")
 chk = S.cpu_check_cached(pkey, plan, wl.A)

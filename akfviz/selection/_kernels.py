@@ -256,10 +256,12 @@ def _first_codes(unit_of_tile, kid_of_unit, n_used, code_of_kid):
 
 @njit_cached
 def _chosen_chunk(coef, lin, floor, ovf, mweight, lo, hi, rb_ptr, col_block, nnz, cls, n_rows, n_cols,
-                  unit_of_tile, kid_of_unit, T, lut, slot_of_kid, i0, i1, codes, code_of_kid, one_kid):
+                  unit_of_tile, kid_of_unit, T, lut, slot_of_kid, i0, i1, codes, code_of_kid, one_kid,
+                  skip_edges):
     """Σ over tiles ``i0:i1`` (in order) of one tile's value (see :func:`_chosen_total`). A ``lut``
     holding NaN is a memo filled on the way: a full tile whose entry is NaN is evaluated and its value
-    stored (serial calls only)."""
+    stored (serial calls only). With ``skip_edges`` the tiles of fewer than ``T`` rows or columns add
+    nothing (their code is still written): the caller prices them exactly (:mod:`.edgecost`)."""
     use_lut = lut.shape[0] > 0
     write = codes.shape[0] == nnz.shape[0]
     T2 = float(T) ** 2
@@ -293,6 +295,8 @@ def _chosen_chunk(coef, lin, floor, ovf, mweight, lo, hi, rb_ptr, col_block, nnz
                 acc += val
             else:
                 wi_ = min(T, n_cols - j * T)
+                if skip_edges and (hi_ < T or wi_ < T):
+                    continue
                 acc += _chosen_value(coef, lin, floor, ovf, mweight, lo, hi, k, c, kn, hi_ * wi_, T2)
         ui0 = end
         b += 1
@@ -301,7 +305,8 @@ def _chosen_chunk(coef, lin, floor, ovf, mweight, lo, hi, rb_ptr, col_block, nnz
 
 @njit_parallel
 def _chosen_total(coef, lin, floor, ovf, mweight, lo, hi, rb_ptr, col_block, nnz, cls, n_rows, n_cols,
-                  unit_of_tile, kid_of_unit, T, lut, slot_of_kid, n_chunks, codes, code_of_kid, one_kid):
+                  unit_of_tile, kid_of_unit, T, lut, slot_of_kid, n_chunks, codes, code_of_kid, one_kid,
+                  skip_edges):
     """Σ_t Σ_m mweight[m] · value_m(t, k(t)) (:func:`_chosen_value`) over all tiles of an analysis, from
     its compact per-tile arrays: class ``cls``, ``nnz``, ``h`` from the row block (``rb_ptr``) and ``w``
     from ``col_block``; ``k(t) = kid_of_unit[unit_of_tile[t]]``, or ``one_kid`` for every tile when it is
@@ -312,14 +317,15 @@ def _chosen_total(coef, lin, floor, ovf, mweight, lo, hi, rb_ptr, col_block, nnz
     the serial twin only: the threads would race on it); other tiles are evaluated directly. When
     ``codes`` has one entry per tile it receives ``code_of_kid[k(t)]``. Summed in ``n_chunks`` chunks
     of ``ceil(n / n_chunks)`` consecutive tiles (``prange`` over them) whose partial sums are then added
-    in order: the same total for any number of threads."""
+    in order: the same total for any number of threads. With ``skip_edges`` the edge tiles (fewer than
+    ``T`` rows or columns) are left out of the sum (:func:`_chosen_chunk`)."""
     n = nnz.shape[0]
     step = (n + n_chunks - 1) // n_chunks
     part = np.zeros(n_chunks)
     for ch in numba.prange(n_chunks):
         part[ch] = _chosen_chunk(coef, lin, floor, ovf, mweight, lo, hi, rb_ptr, col_block, nnz, cls, n_rows,
                                  n_cols, unit_of_tile, kid_of_unit, T, lut, slot_of_kid, ch * step,
-                                 min((ch + 1) * step, n), codes, code_of_kid, one_kid)
+                                 min((ch + 1) * step, n), codes, code_of_kid, one_kid, skip_edges)
     tot = 0.0
     for ch in range(n_chunks - 1):
         tot += part[ch]

@@ -5,7 +5,9 @@ representative (granularity ``"cluster"``) — and every candidate kernel ``k``:
 
 * ``E[u, k] = ‖t_u − decode(encode_k(t_u))‖_F²`` exactly, from ``kernel.batch_error`` (0 without
   computing it for kernels flagged ``lossless``);
-* ``R[u, k]`` the resource from the performance table (:mod:`.perftable`) in the chosen measure;
+* ``R[u, k]`` the resource from the performance table (:mod:`.perftable`) in the chosen measure —
+  for a tile of fewer than ``T`` rows or columns (the matrix's last block row or column) the exact
+  closed-form price instead (:mod:`.edgecost`);
 * normalised shares ``En = E / ‖A‖_F²`` and ``Rn = R / R_dense``, where ``R_dense`` is the whole
   matrix under DENSE, empty tiles included (:func:`.perftable.dense_resource`); for the ``mix``
   measure ``R`` is already ``Σ_m w_m R_m / R_dense,m`` and ``R_dense = 1``;
@@ -32,6 +34,7 @@ from ..errors import InputError
 from ..kernels.lowrank import LowRankKernel, lowrank_errors
 from ._kernels import (ARGMIN_PARALLEL_MIN, _sample_means, _sample_pairs, _weighted_argmin,
                        _weighted_argmin_serial)
+from .edgecost import edge_prices
 from .perftable import (MEASURE_NAMES, MIX_WEIGHTS, check_resource, check_rho_x, dense_resource,
                         performance_table)
 
@@ -154,6 +157,8 @@ class SelectionProblem:
         self.R_dense_by_measure = dense_resource(pa.tileset.shape, self.T, hw, rho_x=self.rho_x,
                                                  hw_hash=self.hw_hash, seed=seed)
         self.R_dense = 1.0 if resource == "mix" else self.R_dense_by_measure[resource]
+        #: exact prices of the edge tiles (:mod:`.edgecost`), shared by every selection on ``pa``
+        self.edges = edge_prices(pa, hw, self.rho_x, self.hw_hash)
         self.fro2 = float(pa.fro_norm) ** 2
         self.timings["table"] = time.perf_counter() - t0
 
@@ -192,9 +197,10 @@ class SelectionProblem:
             self.E *= self.cluster_mass_ratio()[:, None]
         self.timings["errors"] = time.perf_counter() - t2
         t3 = time.perf_counter()
-        self.R = self.resource_matrix(self.unit_density, self.unit_scale, self.unit_cls)
-        self.bytes = self.table.evaluate(self.names, self.unit_cls, self.unit_density, self.unit_scale,
-                                         measure="bytes")
+        self.R = self.edges.overwrite(self.units, self.names, self.measure_weights(),
+                                      self.resource_matrix(self.unit_density, self.unit_scale, self.unit_cls))
+        self.bytes = self.edges.overwrite(self.units, self.names, {"bytes": 1.0}, self.table.evaluate(
+            self.names, self.unit_cls, self.unit_density, self.unit_scale, measure="bytes"))
         self.Rn = self.R / self.R_dense if self.R_dense > 0 else np.zeros_like(self.R)
         self.timings["resources"] = time.perf_counter() - t3
         t4 = time.perf_counter()
@@ -380,11 +386,14 @@ class SelectionProblem:
         self.sampled = claimed
 
     def tile_arrays(self):
-        """(class, density, scale) of every tile (computed once, on demand, from the eager pass)."""
+        """(class, density, scale) of every tile (computed once, on demand, from the eager pass); the
+        scale of an edge tile is 0, so the table adds nothing for it (:meth:`member_resource_sums`
+        adds its exact price)."""
         if self._tile_arrays is None:
             comp = self.pa.compact
-            self._tile_arrays = (comp.cls.astype(np.int64), comp.density,
-                                 comp.area().astype(np.float64) / float(self.T * self.T))
+            scale = comp.area().astype(np.float64) / float(self.T * self.T)
+            scale[self.edges.idx] = 0.0
+            self._tile_arrays = (comp.cls.astype(np.int64), comp.density, scale)
         return self._tile_arrays
 
     def resource_matrix(self, density, scale, cls) -> np.ndarray:
@@ -489,15 +498,19 @@ class SelectionProblem:
         return self._Esum
 
     def member_resource_sums(self) -> np.ndarray:
-        """``Σ_{t ∈ unit} R(t, k)`` (n_units, K) from the table over every member."""
+        """``Σ_{t ∈ unit} R(t, k)`` (n_units, K) over every member: the table's for full tiles, the
+        exact prices of the edge tiles (:mod:`.edgecost`) added in tile order."""
         if self.granularity == "tile":
             return self.R
         if self._Rsum is None:
             cls, dens, scale = self.tile_arrays()
+            weights = self.measure_weights()
             R = np.zeros((self.n_units, len(self.names)))
-            for m, wgt in self.measure_weights().items():
+            for m, wgt in weights.items():
                 R += wgt * self.table.group_sums(self.names, cls, dens, scale, self.unit_of_tile,
                                                  self.n_units, measure=m)
+            if self.edges.n:
+                np.add.at(R, self.unit_of_tile[self.edges.idx], self.edges.weighted(self.names, weights))
             self._Rsum = R
         return self._Rsum
 
@@ -524,7 +537,8 @@ class SelectionProblem:
         if self.n_tiles == 0:
             return 0.0
         kid = self.table.kernel_ids(self.names)[np.asarray(choice, dtype=np.int64)]
-        return self.table.chosen_pass(self.pa, *self._tile_units(kid), self.measure_weights())[0]
+        return self.table.chosen_pass(self.pa, *self._tile_units(kid), self.measure_weights(),
+                                      edges=self.edges)[0]
 
     def expand(self, choice):
         """The plan of a choice in one numba pass over the tiles: ``(total resource, tile_kernels)``.
@@ -540,7 +554,7 @@ class SelectionProblem:
         kids = self.table.kernel_ids(self.names)
         kid = kids[np.asarray(choice, dtype=np.int64)]
         total, codes, order = self.table.chosen_pass(self.pa, *self._tile_units(kid), self.measure_weights(),
-                                                     codes=True)
+                                                     codes=True, edges=self.edges)
         name_of_kid = {int(k): n for k, n in zip(kids, self.names)}
         cats = [name_of_kid[int(k)] for k in order]
         # object categories, as plan.tile_kernels_categorical: a list of str became an arrow-backed

@@ -132,7 +132,8 @@ def explain(plan, tile=None, cluster=None) -> pd.DataFrame:
 
 def _summed(rep, pa, tiles, idx, kernels):
     """``(E, R)`` of the candidates ``kernels`` (indices into ``rep.candidates``) summed over the
-    tiles ``idx``: exact errors, the table's resources (arrays of length K, zero elsewhere)."""
+    tiles ``idx``: exact errors, the resources as the selector prices them — the table's, the exact
+    price for an edge tile (arrays of length K, zero elsewhere)."""
     from ..kernels.registry import get_kernel
     from .perftable import MEASURE_NAMES, MIX_WEIGHTS, tile_scale
     from .structure import classify_tiles
@@ -152,12 +153,17 @@ def _summed(rep, pa, tiles, idx, kernels):
     sc = tile_scale(tiles, pa.tile)[idx]
     sub = [names[j] for j in kernels]
     if rep.measure == "mix":
-        for m in MEASURE_NAMES:
-            d = rep.R_dense_by_measure[m]
-            if d > 0:
-                R[kernels] += MIX_WEIGHTS[m] * rep.table.evaluate(sub, cls, dens, sc, measure=m).sum(axis=0) / d
+        weights = {m: MIX_WEIGHTS[m] / rep.R_dense_by_measure[m] for m in MEASURE_NAMES
+                   if rep.R_dense_by_measure[m] > 0}
     else:
-        R[kernels] = rep.table.evaluate(sub, cls, dens, sc, measure=rep.measure).sum(axis=0)
+        weights = {rep.measure: 1.0}
+    P = np.zeros((idx.size, len(sub)))
+    for m, wt in weights.items():
+        P += wt * rep.table.evaluate(sub, cls, dens, sc, measure=m)
+    edges = getattr(rep, "edges", None)
+    if edges is not None:   # tiles of fewer than T rows or columns: their exact prices (.edgecost)
+        edges.overwrite(idx, sub, weights, P)
+    R[kernels] = P.sum(axis=0)
     return E, R
 
 

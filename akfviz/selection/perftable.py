@@ -10,7 +10,7 @@ polynomial per (kernel, structure class, measure):
 
 with ``s(t)`` the structure class of the tile (:mod:`.structure`), ``x_t`` its density clipped to the
 density range the class was calibrated on — or the log10 of that, per fit (see below) — the factor
-``h·w/T²`` shrinking the cost of edge tiles, and ``f`` the fit's floor: the smallest cost among its
+``h·w/T²`` (1 for a full tile), and ``f`` the fit's floor: the smallest cost among its
 calibration points (a quartic can dip between its points; at T = 5 one went below zero and made CSC
 free). The polynomials price a tile whose payload fits in the PE's SRAM; the payload that does not fit is priced exactly from the predicted
 payload bytes ``b`` (the ``bytes`` polynomial): with ``o = max(0, b − sram_bytes_per_pe)``, energy adds
@@ -57,6 +57,12 @@ kernels).
 
 Lossy kernels' *errors* are not in the table: the selector computes them exactly with
 ``batch_error``.
+
+Edge tiles (fewer than ``T`` rows or columns, in the last block row or column) are not priced by the
+table in the selector: the area factor ``h·w/T²`` under-predicted them (LOWRANK's ``r·(h + w)`` work,
+the per-event cycle, the ``ceil`` over the MAC lanes), so the selector prices them exactly with
+``unit_costs`` (:mod:`.edgecost`). :meth:`PerformanceTable.evaluate` itself still takes a scale, the
+table's own estimate for such a shape.
 """
 from __future__ import annotations
 
@@ -421,11 +427,16 @@ class PerformanceTable:
             memo[key] = got
         return got
 
-    def chosen_pass(self, pa, unit_of_tile, kernel_of_unit, weights: dict, codes: bool = False):
+    def chosen_pass(self, pa, unit_of_tile, kernel_of_unit, weights: dict, codes: bool = False, edges=None):
         """``Σ_t Σ_m weights[m] · R_m(t, kernel(t))`` over every tile of an analysis, where
         ``kernel(t) = kernel_of_unit[unit_of_tile[t]]`` (indices into :attr:`kernels`), and with
         ``codes=True`` each tile's kernel as a code, in one numba pass over the analysis' compact
         per-tile arrays (``pa.compact``: class, nnz, column block; no full pass).
+
+        With ``edges`` (the analysis' :class:`.edgecost.EdgePrices`) the tiles of fewer than ``T`` rows
+        or columns are priced exactly, as the selector prices them: the pass leaves them out and their
+        exact prices are added after it, in tile order. Without it they are priced by the table scaled
+        by ``h·w/T²``.
 
         Returns
         -------
@@ -486,9 +497,17 @@ class PerformanceTable:
         n_codes = _first_codes(uot, kou, np.int64(used.size), code_of_kid) if codes else 0
         n_rows, n_cols = (int(x) for x in pa.shape)
         run = _chosen_total if parallel else _chosen_total_serial
+        exact = edges is not None and edges.n > 0
         total = run(coef, lin, floor, ovf, mw, lo, hi, pa.tileset.rb_ptr, comp.col_block,
                     comp.nnz, comp.cls, n_rows, n_cols, uot, kou, np.int64(T), lut, slot,
-                    np.int64(64), out, code_of_kid, np.int64(one_kid))
+                    np.int64(64), out, code_of_kid, np.int64(one_kid), exact)
+        if exact:
+            kid_e = kou[uot[edges.idx]]
+            vals = np.zeros(edges.n)
+            for k in np.unique(kid_e):
+                at = kid_e == k
+                vals[at] = edges.weighted([self.kernels[int(k)]], weights)[at, 0]
+            total = total + float(vals.sum())
         if not codes:
             return float(total), None, None
         if one_code:
@@ -843,13 +862,15 @@ def dense_resource(shape, tile: int, hw=None, *, rho_x: float = 1.0, hw_hash: st
                    seed: int = 0) -> dict:
     """``R_dense``: the resource of the whole matrix with every tile — empty ones included — as DENSE.
 
-    Priced by the same performance table as the tiles (:func:`performance_table` of ``hw``, ``tile``,
-    ``rho_x``, ``seed``), so that a plan with every tile DENSE on a matrix without empty tiles has a
-    resource share of exactly 1 (up to rounding) whatever its shape. Computed without enumerating tiles:
-    DENSE's cost does not depend on a tile's contents, and a matrix has at most four tile shapes
-    (``T×T``, the last block row, the last block column, the corner), each priced once and multiplied
-    by its count. (Exact pricing of the edge shapes with ``unit_costs`` disagreed with the table's
-    ``h·w/T²`` scaling of edge tiles: an all-DENSE 33×33 plan had a share of 0.72.)
+    Priced as the selector prices the tiles: full ``T×T`` tiles by the performance table
+    (:func:`performance_table` of ``hw``, ``tile``, ``rho_x``, ``seed``), edge tiles exactly
+    (:func:`.edgecost.dense_shape_prices`, as :mod:`.edgecost` prices every edge tile), so that a plan
+    with every tile DENSE on a matrix without empty tiles has a resource share of exactly 1 (up to
+    rounding) whatever its shape. Computed without enumerating tiles: DENSE's cost does not depend on
+    a tile's contents, and a matrix has at most four tile shapes (``T×T``, the last block row, the last
+    block column, the corner), each priced once and multiplied by its count. (When the table scaled
+    edge tiles by ``h·w/T²`` and this normaliser priced them exactly, an all-DENSE 33×33 plan had a
+    share of 0.72: both sides must price edges the same way.)
 
     Returns
     -------
@@ -863,10 +884,11 @@ def dense_resource(shape, tile: int, hw=None, *, rho_x: float = 1.0, hw_hash: st
     hw_hash = hw_hash or hw.config_hash()
     key = (hw_hash, n, m, T, float(rho_x), int(seed))
     return dict(_lru_get(_DENSE, key, lambda: _dense_resource(
-        n, m, T, performance_table(hw, T, rho_x=rho_x, seed=seed, hw_hash=hw_hash))))
+        n, m, T, performance_table(hw, T, rho_x=rho_x, seed=seed, hw_hash=hw_hash), hw, float(rho_x))))
 
 
-def _dense_resource(n, m, T, table):
+def _dense_resource(n, m, T, table, hw, rho_x):
+    from .edgecost import dense_shape_prices
     from .structure import class_id
 
     nbr, nbc = -(-n // T), -(-m // T)
@@ -875,15 +897,17 @@ def _dense_resource(n, m, T, table):
     rows.append((hl, 1))
     cols = [(T, nbc - 1)] if nbc > 1 else []
     cols.append((wl, 1))
-    shapes = [(h * w, rc * cc) for h, rc in rows for w, cc in cols]
-    scale = np.array([a for a, _ in shapes], dtype=np.float64) / float(T * T)
-    counts = np.array([c for _, c in shapes], dtype=np.float64)
-    cls = np.full(len(shapes), class_id("random"), dtype=np.int64)
-    out = {}
-    for meas in MEASURES:
-        per_shape = table.evaluate(["DENSE"], cls, np.ones(len(shapes)), scale, measure=meas)[:, 0]
-        out[meas] = float(counts @ per_shape)
-    return out
+    shapes = [(h, w, rc * cc) for h, rc in rows for w, cc in cols]
+    per_shape = np.empty((len(shapes), len(MEASURES)))
+    for i, (h, w, _) in enumerate(shapes):
+        if h == T and w == T:
+            for j, meas in enumerate(MEASURES):
+                per_shape[i, j] = table.evaluate(["DENSE"], np.full(1, class_id("random"), dtype=np.int64),
+                                                 np.ones(1), measure=meas)[0, 0]
+        else:
+            per_shape[i] = dense_shape_prices(T, h, w, hw, rho_x)
+    counts = np.array([c for _, _, c in shapes], dtype=np.float64)
+    return {meas: float(counts @ per_shape[:, j]) for j, meas in enumerate(MEASURES)}
 
 
 # --------------------------------------------------------------------------- accuracy on a matrix
@@ -899,7 +923,9 @@ def prediction_error(pa, hw=None, *, table: PerformanceTable | None = None, kern
     """The table's prediction error on the tiles of a PatternAnalysis.
 
     For each kernel, up to ``max_tiles`` tiles (a seeded sample when there are more) are priced exactly
-    and compared with the table: ``against="unit_costs"`` prices them with
+    and compared with the prices the selector uses: the table's for full ``T×T`` tiles, the exact
+    closed form for the tiles of fewer than ``T`` rows or columns (:mod:`.edgecost`; so their error
+    against ``unit_costs`` is 0). ``against="unit_costs"`` prices them with
     ``unit_costs(kernel.npu_work(tiles))``; ``against="simulator"`` runs :func:`akfviz.simulate` on each
     tile alone on a 1×1 PE grid with every input nonzero, minus the same run without the tile
     (``rho_x`` must then be 1; slow — one simulation per tile and kernel, so keep ``max_tiles`` small).
@@ -940,6 +966,7 @@ def prediction_error(pa, hw=None, *, table: PerformanceTable | None = None, kern
     from ..arguments import check_seed, check_whole
     from ..kernels.registry import get_kernel
     from .costs import check_pa, resolve_candidates
+    from .edgecost import edge_prices
 
     check_pa(pa, "prediction_error()")
     max_tiles = check_whole(max_tiles, "max_tiles (how many tiles to price per kernel)", 1)
@@ -976,10 +1003,11 @@ def prediction_error(pa, hw=None, *, table: PerformanceTable | None = None, kern
     scale = tile_scale(tiles, pa.tile)[idx]
     rows = []
     pricer = _PRICERS[against]
+    edges = edge_prices(pa, hw, rho_x)
     for k in names:
         true = pricer(get_kernel(k), pa, idx, hw, rho_x)
         for m, meas in enumerate(MEASURES):
-            pred = table.evaluate([k], cls, dens, scale, measure=meas)[:, 0]
+            pred = edges.overwrite(idx, [k], {meas: 1.0}, table.evaluate([k], cls, dens, scale, measure=meas))[:, 0]
             for j, cname in enumerate(CLASS_NAMES):
                 sel = cls == j
                 if not sel.any():

@@ -107,6 +107,8 @@ class SelectionReport:
     timings : dict
         Seconds per stage.
     notes : list of str
+    edges : EdgePrices or None
+        Exact prices of the matrix's edge tiles (:mod:`.edgecost`), which ``R`` uses for them.
     """
 
     alpha: float
@@ -146,6 +148,7 @@ class SelectionReport:
     timings: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
     sampled: np.ndarray | None = None
+    edges: object = None
 
     @property
     def per_unit(self) -> pd.DataFrame:
@@ -372,6 +375,7 @@ def select(pa, alpha=1.0, beta=1.0, error_budget=None, granularity="cluster", ke
             rho_x=rho_x, hw_hash=prob.hw_hash, table=prob.table,
             error_budget=error_budget, resource_budget=resource_budget, fusion=fusion_res,
             budget_trace=trace, timings=timings, notes=notes, sampled=prob.sampled,
+            edges=prob.edges,
         )
         t3 = time.perf_counter()
         plan = FusionPlan(pa, tile_kernels, resource=total_r, selection=report)

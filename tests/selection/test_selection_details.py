@@ -8,6 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 import akfviz
+from akfviz.kernels.registry import get_kernel
 from akfviz.npu.hardware import HardwareConfig
 from akfviz.selection import perftable as ptab
 from akfviz.selection.fusion_weights import optimize_fusion_weights
@@ -55,26 +56,38 @@ def test_dense_resource_cache_keeps_rho_x_apart():
     shape, T = (96, 96), 32
     full = ptab.dense_resource(shape, T, HW, rho_x=1.0)
     half = ptab.dense_resource(shape, T, HW, rho_x=0.5)
-    want = ptab._dense_resource(96, 96, T, ptab.performance_table(HW, T, rho_x=0.5))
+    want = ptab._dense_resource(96, 96, T, ptab.performance_table(HW, T, rho_x=0.5), HW, 0.5)
     assert half == pytest.approx(want, rel=1e-12)
     assert half["energy"] < full["energy"]
 
 
-def test_rectangular_edge_tiles_are_scaled_by_their_own_area_in_tile_mode():
-    # 64×40 at T = 32: the right block column holds 32×8 tiles (scale 32·8/32² = 0.25, not 32·32/32²);
-    # the report's R must be the table at h·w/T², and the plan's resource the sum of the chosen R
+@pytest.mark.parametrize("resource", ["energy", "cycles", "bytes"])
+def test_rectangular_edge_tiles_are_priced_exactly_in_tile_mode(resource):
+    # 70×40 at T = 32: the right block column holds 32×8 tiles and the bottom row 6×32 and 6×8 ones.
+    # The report's R of a full tile is the table's; of an edge tile its own unit_costs, priced here one
+    # tile at a time (the table scaled by h·w/T² under-predicted LOWRANK there by 78-80 %); the plan's
+    # resource is the sum of the chosen R
+    from akfviz.npu.costmodel import unit_costs
+
     rng = np.random.default_rng(0)
-    A = sp.random_array((64, 40), density=0.2, rng=rng, format="csr")
+    A = sp.random_array((70, 40), density=0.2, rng=rng, format="csr")
     pa = akfviz.analyze(A, tile=32)
     tiles = pa.tiles_as_analysed()
-    assert (tiles["w"] == 8).any()
-    plan = select(pa, granularity="tile", fusion=False)
+    assert (tiles["w"] == 8).any() and (tiles["h"] == 6).any()
+    plan = select(pa, granularity="tile", fusion=False, resource=resource)
     rep = plan.selection
     u = rep.units
-    scale = tiles["h"].to_numpy(float)[u] * tiles["w"].to_numpy(float)[u] / 32.0 ** 2
+    h, w = tiles["h"].to_numpy()[u], tiles["w"].to_numpy()[u]
+    full = (h == 32) & (w == 32)
+    assert full.any() and (~full).any()
     want = rep.table.evaluate(rep.candidates, classify_tiles(tiles)[u], tiles["density"].to_numpy(float)[u],
-                              scale, measure="energy")
-    np.testing.assert_allclose(rep.R, want, rtol=1e-12)
+                              measure=resource)
+    col = {"energy": "energy_pj", "cycles": "cycles", "bytes": "bytes"}[resource]
+    for i in np.flatnonzero(~full):
+        for j, name in enumerate(rep.candidates):
+            work = get_kernel(name).npu_work(pa.tileset, np.array([u[i]]))
+            want[i, j] = float(unit_costs(work, HW)[col].sum()) if work.n_tiles else 0.0
+    np.testing.assert_allclose(rep.R, want, rtol=1e-9)
     assert plan.resource == pytest.approx(rep.R[np.arange(u.size), rep.chosen].sum(), rel=1e-9)
 
 

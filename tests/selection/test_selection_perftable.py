@@ -268,17 +268,22 @@ def test_table_cache_by_hardware_hash(table):
     assert not np.allclose(t2.coef, table.coef)  # cycles change with the MAC lanes
 
 
-def test_dense_resource_equals_every_slot_priced_by_the_table():
+def test_dense_resource_equals_every_slot_priced_as_the_selector_prices_it():
+    # full T×T slots by the table, edge slots (h < T or w < T) by their own unit_costs, one at a time
     hw = HardwareConfig()
-    for shape, T in (((70, 50), 32), ((64, 64), 32), ((5, 3), 8), ((33, 33), 32)):
+    for shape, T in (((70, 50), 32), ((64, 64), 32), ((5, 3), 8), ((33, 33), 32), ((1, 1), 8)):
         A = sp.csr_array(np.ones(shape))
         pa = akfviz.analyze(A, tile=T)
         tab = ptab.performance_table(hw, T)
         got = ptab.dense_resource(shape, T, hw)
+        ts = pa.tileset
+        full = (ts.h == T) & (ts.w == T)
         cls = np.full(pa.n_tiles, 3)
         for meas in ptab.MEASURE_NAMES:
-            want = tab.evaluate(["DENSE"], cls, np.ones(pa.n_tiles), ptab.tile_scale(pa.tiles, T),
-                                measure=meas)[:, 0].sum()
+            want = tab.evaluate(["DENSE"], cls, np.ones(pa.n_tiles), measure=meas)[full, 0].sum()
+            for t in np.flatnonzero(~full):
+                uc = unit_costs(get_kernel("DENSE").npu_work(ts, np.array([t])), hw)
+                want += float(uc[ptab.MEASURES[meas]].iloc[0])
             assert got[meas] == pytest.approx(want, rel=1e-12)
         if shape[0] % T == 0 and shape[1] % T == 0:  # full tiles: the table's DENSE is exact
             uc = unit_costs(get_kernel("DENSE").npu_work(pa.tileset, np.arange(pa.n_tiles)), hw)

@@ -49,24 +49,33 @@ def pa(request):
 
 
 def _ref_total(prob, choice):
-    """Σ_t Σ_m w_m · (h w / T²) · max(0, polyval(p_{m,k,s}, log10 clip(d))) tile by tile in plain Python, with the
-    class from the dense tile and the same 64 chunks as the fast pass."""
+    """Σ_t Σ_m w_m · max(0, polyval(p_{m,k,s}, log10 clip(d))) over the full tiles, tile by tile in plain
+    Python, with the class from the dense tile and the same 64 chunks as the fast pass; then the edge
+    tiles (h < T or w < T), each at its exact price ``Σ_m w_m · prob.edges.of(k)[e, m]``, added in tile
+    order (``test_edge_prices_are_each_tiles_unit_costs`` checks those prices one tile at a time)."""
     ts, tab = prob.ts, prob.table
     kid = tab.kernel_ids(prob.names)[np.asarray(choice)]
     wts = prob.measure_weights()
     n = prob.n_tiles
     step = -(-n // 64)
     total, acc = 0.0, 0.0
+    edge_vals = []
     for t in range(n):
         if t and t % step == 0:
             total, acc = total + acc, 0.0
         h, w = int(ts.h[t]), int(ts.w[t])
+        k = tab.kernels[kid[prob.unit_of_tile[t]]]
+        if h < prob.T or w < prob.T:
+            e = int(np.searchsorted(prob.edges.idx, t))
+            assert prob.edges.idx[e] == t
+            price = prob.edges.of(k)[e]
+            edge_vals.append(sum(float(wt) * price[MEASURE_NAMES.index(m)] for m, wt in wts.items()))
+            continue
         nnz = int(ts.ptr[t + 1] - ts.ptr[t])
         c = classify_dense(ts.dense(t), grid=prob.grid)
-        k = tab.kernels[kid[prob.unit_of_tile[t]]]
-        scale = (h * w) / float(prob.T) ** 2
-        acc += sum(wt * naive_table_value(tab, k, c, nnz / (h * w), scale, m) for m, wt in wts.items() if wt != 0)
-    return total + acc
+        acc += sum(wt * naive_table_value(tab, k, c, nnz / (h * w), 1.0, m) for m, wt in wts.items() if wt != 0)
+    assert len(edge_vals) == prob.edges.n
+    return total + acc + (float(np.sum(np.array(edge_vals))) if edge_vals else 0.0)
 
 
 @pytest.mark.parametrize("granularity", ["cluster", "tile"])
@@ -100,7 +109,11 @@ def test_one_kernel_plans_match_reference(pa, kernel):
 def test_member_resource_sums_are_the_members_resources_added_up(pa, resource):
     prob = SelectionProblem(pa, resolve_candidates(None), HW, resource=resource, granularity="cluster")
     cls, dens, scale = prob.tile_arrays()
+    edge = (pa.tileset.h < pa.tile) | (pa.tileset.w < pa.tile)
+    np.testing.assert_array_equal(prob.edges.idx, np.flatnonzero(edge))
+    assert np.all(scale[edge] == 0.0) and np.all(scale[~edge] == 1.0)  # the table adds nothing for edges
     per_tile = prob.resource_matrix(dens, scale, cls)          # (n_tiles, K) in the selector's measure
+    per_tile[edge] = prob.edges.weighted(prob.names, prob.measure_weights())   # their exact prices
     want = np.zeros((prob.n_units, len(prob.names)))
     for t in range(prob.n_tiles):
         want[prob.unit_of_tile[t]] += per_tile[t]
