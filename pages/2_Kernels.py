@@ -209,6 +209,11 @@ fit_err = table_pt.fit_error
 # wide at a 1440-px window and max_rel was cut off
 kc1, kc2 = flex_row("kernels_perftable", (380, 400), grow=(1, 3))
 #: The fit table's columns, 372 px in all (the export "Fits" has every column).
+#: the prediction check's table: relative errors to three significant digits (1e-16 showed as "0000000000")
+CHECK_COLUMNS = {
+    **{c: st.column_config.NumberColumn(c, format="%.3g") for c in ("rel_rms", "max_rel", "bias", "total_rel")},
+    **{c: st.column_config.NumberColumn(c, format="localized") for c in ("total_pred", "total_true")},
+}
 FIT_COLUMNS = {
     "class": st.column_config.TextColumn("class", width=72, help="Structure class whose fit this is (below T = 16 its points are the tiles the structure rule puts in the class; from T = 16 the tiles made for it)."),
     "variable": st.column_config.TextColumn("variable", width=96, help="What the polynomial is in: the tile's "
@@ -244,11 +249,15 @@ with kc2:
                      "exp_calibration", what="one row per synthetic tile and fit using it, priced by the cost model (class = the fit, made_as = the generator's class, classified_as = the rule's)")
 if st.toggle("Check the table against exact pricing on this matrix", key="pt_check"):
     pe = S.prediction_error_cached(S.analysis_key(wl.digest, pa.tile), pa, hwk, hw, rho_x)
-    st.dataframe(pe[pe["measure"] == meas], hide_index=True, width="stretch")
-    st.caption("rel_rms / max_rel: relative error of the table per tile; total_rel: error of the sum "
-               "(what the selector's totals see). Edge tiles — fewer than T rows or columns, where T does "
-               "not divide the matrix — are not priced by the table: the selector prices them exactly "
-               "with the cost model, so their error here is 0.")
+    st.dataframe(pe[pe["measure"] == meas], hide_index=True, width="stretch", column_config=CHECK_COLUMNS)
+    n_edge = int(S.stage("selection.edgecost", "edge_tile_index")(pa).size)
+    edge_note = (f"This matrix has {n_edge:,} of them among its {int(pa.n_tiles):,} nonempty tiles "
+                 f"(T = {pa.tile} does not divide {pa.shape[0]:,} × {pa.shape[1]:,})." if n_edge else
+                 f"This matrix has none (T = {pa.tile} divides {pa.shape[0]:,} × {pa.shape[1]:,}).")
+    st.caption("rel_rms / max_rel: relative error of the table per tile (up to 500 sampled tiles per kernel); "
+               "total_rel: error of the sum (what the selector's totals see). Edge tiles — fewer than T rows "
+               "or columns, where T does not divide the matrix — are not priced by the table: the selector "
+               "prices them exactly with the cost model, so their error here is 0. " + edge_note)
 
 st.header("CPU check: fused execution vs scipy")
 chk = S.cpu_check_cached(pkey, plan, wl.A)
