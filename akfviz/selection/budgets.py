@@ -23,7 +23,9 @@ every evaluated plan is kept and the best feasible one returned.
 A multiplier only reaches the corners of the error–resource front. After the bisection, a greedy
 fill (:func:`_fill`) moves the units that differ between the bracket's two plans along their
 options' lower convex hulls, steps in order of benefit per cost, while the budget holds; the result
-is kept when it is better (trace row with ``lambda`` NaN).
+is kept when it is better (trace row with ``lambda`` NaN). A small problem (a few units and tiles)
+is also solved exactly on its merged error–resource front (:func:`_exact_small`), kept when better
+(another such row).
 """
 from __future__ import annotations
 
@@ -109,8 +111,59 @@ def _search(problem, feasible, better, mask=None, spend_resource=False):
             trace.append((np.nan, err, res, ok))
             if ok and better((err, res), best[1:3]):
                 best = (filled, err, res)
+    exact = _exact_small(problem, feasible, spend_resource, mask)
+    if exact is not None and (best is None or not np.array_equal(exact, best[0])):
+        err, res = problem.evaluate(exact)
+        ok = feasible(err, res)
+        trace.append((np.nan, err, res, ok))
+        if ok and (best is None or better((err, res), best[1:3])):
+            best, best_lam = (exact, err, res), (best_lam if best is not None else np.nan)
     df = pd.DataFrame(trace, columns=["lambda", "error", "resource", "feasible"])
     return best, best_lam, df
+
+
+#: A problem of at most this many units and tiles is also solved exactly (:func:`_exact_small`).
+EXACT_MAX_UNITS = 64
+EXACT_MAX_TILES = 50_000
+
+
+def _exact_small(problem, feasible, spend_resource: bool, mask=None):
+    """The exact answer of a small budget problem, or None: the plan of the error–resource front
+    that the budget allows and that is best in what the mode minimises.
+
+    The front is every plan no other plan beats on both squared error and resource, merged unit by
+    unit from the units' own fronts (:func:`.front_merge.merged_front`, exact when not thinned), over
+    the member sums of every (unit, kernel) allowed by ``mask``. The multiplier search and the greedy
+    fill reach a front's corners and the relaxation's rounding; on a few units one unit's rounding
+    is much of the plan (a three-cluster problem, cycles, error budget 0.3: the fill's plan cost 3.9 %
+    more than the best within the budget). Only for at most :data:`EXACT_MAX_UNITS` units and
+    :data:`EXACT_MAX_TILES` tiles, where every kernel's error on every member tile is cheap.
+    Ties: the least of the other quantity, then the front's order."""
+    from .front_merge import merged_front
+
+    nu = int(problem.n_units)
+    if nu == 0 or nu > EXACT_MAX_UNITS or int(getattr(problem, "n_tiles", nu)) > EXACT_MAX_TILES:
+        return None
+    E = np.array(problem.member_error_matrix(), dtype=np.float64)
+    R = np.array(problem.member_resource_sums(), dtype=np.float64)
+    if mask is not None:
+        allowed = np.broadcast_to(mask if mask.ndim == 2 else mask[None, :], E.shape)
+        E[~allowed] = np.inf
+        R[~allowed] = np.inf
+    if not np.isfinite(E).any(axis=1).all():
+        return None
+    err2, res, _, thinned, choice = merged_front(E, R, problem.unit_size, problem.fro2, choices=True)
+    if thinned or err2.size == 0:
+        return None
+    fro2 = problem.fro2 if problem.fro2 > 0 else 1.0
+    rel = np.sqrt(np.maximum(err2, 0.0) / fro2) if problem.fro2 > 0 else np.zeros(err2.size)
+    ok = np.isfinite(err2) & np.isfinite(res) & np.asarray(feasible(rel, res), dtype=bool)
+    if not ok.any():
+        return None
+    keys = (err2, res) if spend_resource else (res, err2)
+    order = np.lexsort((np.arange(err2.size), keys[1], keys[0]))
+    best = order[ok[order]][0]
+    return np.asarray(choice[best], dtype=np.int64)
 
 
 #: In cluster mode the greedy fill may move every cluster, not only those whose kernel differs

@@ -124,10 +124,11 @@ def test_a_thinned_front_keeps_real_plans_and_says_it_was_thinned():
 # ------------------------------------------------------------------ in pareto_front
 def test_budget_plan_of_few_clusters_sits_on_the_front():
     pa = akfviz.analyze(akfviz.generate("banded", n=2048, seed=0), tile=32)
-    plan = akfviz.select(pa, error_budget=0.2, resource="cycles", granularity="cluster")
-    merged = pareto_front(pa, resource="cycles", granularity="cluster")
-    path = pareto_front(pa, resource="cycles", granularity="cluster", merge=False)
-    assert plan.relative_error <= 0.2
+    # (cycles with budget 0.2 until the forty-sixth session's degree-6 table made that plan exact)
+    plan = akfviz.select(pa, error_budget=0.3, resource="energy", granularity="cluster")
+    merged = pareto_front(pa, resource="energy", granularity="cluster")
+    path = pareto_front(pa, resource="energy", granularity="cluster", merge=False)
+    assert plan.relative_error <= 0.3
     assert _staircase(merged.front, plan.resource) <= plan.relative_error * (1 + 1e-9)
     # the switch path between the multiplier's corners left it far below the line
     assert _staircase(path.front, plan.resource) > plan.relative_error + 0.05

@@ -338,7 +338,7 @@ def test_fits_frame(table):
     df = table.fits_frame()
     assert len(df) == len(table.kernels) * len(CLASS_NAMES) * len(ptab.MEASURE_NAMES)
     row = df[(df["kernel"] == "CSC") & (df["class"] == "random") & (df["measure"] == "energy")].iloc[0]
-    c = row[["c4", "c3", "c2", "c1", "c0"]].to_numpy(np.float64)
+    c = row[[f"c{p}" for p in range(ptab.MAX_DEGREE, -1, -1)]].to_numpy(np.float64)
     x = 0.1 if row["variable"] == "density" else -1.0  # the fit's variable at density 0.1
     assert table.predict("CSC", "random", [0.1])[0] == pytest.approx(max(row["floor"], np.polyval(c, x)))
     assert list(df.columns[:4]) == ["kernel", "class", "measure", "variable"]
