@@ -122,9 +122,11 @@ def _search(problem, feasible, better, mask=None, spend_resource=False):
     return best, best_lam, df
 
 
-#: A problem of at most this many units and tiles is also solved exactly (:func:`_exact_small`).
+#: A problem of at most this many units and tiles is also solved exactly (:func:`_exact_small`). The
+#: tile limit bounds the member errors it may add: LOWRANK's SVDs cost ≈ 60 µs a tile per rank (2,304
+#: tiles of 32×32 at 10 %: +160 ms to a budget selection of 20 ms).
 EXACT_MAX_UNITS = 64
-EXACT_MAX_TILES = 50_000
+EXACT_MAX_TILES = 5_000
 
 
 def _exact_small(problem, feasible, spend_resource: bool, mask=None):
@@ -137,19 +139,14 @@ def _exact_small(problem, feasible, spend_resource: bool, mask=None):
     fill reach a front's corners and the relaxation's rounding; on a few units one unit's rounding
     is much of the plan (a three-cluster problem, cycles, error budget 0.3: the fill's plan cost 3.9 %
     more than the best within the budget). Only for at most :data:`EXACT_MAX_UNITS` units and
-    :data:`EXACT_MAX_TILES` tiles, where every kernel's error on every member tile is cheap.
+    :data:`EXACT_MAX_TILES` tiles, where the member errors it needs are cheap (:func:`_front_inputs`).
     Ties: the least of the other quantity, then the front's order."""
     from .front_merge import merged_front
 
     nu = int(problem.n_units)
     if nu == 0 or nu > EXACT_MAX_UNITS or int(getattr(problem, "n_tiles", nu)) > EXACT_MAX_TILES:
         return None
-    E = np.array(problem.member_error_matrix(), dtype=np.float64)
-    R = np.array(problem.member_resource_sums(), dtype=np.float64)
-    if mask is not None:
-        allowed = np.broadcast_to(mask if mask.ndim == 2 else mask[None, :], E.shape)
-        E[~allowed] = np.inf
-        R[~allowed] = np.inf
+    E, R = _front_inputs(problem, mask)
     if not np.isfinite(E).any(axis=1).all():
         return None
     err2, res, _, thinned, choice = merged_front(E, R, problem.unit_size, problem.fro2, choices=True)
@@ -164,6 +161,35 @@ def _exact_small(problem, feasible, spend_resource: bool, mask=None):
     order = np.lexsort((np.arange(err2.size), keys[1], keys[0]))
     best = order[ok[order]][0]
     return np.asarray(choice[best], dtype=np.int64)
+
+
+def _front_inputs(problem, mask=None):
+    """``(E, R)`` (n_units, K) for the exact front: member sums of error and resource, ``inf`` where
+    ``mask`` forbids the pair or where a lossless kernel of the unit costs no more (error 0 and no
+    more resource: that option is never on the front, so its member errors are not computed — a
+    LOWRANK rank's cost about 130 ms on 2,304 tiles)."""
+    R = np.array(problem.member_resource_sums(), dtype=np.float64)
+    nu, K = R.shape
+    allowed = np.ones((nu, K), dtype=bool) if mask is None else \
+        np.array(np.broadcast_to(mask if mask.ndim == 2 else mask[None, :], (nu, K)), dtype=bool)
+    lossless = np.asarray(problem.lossless, dtype=bool)
+    E = np.full((nu, K), np.inf)
+    free = allowed & lossless[None, :]
+    E[free] = 0.0
+    cheapest = np.where(free, R, np.inf).min(axis=1)
+    need = allowed & ~lossless[None, :] & (R < cheapest[:, None])
+    if need.any():
+        base = np.argmax(free, axis=1) if free.any(axis=1).all() else None
+        for k in np.flatnonzero(need.any(axis=0)):
+            rows = np.flatnonzero(need[:, k])
+            if base is None:   # no lossless option in some unit: every unit's sum of kernel k
+                trial = np.full(nu, k, dtype=np.int64)
+            else:              # the other units on a lossless kernel, whose sums are known zeros
+                trial = base.astype(np.int64)
+                trial[rows] = k
+            E[rows, k] = np.asarray(problem.member_error_sums(trial), dtype=np.float64)[rows]
+    R[~allowed] = np.inf
+    return E, R
 
 
 #: In cluster mode the greedy fill may move every cluster, not only those whose kernel differs

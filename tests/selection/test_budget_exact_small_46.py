@@ -117,3 +117,33 @@ def test_large_problems_keep_the_search_and_fill_answer(monkeypatch):
     assert real(big, lambda e, r: e <= 0.5, False) is None
     solve_error_budget(big, 0.5)
     assert calls == [big.n_units]
+
+
+def test_the_exact_step_skips_options_a_lossless_kernel_of_the_unit_beats():
+    """On a real cluster problem: an option with no less resource than the unit's cheapest lossless
+    kernel is never on the front, so its member errors are not computed (inf in the front's input);
+    the others are the member sums; and the answer is still the brute-force optimum."""
+    import akfviz
+    from akfviz.npu.hardware import HardwareConfig
+    from akfviz.selection.costs import SelectionProblem, resolve_candidates
+
+    pa = akfviz.analyze(akfviz.generate("llm_magnitude", n=160, density=0.3, seed=1), tile=16)
+    prob = SelectionProblem(pa, resolve_candidates(None), HardwareConfig(), resource="cycles",
+                            granularity="cluster")
+    E, R = budgets._front_inputs(prob)
+    full = prob.member_error_matrix()
+    Rm = prob.member_resource_sums()
+    cheapest = np.where(prob.lossless[None, :], Rm, np.inf).min(axis=1, keepdims=True)
+    skipped = ~prob.lossless[None, :] & (Rm >= cheapest)
+    assert skipped.any() and (~skipped).any()
+    assert np.all(np.isinf(E[skipped]))
+    np.testing.assert_array_equal(E[~skipped], full[~skipped])
+    np.testing.assert_array_equal(R, Rm)
+    idx = np.arange(prob.n_units)
+    plans = np.array(list(itertools.product(range(full.shape[1]), repeat=prob.n_units)))
+    err = np.sqrt(full[idx, plans].sum(axis=1) / prob.fro2)
+    res = Rm[idx, plans].sum(axis=1)
+    for eps in (0.05, 0.3):
+        got = budgets._exact_small(prob, lambda e, r: e <= eps, False)
+        ge, gr = prob.evaluate(got)
+        assert ge <= eps and gr == pytest.approx(res[err <= eps].min(), rel=1e-12)
