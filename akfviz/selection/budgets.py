@@ -117,7 +117,12 @@ def _search(problem, feasible, better, mask=None, spend_resource=False):
         ok = feasible(err, res)
         trace.append((np.nan, err, res, ok))
         if ok and (best is None or better((err, res), best[1:3])):
-            best, best_lam = (exact, err, res), (best_lam if best is not None else np.nan)
+            # no multiplier's plan was feasible (cluster mode: λ = ∞ decides on representatives that
+            # look exact): report the search's end nearest the budget — error first for an error
+            # budget, resource first for a resource budget — never NaN (the report's costs and
+            # argmin are computed with it; a probe found them all NaN)
+            best, best_lam = (exact, err, res), (best_lam if best is not None else
+                                                 (0.0 if spend_resource else np.inf))
     df = pd.DataFrame(trace, columns=["lambda", "error", "resource", "feasible"])
     return best, best_lam, df
 
