@@ -154,3 +154,46 @@ def naive_sampled_mean(errors, weights):
     for e, w in zip(errors, weights):
         num += float(w) * float(e)
     return num / den if den > 0 else 0.0
+
+
+class BudgetToy:
+    """A selection problem reduced to what the budget modes read (search, fill, exact step): squared
+    errors ``E`` and resources ``R`` per (unit, kernel), the argmin of ``λ·E/fro2 + R/R_dense``, exact
+    evaluation; tile granularity, ``n_tiles`` settable (the exact step's tile limit)."""
+
+    granularity = "tile"
+    resource = "energy"
+
+    def __init__(self, E, R, fro2, n_tiles=None):
+        self.E = np.asarray(E, dtype=np.float64)
+        self.R = np.asarray(R, dtype=np.float64)
+        self.n_units, K = self.E.shape
+        self.n_tiles = self.n_units if n_tiles is None else n_tiles
+        self.unit_size = np.ones(self.n_units, dtype=np.int64)
+        self.names = tuple(f"K{k}" for k in range(K))
+        self.lossless = self.E.max(axis=0) == 0
+        self.fro2 = float(fro2)
+        self.R_dense = float(self.R.max(axis=1).sum())
+        self.En, self.Rn = self.E / self.fro2, self.R / self.R_dense
+
+    def argmin(self, lam, beta, mask=None):
+        if np.isinf(lam):
+            C = np.where(self.En == self.En.min(axis=1, keepdims=True), self.Rn, np.inf)
+        else:
+            C = lam * self.En + beta * self.Rn
+        if mask is not None:
+            C = np.where(mask, C, np.inf)
+        return np.argmin(C, axis=1).astype(np.int64)
+
+    def member_error_sums(self, choice):
+        return self.E[np.arange(self.n_units), np.asarray(choice)]
+
+    def member_error_matrix(self):
+        return self.E
+
+    def member_resource_sums(self):
+        return self.R
+
+    def evaluate(self, choice):
+        idx = np.arange(self.n_units)
+        return float(np.sqrt(self.E[idx, choice].sum() / self.fro2)), float(self.R[idx, choice].sum())

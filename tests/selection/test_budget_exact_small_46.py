@@ -12,48 +12,7 @@ import pytest
 from akfviz.errors import InputError
 from akfviz.selection import budgets
 from akfviz.selection.budgets import solve_error_budget, solve_resource_budget
-
-
-class _Toy:
-    """A selection problem reduced to what the budget modes read: per-unit squared errors ``E`` and
-    resources ``R`` (n_units, K), the argmin of ``λ·E/fro2 + R/R_dense``, exact evaluation."""
-
-    granularity = "tile"
-    resource = "energy"
-
-    def __init__(self, E, R, fro2):
-        self.E = np.asarray(E, dtype=np.float64)
-        self.R = np.asarray(R, dtype=np.float64)
-        self.n_units, K = self.E.shape
-        self.n_tiles = self.n_units
-        self.unit_size = np.ones(self.n_units, dtype=np.int64)
-        self.names = tuple(f"K{k}" for k in range(K))
-        self.lossless = self.E.max(axis=0) == 0
-        self.fro2 = float(fro2)
-        self.R_dense = float(self.R.max(axis=1).sum())
-        self.En, self.Rn = self.E / self.fro2, self.R / self.R_dense
-
-    def argmin(self, lam, beta, mask=None):
-        if np.isinf(lam):
-            C = np.where(self.En == self.En.min(axis=1, keepdims=True), self.Rn, np.inf)
-        else:
-            C = lam * self.En + beta * self.Rn
-        if mask is not None:
-            C = np.where(mask, C, np.inf)
-        return np.argmin(C, axis=1).astype(np.int64)
-
-    def member_error_sums(self, choice):
-        return self.E[np.arange(self.n_units), np.asarray(choice)]
-
-    def member_error_matrix(self):
-        return self.E
-
-    def member_resource_sums(self):
-        return self.R
-
-    def evaluate(self, choice):
-        idx = np.arange(self.n_units)
-        return float(np.sqrt(self.E[idx, choice].sum() / self.fro2)), float(self.R[idx, choice].sum())
+from selection_naive import BudgetToy as _Toy
 
 
 def _brute(prob):

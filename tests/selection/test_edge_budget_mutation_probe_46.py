@@ -20,6 +20,7 @@ from akfviz.selection.edgecost import EdgePrices
 from akfviz.selection.explain import explain
 from akfviz.selection.perftable import MEASURE_NAMES, MIX_WEIGHTS
 from akfviz.selection.structure import classify_tiles
+from selection_naive import BudgetToy as _Toy
 
 HW = HardwareConfig()
 COLS = {"energy": "energy_pj", "cycles": "cycles", "bytes": "bytes"}
@@ -179,48 +180,6 @@ def test_cluster_mode_mix_explanations_weigh_each_measure_by_its_dense_total():
 
 
 # ------------------------------------------------------------------------------ small budget problems
-class _Toy:
-    """The budget modes' view of a selection problem: squared errors ``E`` and resources ``R`` per
-    (unit, kernel), tile granularity (as in test_budget_exact_small_46)."""
-
-    granularity = "tile"
-    resource = "energy"
-
-    def __init__(self, E, R, fro2, n_tiles=None):
-        self.E = np.asarray(E, dtype=np.float64)
-        self.R = np.asarray(R, dtype=np.float64)
-        self.n_units, K = self.E.shape
-        self.n_tiles = self.n_units if n_tiles is None else n_tiles
-        self.unit_size = np.ones(self.n_units, dtype=np.int64)
-        self.names = tuple(f"K{k}" for k in range(K))
-        self.lossless = self.E.max(axis=0) == 0
-        self.fro2 = float(fro2)
-        self.R_dense = float(self.R.max(axis=1).sum())
-        self.En, self.Rn = self.E / self.fro2, self.R / self.R_dense
-
-    def argmin(self, lam, beta, mask=None):
-        if np.isinf(lam):
-            C = np.where(self.En == self.En.min(axis=1, keepdims=True), self.Rn, np.inf)
-        else:
-            C = lam * self.En + beta * self.Rn
-        if mask is not None:
-            C = np.where(mask, C, np.inf)
-        return np.argmin(C, axis=1).astype(np.int64)
-
-    def member_error_sums(self, choice):
-        return self.E[np.arange(self.n_units), np.asarray(choice)]
-
-    def member_error_matrix(self):
-        return self.E
-
-    def member_resource_sums(self):
-        return self.R
-
-    def evaluate(self, choice):
-        idx = np.arange(self.n_units)
-        return float(np.sqrt(self.E[idx, choice].sum() / self.fro2)), float(self.R[idx, choice].sum())
-
-
 def _toy(seed, nu=4, K=5, n_tiles=None):
     rng = np.random.default_rng(seed)
     E = rng.integers(0, 40, (nu, K)).astype(np.float64)
