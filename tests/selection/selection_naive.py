@@ -1,4 +1,6 @@
 """Slow, obvious references for the selection tests (plain Python / numpy loops)."""
+import itertools
+
 import numpy as np
 
 from akfviz.kernels.registry import get_kernel
@@ -197,3 +199,24 @@ class BudgetToy:
     def evaluate(self, choice):
         idx = np.arange(self.n_units)
         return float(np.sqrt(self.E[idx, choice].sum() / self.fro2)), float(self.R[idx, choice].sum())
+
+
+def budget_toy(seed, nu=4, K=5, n_tiles=None):
+    """A seeded :class:`BudgetToy`: small integer errors and resources, kernel 0 lossless (error 0,
+    the dearest), so every error budget is feasible."""
+    rng = np.random.default_rng(seed)
+    E = rng.integers(0, 40, (nu, K)).astype(np.float64)
+    E[:, 0] = 0.0
+    R = rng.integers(1, 30, (nu, K)).astype(np.float64)
+    R[:, 0] = 30.0
+    return BudgetToy(E, R, fro2=float(E.max(axis=1).sum()) + 1.0, n_tiles=n_tiles)
+
+
+def budget_brute(prob, mask=None):
+    """(relative error, resource, plans) of every plan the mask allows."""
+    K = prob.E.shape[1]
+    allowed = np.ones(prob.E.shape, bool) if mask is None else np.broadcast_to(mask, prob.E.shape)
+    plans = np.array([p for p in itertools.product(range(K), repeat=prob.n_units)
+                      if allowed[np.arange(prob.n_units), list(p)].all()])
+    idx = np.arange(prob.n_units)
+    return np.sqrt(prob.E[idx, plans].sum(axis=1) / prob.fro2), prob.R[idx, plans].sum(axis=1), plans

@@ -12,28 +12,13 @@ import pytest
 from akfviz.errors import InputError
 from akfviz.selection import budgets
 from akfviz.selection.budgets import solve_error_budget, solve_resource_budget
-from selection_naive import BudgetToy as _Toy
-
-
-def _brute(prob):
-    plans = np.array(list(itertools.product(range(prob.E.shape[1]), repeat=prob.n_units)))
-    idx = np.arange(prob.n_units)
-    return np.sqrt(prob.E[idx, plans].sum(axis=1) / prob.fro2), prob.R[idx, plans].sum(axis=1)
-
-
-def _toy(seed, nu=4, K=5):
-    rng = np.random.default_rng(seed)
-    E = rng.integers(0, 40, (nu, K)).astype(np.float64)
-    E[:, 0] = 0.0                                   # one lossless kernel: every budget is feasible
-    R = rng.integers(1, 30, (nu, K)).astype(np.float64)
-    R[:, 0] = 30.0
-    return _Toy(E, R, fro2=float(E.max(axis=1).sum()) + 1.0)
+from selection_naive import budget_brute, budget_toy as _toy
 
 
 @pytest.mark.parametrize("seed", range(30))
 def test_error_and_resource_budgets_of_small_problems_are_the_brute_force_optimum(seed):
     prob = _toy(seed)
-    err, res = _brute(prob)
+    err, res, _ = budget_brute(prob)
     for eps in (0.05, 0.15, 0.3, 0.5, 0.8):
         got = solve_error_budget(prob, eps)
         assert got.error <= eps
@@ -56,7 +41,7 @@ def test_without_the_exact_step_some_of_those_budgets_miss_the_optimum(monkeypat
     misses = 0
     for seed in range(30):
         prob = _toy(seed)
-        err, res = _brute(prob)
+        err, res, _ = budget_brute(prob)
         for eps in (0.05, 0.15, 0.3, 0.5, 0.8):
             misses += solve_error_budget(prob, eps).resource > res[err <= eps + 1e-12].min() + 1e-9
     assert misses > 0

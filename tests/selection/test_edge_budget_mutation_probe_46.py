@@ -21,6 +21,8 @@ from akfviz.selection.explain import explain
 from akfviz.selection.perftable import MEASURE_NAMES, MIX_WEIGHTS
 from akfviz.selection.structure import classify_tiles
 from selection_naive import BudgetToy as _Toy
+from selection_naive import budget_brute as _brute
+from selection_naive import budget_toy as _toy
 
 HW = HardwareConfig()
 COLS = {"energy": "energy_pj", "cycles": "cycles", "bytes": "bytes"}
@@ -180,25 +182,6 @@ def test_cluster_mode_mix_explanations_weigh_each_measure_by_its_dense_total():
 
 
 # ------------------------------------------------------------------------------ small budget problems
-def _toy(seed, nu=4, K=5, n_tiles=None):
-    rng = np.random.default_rng(seed)
-    E = rng.integers(0, 40, (nu, K)).astype(np.float64)
-    E[:, 0] = 0.0
-    R = rng.integers(1, 30, (nu, K)).astype(np.float64)
-    R[:, 0] = 30.0
-    return _Toy(E, R, fro2=float(E.max(axis=1).sum()) + 1.0, n_tiles=n_tiles)
-
-
-def _brute(prob, mask=None):
-    """(relative error, resource, plans) of every plan the mask allows."""
-    K = prob.E.shape[1]
-    allowed = np.ones(prob.E.shape, bool) if mask is None else np.broadcast_to(mask, prob.E.shape)
-    plans = np.array([p for p in itertools.product(range(K), repeat=prob.n_units)
-                      if allowed[np.arange(prob.n_units), list(p)].all()])
-    idx = np.arange(prob.n_units)
-    return np.sqrt(prob.E[idx, plans].sum(axis=1) / prob.fro2), prob.R[idx, plans].sum(axis=1), plans
-
-
 @pytest.mark.parametrize("seed", range(12))
 def test_exact_step_keeps_to_the_mask(seed):
     """With a mask (the eps = 0 and honest-pairs searches pass one), the exact step's plan uses only
