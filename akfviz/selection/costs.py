@@ -36,7 +36,7 @@ from ._kernels import (ARGMIN_PARALLEL_MIN, _sample_means, _sample_pairs, _weigh
                        _weighted_argmin_serial)
 from .edgecost import edge_prices
 from .perftable import (MEASURE_NAMES, MIX_WEIGHTS, check_resource, check_rho_x, dense_resource,
-                        performance_table)
+                        measure_weights, performance_table)
 
 #: Granularities of the selector: name -> one-line description.
 GRANULARITIES = {
@@ -408,11 +408,9 @@ class SelectionProblem:
         return R
 
     def measure_weights(self) -> dict:
-        """Weights of the table's measures that make up the selector's resource."""
-        if self.resource != "mix":
-            return {self.resource: 1.0}
-        return {m: MIX_WEIGHTS[m] / self.R_dense_by_measure[m] for m in MEASURE_NAMES
-                if self.R_dense_by_measure[m] > 0}
+        """Weights of the table's measures that make up the selector's resource
+        (:func:`.perftable.measure_weights`)."""
+        return measure_weights(self.resource, self.R_dense_by_measure)
 
     def cost(self, alpha, beta) -> np.ndarray:
         """``C = alpha·En + beta·Rn`` (n_units, K); alpha = inf means "error first, resource breaks ties"."""

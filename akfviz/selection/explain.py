@@ -135,7 +135,7 @@ def _summed(rep, pa, tiles, idx, kernels):
     tiles ``idx``: exact errors, the resources as the selector prices them — the table's, the exact
     price for an edge tile (arrays of length K, zero elsewhere)."""
     from ..kernels.registry import get_kernel
-    from .perftable import MEASURE_NAMES, MIX_WEIGHTS, tile_scale
+    from .perftable import measure_weights, tile_scale
     from .structure import classify_tiles
 
     names = list(rep.candidates)
@@ -152,11 +152,7 @@ def _summed(rep, pa, tiles, idx, kernels):
     dens = tiles["density"].to_numpy(np.float64)[idx]
     sc = tile_scale(tiles, pa.tile)[idx]
     sub = [names[j] for j in kernels]
-    if rep.measure == "mix":
-        weights = {m: MIX_WEIGHTS[m] / rep.R_dense_by_measure[m] for m in MEASURE_NAMES
-                   if rep.R_dense_by_measure[m] > 0}
-    else:
-        weights = {rep.measure: 1.0}
+    weights = measure_weights(rep.measure, rep.R_dense_by_measure)
     P = np.zeros((idx.size, len(sub)))
     for m, wt in weights.items():
         P += wt * rep.table.evaluate(sub, cls, dens, sc, measure=m)

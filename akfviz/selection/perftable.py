@@ -99,6 +99,15 @@ MEASURE_UNITS: dict = {"energy": "pJ per tile", "cycles": "cycles per tile", "by
 #: ``mix`` = Σ_m MIX_WEIGHTS[m] · R_m / R_dense,m  (each measure as a share of Dense, averaged).
 MIX_WEIGHTS: dict = {"energy": 1 / 3, "cycles": 1 / 3, "bytes": 1 / 3}
 RESOURCES: tuple = MEASURE_NAMES + ("mix",)
+
+
+def measure_weights(resource: str, dense_by_measure: dict) -> dict:
+    """Weight of each table measure in the selector's resource ``R``: ``{resource: 1}``, or for ``mix``
+    ``MIX_WEIGHTS[m] / R_dense,m`` (each measure as a share of Dense), measures with ``R_dense,m = 0`` left
+    out. ``R`` of a tile is ``Σ_m weight_m · R_m``."""
+    if resource != "mix":
+        return {resource: 1.0}
+    return {m: MIX_WEIGHTS[m] / dense_by_measure[m] for m in MEASURE_NAMES if dense_by_measure[m] > 0}
 #: Largest degree of a fit in log10 density (6 since the forty-sixth session; 4 before, module docstring).
 MAX_DEGREE = 6
 N_DENSITIES = 12
