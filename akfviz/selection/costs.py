@@ -462,11 +462,7 @@ class SelectionProblem:
         nu, K = self.n_units, len(self.names)
         if self.granularity == "tile":
             return self.E[np.arange(nu), choice]
-        if self._Esum is None:
-            self._Esum = np.full((nu, K), np.nan)
-            self._Esum[:, self.lossless] = 0.0
-            single = self.unit_size == 1  # the representative is the only member
-            self._Esum[single] = self.E[single]
+        self._esum_table()
         got = self._Esum[np.arange(nu), choice]
         missing = np.isnan(got)
         if missing.any():
@@ -485,6 +481,25 @@ class SelectionProblem:
                 self._Esum[us, k] = np.bincount(seg, weights=e, minlength=us.size)
             got = self._Esum[np.arange(nu), choice]
         return got
+
+    def _esum_table(self) -> np.ndarray:
+        """The cluster-mode cache of member error sums, made on first use: zeros for the lossless
+        kernels, the representative's errors for one-member units, NaN elsewhere."""
+        if self._Esum is None:
+            self._Esum = np.full((self.n_units, len(self.names)), np.nan)
+            self._Esum[:, self.lossless] = 0.0
+            single = self.unit_size == 1  # the representative is the only member
+            self._Esum[single] = self.E[single]
+        return self._Esum
+
+    def known_member_error_sums(self) -> np.ndarray:
+        """``Σ_{t ∈ unit} E(t, k)`` (n_units, K) where already known, NaN elsewhere — no kernel runs.
+        ``E`` in tile mode; in cluster mode the sums computed so far (:meth:`member_error_sums`).
+        A read-only view: the budget modes' exchange step reads it (:mod:`.budgets`)."""
+        out = self.E if self.granularity == "tile" else self._esum_table()
+        view = out.view()
+        view.setflags(write=False)
+        return view
 
     def member_error_matrix(self) -> np.ndarray:
         """``Σ_{t ∈ unit} E(t, k)`` (n_units, K) for every (unit, kernel): ``E`` in tile mode; in cluster

@@ -98,8 +98,10 @@ class SelectionReport:
     error_budget, resource_budget : float or None
     fusion : FusionResult or None
     budget_trace : DataFrame or None
-        Bisection trace (``lambda, error, resource, feasible``) in budget modes; a last row with
-        ``lambda`` NaN is the greedy fill between the bracket's two plans (``budgets._fill``). When
+        Budget modes: a row per plan the search measured, ``lambda, error, resource, feasible,
+        step`` — ``step`` ``search`` for a multiplier's plan, else (``lambda`` NaN) ``fill`` (the
+        greedy fill between the bracket's two plans), ``exact`` / ``front`` (the merged front of a
+        small / medium problem) or ``exchange`` (single and pair moves; :mod:`.budgets`). When
         the search's plan measured more error than an error budget allows, the trace of the search
         that replaced it (:func:`_keep_error_budget`; a note says so).
     cost_gap : dict or None

@@ -193,6 +193,9 @@ class BudgetToy:
     def member_error_matrix(self):
         return self.E
 
+    def known_member_error_sums(self):
+        return self.E
+
     def member_resource_sums(self):
         return self.R
 

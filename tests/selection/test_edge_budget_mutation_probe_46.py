@@ -230,6 +230,10 @@ def test_exact_step_keeps_the_search_multiplier_and_adds_no_duplicate_trace_row(
     runs = {}
     for exact_on in (True, False):
         monkeypatch.setattr(budgets, "EXACT_MAX_UNITS", 64 if exact_on else 0)
+        # the exact step alone differs between the runs (the thinned front would run on these 4
+        # units in its place, and the exchange step adds rows of its own)
+        monkeypatch.setattr(budgets, "FRONT_MAX_UNITS", 256 if exact_on else 0)
+        monkeypatch.setattr(budgets, "EXCHANGE_MAX_MOVES", 0)
         runs[exact_on] = [(solve_error_budget(_toy(s), eps), solve_resource_budget(_toy(s), share))
                           for s in range(20) for eps, share in ((0.15, 0.6), (0.3, 0.8), (0.5, 0.9))]
     changed = same = 0
