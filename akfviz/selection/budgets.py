@@ -173,6 +173,8 @@ def _exact_small(problem, feasible, spend_resource: bool, mask=None):
 #: :data:`EXACT_MAX_TILES` tiles) also take the best plan of their thinned front
 #: (:func:`_thinned_front`): merging costs ≈ 0.4 ms a unit at the front's cap of 4,000 points.
 FRONT_MAX_UNITS = 256
+#: Points the thinned front keeps after each unit (its merge costs in proportion).
+FRONT_CAP = 4000
 
 
 def _thinned_front(problem, feasible, spend_resource: bool, mask=None):
@@ -188,10 +190,10 @@ def _thinned_front(problem, feasible, spend_resource: bool, mask=None):
     nu = int(problem.n_units)
     if not EXACT_MAX_UNITS < nu <= FRONT_MAX_UNITS or int(getattr(problem, "n_tiles", nu)) > EXACT_MAX_TILES:
         return None
-    return _front_choice(problem, feasible, spend_resource, mask, allow_thinned=True)
+    return _front_choice(problem, feasible, spend_resource, mask, allow_thinned=True, cap=FRONT_CAP)
 
 
-def _front_choice(problem, feasible, spend_resource: bool, mask, allow_thinned: bool):
+def _front_choice(problem, feasible, spend_resource: bool, mask, allow_thinned: bool, cap=None):
     """The plan of the merged front (thinned only when ``allow_thinned``) that the budget allows
     and that is best in what the mode minimises; ties: the least of the other quantity, then the
     front's order. None when no point fits, an option of some unit has no known error, or the front
@@ -201,7 +203,8 @@ def _front_choice(problem, feasible, spend_resource: bool, mask, allow_thinned: 
     E, R = _front_inputs(problem, mask)
     if not np.isfinite(E).any(axis=1).all():
         return None
-    err2, res, _, thinned, choice = merged_front(E, R, problem.unit_size, problem.fro2, choices=True)
+    kw = {} if cap is None else {"cap": int(cap)}
+    err2, res, _, thinned, choice = merged_front(E, R, problem.unit_size, problem.fro2, choices=True, **kw)
     if (thinned and not allow_thinned) or err2.size == 0:
         return None
     fro2 = problem.fro2 if problem.fro2 > 0 else 1.0
