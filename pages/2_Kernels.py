@@ -70,6 +70,9 @@ S.record_result("selection", {"relative_error": plan.relative_error, "resource":
                               "resource_share": rep.resource_share, "measure": rep.measure,
                               "kernels_used": used_kernels})
 
+if rep.budget_trace is not None and len(rep.budget_trace):
+    st.caption(vk.budget_search_caption(rep.budget_trace))
+
 m = metric_row(5)
 m[0].metric("relative error", f"{100 * plan.relative_error:.3g} %", help="Measured ‖A − Â‖_F / ‖A‖_F.")
 m[1].metric(f"{rep.measure} ÷ Dense (est.)", f"{rep.resource_share:.3g}×",

@@ -36,8 +36,9 @@ Against exact optima (scipy's MILP on real matrices, a dynamic programme on inte
 forty-seventh session) the search and fill alone were up to 15.3 % off (cluster mode, a few large
 clusters); with these steps 0.08 % at most on the real matrices measured.
 
-The trace has a row per plan measured: ``lambda, error, resource, feasible, step`` with ``step``
-``search`` (a multiplier's plan), ``fill``, ``exact``, ``front`` or ``exchange`` (``lambda`` NaN).
+The trace has a row per plan measured: ``lambda, error, resource, feasible, step, kept`` with
+``step`` ``search`` (a multiplier's plan), ``fill``, ``exact``, ``front`` or ``exchange`` (``lambda``
+NaN), and ``kept`` True on the row of the plan returned (:func:`kept_step`).
 """
 from __future__ import annotations
 
@@ -67,6 +68,25 @@ class BudgetResult:
     budget: float
     #: The candidates the search allowed, (n_units, K) or (K,) bool; None: all of them.
     mask: np.ndarray | None = None
+
+
+#: What each step of the budget search is, for the trace's ``step`` column (one line each).
+STEP_NAMES = {
+    "search": "a multiplier of the bisection (the argmin of λ·E/‖A‖² + R/R_dense)",
+    "fill": "the greedy fill between the bracket's two plans",
+    "exact": "the exact merged error–resource front (small problem)",
+    "front": "the thinned merged error–resource front (medium problem)",
+    "exchange": "single and pair moves between units after the other steps",
+}
+
+
+def kept_step(trace: pd.DataFrame) -> str | None:
+    """The ``step`` of the trace row marked ``kept`` (the plan the search returned); None when the
+    trace has no such row (or no ``kept`` column)."""
+    if trace is None or "kept" not in trace.columns:
+        return None
+    hit = trace.loc[trace["kept"].astype(bool), "step"]
+    return str(hit.iloc[0]) if len(hit) else None
 
 
 def check_budget(value, name: str, upper=None) -> float:
@@ -103,10 +123,10 @@ def _search(problem, feasible, better, mask=None, spend_resource=False, cap=None
                 lo, c_lo = mid, r[0]
             else:
                 hi, c_hi = mid, r[0]
-    best, best_lam = None, None
-    for (choice, err, res, ok), t in zip(results, trace):
+    best, best_lam, best_row = None, None, None
+    for i, ((choice, err, res, ok), t) in enumerate(zip(results, trace)):
         if ok and (best is None or better((err, res), best[1:3])):
-            best, best_lam = (choice, err, res), t[0]
+            best, best_lam, best_row = (choice, err, res), t[0], i
 
     def consider(choice, step):
         # a plan of a step after the multipliers: measured, traced (lambda NaN), kept when feasible
@@ -115,7 +135,7 @@ def _search(problem, feasible, better, mask=None, spend_resource=False, cap=None
         # representatives that look exact) it is the search's end nearest the budget — error first
         # for an error budget, resource first for a resource budget — never NaN (a probe found the
         # report's costs all NaN)
-        nonlocal best, best_lam
+        nonlocal best, best_lam, best_row
         if choice is None or (best is not None and np.array_equal(choice, best[0])):
             return
         err, res = problem.evaluate(choice)
@@ -124,7 +144,7 @@ def _search(problem, feasible, better, mask=None, spend_resource=False, cap=None
         if ok and (best is None or better((err, res), best[1:3])):
             if best is None:
                 best_lam = 0.0 if spend_resource else np.inf
-            best = (choice, err, res)
+            best, best_row = (choice, err, res), len(trace) - 1
 
     if best is not None:
         # the bracket's infeasible end: move units towards it while the budget holds. With both
@@ -141,6 +161,7 @@ def _search(problem, feasible, better, mask=None, spend_resource=False, cap=None
     if best is not None and cap is not None:
         consider(_exchange_step(problem, best[0], cap, spend_resource, mask), "exchange")
     df = pd.DataFrame(trace, columns=["lambda", "error", "resource", "feasible", "step"])
+    df["kept"] = np.arange(len(df)) == (-1 if best_row is None else best_row)
     return best, best_lam, df
 
 

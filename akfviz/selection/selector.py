@@ -99,9 +99,10 @@ class SelectionReport:
     fusion : FusionResult or None
     budget_trace : DataFrame or None
         Budget modes: a row per plan the search measured, ``lambda, error, resource, feasible,
-        step`` — ``step`` ``search`` for a multiplier's plan, else (``lambda`` NaN) ``fill`` (the
-        greedy fill between the bracket's two plans), ``exact`` / ``front`` (the merged front of a
-        small / medium problem) or ``exchange`` (single and pair moves; :mod:`.budgets`). When
+        step, kept`` — ``step`` ``search`` for a multiplier's plan, else (``lambda`` NaN) ``fill``
+        (the greedy fill between the bracket's two plans), ``exact`` / ``front`` (the merged front
+        of a small / medium problem) or ``exchange`` (single and pair moves; :mod:`.budgets`);
+        ``kept`` marks the plan returned. When
         the search's plan measured more error than an error budget allows, the trace of the search
         that replaced it (:func:`_keep_error_budget`; a note says so).
     cost_gap : dict or None

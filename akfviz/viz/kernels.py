@@ -141,6 +141,35 @@ def no_fusion_reason(mode: str, notes=()) -> str:
     return "No fusion-weight trajectory was recorded for this plan (no decision units)."
 
 
+def budget_search_caption(trace) -> str:
+    """One line for the Kernels page in budget modes: how many plans the search measured, and which
+    step gave the plan kept (:data:`akfviz.selection.budgets.STEP_NAMES`).
+
+    >>> import pandas as pd
+    >>> tr = pd.DataFrame({"lambda": [0.0, float("inf"), 1.0, float("nan")], "error": [0.3, 0.0, 0.1, 0.1],
+    ...                    "resource": [1.0, 3.0, 2.0, 1.9], "feasible": [False, True, True, True],
+    ...                    "step": ["search", "search", "search", "exchange"], "kept": [False, False, False, True]})
+    >>> budget_search_caption(tr)[:80]
+    'Budget search: 4 plans measured (3 multipliers, then exchange); the plan kept ca'
+    """
+    from ..selection.budgets import STEP_NAMES, kept_step
+
+    n = len(trace)
+    steps = list(trace["step"]) if "step" in trace.columns else ["search"] * n
+    n_mult = sum(s == "search" for s in steps)
+    later = list(dict.fromkeys(s for s in steps if s != "search"))
+    head = (f"Budget search: {n} plan{'s' if n != 1 else ''} measured ({n_mult} multiplier{'s' if n_mult != 1 else ''}"
+            + (", then " + ", ".join(later) if later else "") + ")")
+    step = kept_step(trace)
+    if step is None:
+        return head + "."
+    tail = f"; the plan kept came from {STEP_NAMES.get(step, step)}"
+    if step != "search":
+        tail += (", so some units need not hold the kernel of least C at the reported α/β "
+                 "(the explanation below says why for the selected tile)")
+    return head + tail + "."
+
+
 def fusion_trajectory(steps, cost, entropy, weights: dict | None = None, height: int = 360) -> go.Figure:
     """Fusion-weight optimisation (paper eq. 1): expected cost and entropy per step, and weights.
 

@@ -167,7 +167,8 @@ def test_the_steps_are_traced_and_keep_the_search_multiplier(monkeypatch):
     prob = int_toy(3, 300)
     got = budgets.solve_resource_budget(prob, 0.5)
     tr = got.trace
-    assert list(tr.columns) == ["lambda", "error", "resource", "feasible", "step"]
+    assert list(tr.columns) == ["lambda", "error", "resource", "feasible", "step", "kept"]
+    assert tr["kept"].sum() == 1 and budgets.kept_step(tr) == "exchange"
     assert set(tr["step"]) <= {"search", "fill", "exact", "front", "exchange"}
     assert (tr["step"] == "exchange").sum() == 1
     assert tr.loc[tr["step"] == "search", "lambda"].notna().all()
