@@ -9,7 +9,7 @@ from akfviz.selection.pareto import MERGE_MAX_UNITS
 
 page_start("Kernels",
            "Per tile or LSH cluster, the selector picks the kernel minimising "
-           "C = α·E/‖A‖²_F + β·R/R_dense (akf-spec §5); budgets search α/β by bisection.")
+           "C = α·E/‖A‖²_F + β·R/R_dense (akf-spec §5); budgets search α/β by bisection, then improve the plan within the budget.")
 wl = S.require_workload()
 hw, hwk = S.hardware()
 if hw is None:
@@ -58,7 +58,7 @@ with c2:
     if mode == "weights":
         S.widget(st.select_slider, "β (resource weight)", "beta", options=weight_options("beta"))
     else:
-        st.caption("In budget modes the selector bisects on the multiplier α/β; the sliders are not used.")
+        st.caption("In budget modes the selector bisects on the multiplier α/β, then improves the plan within the budget (below: which step gave it); the sliders are not used.")
 
 plan = S.plan_for(wl, pa, hw, hwk)
 if plan is None:
