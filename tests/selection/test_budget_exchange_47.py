@@ -107,6 +107,18 @@ def test_exchange_keeps_to_allowed_options_and_does_not_combine_two_options_of_o
     assert list(got) == [0] and moves == 0
 
 
+def test_exchange_pairs_a_gain_with_the_best_release_of_another_unit():
+    """The cheapest release that frees enough budget is in the gaining unit itself (unit 0's option
+    1, Δc +0.5), so the pair must take the best release of another unit (unit 1's option 1, Δc +1),
+    which never was the prefix's best: unit 0 gains 8 at option 2 (Δs +4, no slack), unit 1 frees 4.
+    (A mutation probe: the kernel without its second-best update made no move here.)"""
+    S = np.array([[5.0, 0.0, 9.0], [5.0, 1.0, 9.0]])
+    C = np.array([[10.0, 10.5, 2.0], [0.0, 1.0, 5.0]])
+    got, moves = exchange(S, C, [0, 0], cap=10.0)
+    assert list(got) == [2, 1] and moves == 1
+    assert naive_improving_move(S, C, got, 10.0) is None
+
+
 @pytest.mark.parametrize("bad", [
     dict(S=np.zeros((2, 3)), C=np.zeros((3, 2)), cur=[0, 0], cap=1.0),
     dict(S=np.zeros((2, 3)), C=np.zeros((2, 3)), cur=[0, 3], cap=1.0),
