@@ -459,7 +459,7 @@ class SelectionProblem:
     def member_error_sums(self, choice) -> np.ndarray:
         """Exact ``Σ_{t ∈ unit} E(t, choice[unit])`` for every unit (cached per (unit, kernel))."""
         choice = np.asarray(choice, dtype=np.int64)
-        nu, K = self.n_units, len(self.names)
+        nu = self.n_units
         if self.granularity == "tile":
             return self.E[np.arange(nu), choice]
         self._esum_table()

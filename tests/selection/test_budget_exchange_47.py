@@ -25,9 +25,9 @@ def naive_improving_move(S, C, cur, cap):
     for u, k, ds, dc in moves:
         if ds <= slack and dc < 0:
             return ((u, k),)
-    for (u, k, ds, dc), (v, l, ds2, dc2) in itertools.combinations(moves, 2):
+    for (u, k, ds, dc), (v, k2, ds2, dc2) in itertools.combinations(moves, 2):
         if u != v and ds + ds2 <= slack and dc + dc2 < 0:
-            return ((u, k), (v, l))
+            return ((u, k), (v, k2))
     return None
 
 
