@@ -35,6 +35,7 @@ from ..kernels.lowrank import LowRankKernel, lowrank_errors
 from ._kernels import (ARGMIN_PARALLEL_MIN, _sample_means, _sample_pairs, _weighted_argmin,
                        _weighted_argmin_serial)
 from .edgecost import edge_prices
+from .member_errors import tile_errors
 from .perftable import (MEASURE_NAMES, MIX_WEIGHTS, check_resource, check_rho_x, dense_resource,
                         measure_weights, performance_table)
 
@@ -472,7 +473,7 @@ class SelectionProblem:
                 segs = [order[starts[u]:starts[u + 1]] for u in us]
                 lens = np.array([s.size for s in segs], dtype=np.int64)
                 tiles = np.concatenate(segs)
-                e = np.maximum(np.asarray(self.kernels[k].batch_error(self.ts, tiles), dtype=np.float64), 0.0)
+                e = tile_errors(self.pa, self.kernels[k], tiles)   # remembered per analysis
                 # each unit's sum over its own members in tile order (bincount adds in input
                 # order), so it does not depend on which other units share the batch: a
                 # difference of prefix sums did, and the Pareto front's thinning then kept
