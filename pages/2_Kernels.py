@@ -211,12 +211,12 @@ fit_err = table_pt.fit_error
 # the left box wide enough for the fit table's five columns (372 px): at (240, 400) it was 315 px
 # wide at a 1440-px window and max_rel was cut off
 kc1, kc2 = flex_row("kernels_perftable", (380, 400), grow=(1, 3))
-#: The fit table's columns, 372 px in all (the export "Fits" has every column).
 #: the prediction check's table: relative errors to three significant digits (1e-16 showed as "0000000000")
 CHECK_COLUMNS = {
     **{c: st.column_config.NumberColumn(c, format="%.3g") for c in ("rel_rms", "max_rel", "bias", "total_rel")},
     **{c: st.column_config.NumberColumn(c, format="localized") for c in ("total_pred", "total_true")},
 }
+#: The fit table's columns, 372 px in all (the export "Fits" has every column).
 FIT_COLUMNS = {
     "class": st.column_config.TextColumn("class", width=72, help="Structure class whose fit this is (below T = 16 its points are the tiles the structure rule puts in the class; from T = 16 the tiles made for it)."),
     "variable": st.column_config.TextColumn("variable", width=96, help="What the polynomial is in: the tile's "

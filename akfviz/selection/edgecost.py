@@ -25,11 +25,9 @@ explanation tables and :func:`.perftable.prediction_error`.
 """
 from __future__ import annotations
 
-import threading
-import weakref
-
 import numpy as np
 
+from .analysis_memo import AnalysisMemo
 from .perftable import MEASURE_NAMES, _price
 
 
@@ -95,7 +93,7 @@ class EdgePrices:
             else:
                 got = _price(get_kernel(name), self._ts, np.arange(self.n, dtype=np.int64), self.hw, self.rho_x)
             got.setflags(write=False)
-            with _MEMO_LOCK:   # a module lock: a plan's report holds this object and is pickled
+            with _MEMO.lock:   # a module lock: a plan's report holds this object and is pickled
                 got = self._by_kernel.setdefault(name, got)
         return got
 
@@ -127,22 +125,18 @@ class EdgePrices:
 
 
 #: pa -> {(hw hash, rho_x): EdgePrices}; dropped with the analysis.
-_MEMO: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_MEMO_LOCK = threading.Lock()
+_MEMO = AnalysisMemo()
 
 
 def edge_prices(pa, hw, rho_x: float, hw_hash: str | None = None) -> EdgePrices:
     """The :class:`EdgePrices` of an analysis for a hardware and ``rho_x``, shared by every selection
     on it (each kernel is priced once)."""
     key = (hw_hash or hw.config_hash(), float(rho_x))
-    with _MEMO_LOCK:
-        per_pa = _MEMO.get(pa)
-        if per_pa is None:
-            per_pa = _MEMO[pa] = {}
-        got = per_pa.get(key)
+    per_pa = _MEMO.of(pa)
+    got = per_pa.get(key)
     if got is None:
         made = EdgePrices(pa, hw, rho_x)
-        with _MEMO_LOCK:
+        with _MEMO.lock:
             got = per_pa.setdefault(key, made)
     return got
 

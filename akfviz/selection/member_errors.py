@@ -16,16 +16,15 @@ than :data:`MEMO_MAX_TILES` tiles are not remembered (each kernel's array would 
 """
 from __future__ import annotations
 
-import threading
-import weakref
-
 import numpy as np
+
+from .analysis_memo import AnalysisMemo
 
 #: Analyses with more nonempty tiles than this are not remembered (8 bytes a tile per kernel).
 MEMO_MAX_TILES = 250_000
 
-_MEMO: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
+#: pa -> {kernel name: float64 (n_tiles,), NaN where not computed}
+_MEMO = AnalysisMemo()
 
 
 def tile_errors(pa, kernel, tiles) -> np.ndarray:
@@ -36,10 +35,8 @@ def tile_errors(pa, kernel, tiles) -> np.ndarray:
     n = int(pa.n_tiles)
     if n > MEMO_MAX_TILES:
         return np.maximum(np.asarray(kernel.batch_error(pa.tileset, tiles), dtype=np.float64), 0.0)
-    with _LOCK:
-        per_pa = _MEMO.get(pa)
-        if per_pa is None:
-            per_pa = _MEMO[pa] = {}
+    per_pa = _MEMO.of(pa)
+    with _MEMO.lock:
         known = per_pa.get(kernel.name)
         if known is None:
             known = per_pa[kernel.name] = np.full(n, np.nan)
