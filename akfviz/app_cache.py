@@ -339,6 +339,8 @@ def warm_up() -> float:
     # the default preset at the default T: this also builds its performance table
     plan = akfviz.select(pa, hw=akfviz.HardwareConfig())
     plan.matvec(np.ones(A.shape[1]))
+    # a budget mode: the greedy fill's hull chains and the exchange search's kernel
+    akfviz.select(pa, hw=akfviz.HardwareConfig(), error_budget=0.1)
     akfviz.simulate(plan, akfviz.HardwareConfig(), rho_x=0.5)
     akfviz.compare(A, tile=32)
     from .selection.pareto import pareto_front
