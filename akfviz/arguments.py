@@ -94,26 +94,49 @@ def check_flag(value, name: str) -> bool:
 SEED_MAX = 2**63 - 1
 
 
+def choice(value, names) -> str | None:
+    """The name of ``names`` that ``value`` spells, ignoring case and surrounding spaces
+    (``"Greedy"`` → ``"greedy"``, ``" TILE "`` → ``"tile"``), or None: a non-string, or no match.
+    The library's lookups by name (generators, mappings, pruning methods, presets, granularity,
+    sweep choices) use it, as kernel names always ignored case (probe: some did, some did not)."""
+    if not isinstance(value, str):
+        return None
+    key = value.strip().lower()
+    for name in names:
+        if name.lower() == key:
+            return name
+    return None
+
+
 def check_seed(value, name: str = "seed") -> int:
-    """``value`` as a seed: a Python or numpy integer in ``0 … SEED_MAX`` (not a bool)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
-            or not 0 <= value <= SEED_MAX:
-        raise InputError(f"{name} must be a whole number between 0 and {SEED_MAX}, got {shown(value)}.")
-    return int(value)
+    """``value`` as a seed: a whole number in ``0 … SEED_MAX``, by :func:`check_whole`'s rule."""
+    return check_whole(value, name, 0, SEED_MAX)
 
 
-def check_whole(value, name: str, lo: int = 0, hi: int | None = None, *, floats: bool = False) -> int:
-    """``value`` as an int in ``lo … hi`` (``hi=None``: no upper bound): a Python or numpy
-    integer (not a bool, a fraction or NaN); with ``floats=True`` also an integral finite float
-    such as ``8.0`` (never truncated: ``8.7`` is refused). 0-d arrays are unwrapped."""
-    v = value.item() if isinstance(value, np.ndarray) and value.ndim == 0 else value
-    whole = not isinstance(v, (bool, np.bool_)) and (
-        isinstance(v, (int, np.integer))
-        or (floats and isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer()))
-    if not whole or int(v) < lo or (hi is not None and int(v) > hi):
+def check_whole(value, name: str, lo: int = 0, hi: int | None = None) -> int:
+    """``value`` as an int in ``lo … hi`` (``hi=None``: no upper bound).
+
+    The one rule of the library for a whole number: a Python or numpy integer, or an integral
+    finite float such as ``8.0`` or ``2e3`` (never truncated: ``8.7`` is refused), or a 0-d
+    array of one. A bool, NaN, ±inf, a string or None is refused. (Some arguments took ``2.0``
+    and others refused it with "must be a whole number … got 2.0": a held-out probe.)"""
+    v = whole_number(value)
+    if v is None or v < lo or (hi is not None and v > hi):
         wanted = f"≥ {lo}" if hi is None else f"between {lo} and {hi}"
         raise InputError(f"{name} must be a whole number {wanted}, got {shown(value)}.")
-    return int(v)
+    return v
+
+
+def whole_number(value) -> int | None:
+    """``value`` as an int when it is a whole number by :func:`check_whole`'s rule, else None."""
+    v = value.item() if isinstance(value, np.ndarray) and value.ndim == 0 else value
+    if isinstance(v, (bool, np.bool_)):
+        return None
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer():
+        return int(v)
+    return None
 
 
 def check_real(value, name: str, lo: float = 0.0, hi: float | None = None) -> float:

@@ -34,7 +34,12 @@ def _parse_value(text: str):
     """Parse a ``--param`` value: JSON literal (number, true/false/null, list) or plain string.
 
     A whole number of more than 4300 digits, which Python will not read, stays a string (the
-    generator then refuses it as not a number)."""
+    generator then refuses it as not a number). Python's spellings ``None``, ``True`` and
+    ``False`` (any case) are read as JSON's ``null``, ``true`` and ``false``: the generators'
+    messages say "(or None)"."""
+    spelled = {"none": None, "true": True, "false": False}
+    if text.strip().lower() in spelled:
+        return spelled[text.strip().lower()]
     try:
         return json.loads(text)
     except ValueError:  # json.JSONDecodeError, or the int-to-text digit limit
@@ -49,6 +54,8 @@ def _params(pairs):
         k, v = pair.split("=", 1)
         if not k.strip():
             raise InputError(f"--param {pair!r} has no name before '='; write key=value, e.g. density=0.01.")
+        if k.strip() in out:   # the last one silently won (probe)
+            raise InputError(f"--param {k.strip()} is given twice; give each parameter once.")
         out[k.strip()] = _parse_value(v.strip())
     return out
 
@@ -417,10 +424,12 @@ def frame_json(df) -> str:
 
 
 def _weights(args):
-    """``--alpha`` / ``--beta`` with their defaults (1.0), refused beside ``--error-budget``."""
-    if getattr(args, "error_budget", None) is not None and (args.alpha is not None or args.beta is not None):
-        raise InputError("--alpha / --beta are not used with --error-budget: the selector searches the "
-                         "weight ratio that meets the budget. Give one or the other.")
+    """``--alpha`` / ``--beta`` with their defaults (1.0), refused beside a budget."""
+    for budget in ("error_budget", "resource_budget"):
+        if getattr(args, budget, None) is not None and (args.alpha is not None or args.beta is not None):
+            flag = "--" + budget.replace("_", "-")
+            raise InputError(f"--alpha / --beta are not used with {flag}: the selector searches the "
+                             "weight ratio that meets the budget. Give one or the other.")
     return (1.0 if args.alpha is None else args.alpha), (1.0 if args.beta is None else args.beta)
 
 
@@ -430,6 +439,8 @@ def _selector_kwargs(args):
     kw = dict(alpha=alpha, beta=beta, granularity=args.granularity, seed=args.seed)
     if args.error_budget is not None:
         kw["error_budget"] = args.error_budget
+    if getattr(args, "resource_budget", None) is not None:
+        kw["resource_budget"] = args.resource_budget
     if args.resource:
         kw["resource"] = args.resource
     if args.kernels is not None:
@@ -625,6 +636,9 @@ def build_parser() -> argparse.ArgumentParser:
         if selector == "full":
             s.add_argument("--error-budget", type=float, default=None,
                            help="maximum relative error; the selector finds alpha/beta")
+            s.add_argument("--resource-budget", type=float, default=None,
+                           help="maximum resource as a share of Dense's (e.g. 0.05); the selector finds "
+                                "the least-error plan within it")
             s.add_argument("--resource", choices=["energy", "cycles", "bytes", "mix"], default=None)
             s.add_argument("--kernels", metavar="K1,K2,…", default=None,
                            help="candidate kernels, comma-separated (default: all); a family "

@@ -125,8 +125,19 @@ def _check_same_matrix(A, M, what: str) -> None:
                          f"that matrix, or leave {what}= out to analyse A.")
 
 
+class _DefaultTile(int):
+    """The default tile side (32), told apart from a 32 the caller passes: with ``analysis=`` and no
+    ``tile=``, :func:`compare` takes the analysis' own tile (a probe: ``compare(A, analysis=pa8)``
+    was refused as "asked for tile=32"). It prints as 32, so the signature reads as spec §9's."""
+
+    __slots__ = ()
+
+
+DEFAULT_TILE = _DefaultTile(32)
+
+
 @checked_call
-def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=None, rho_x=1.0, seed=0,
+def compare(A, hw=None, alpha=1.0, beta=1.0, tile=DEFAULT_TILE, *, static_kernel="CSC", x=None, rho_x=1.0, seed=0,
             granularity="cluster", analysis=None, mapping="anneal", progress=None, plan=None) -> pd.DataFrame:
     """Simulate the four plans of akf-spec §8 on the same matrix, vector and hardware.
 
@@ -137,7 +148,8 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
     alpha, beta : float
         The selector's weights for the AKF plan.
     tile : int
-        Tile side T (the plan's own when ``plan`` is given).
+        Tile side T (default 32; the plan's own when ``plan`` is given, the analysis' own when
+        ``analysis`` is given without ``tile``).
     static_kernel : str
         Kernel of the StaticSparse plan (any registered kernel, e.g. ``"CSC"``, ``"NM2:4"``).
     x : 1-D array, optional
@@ -210,6 +222,8 @@ def compare(A, hw=None, alpha=1.0, beta=1.0, tile=32, *, static_kernel="CSC", x=
         if not isinstance(pa, PatternAnalysis):
             raise InputError(f"analysis must be an akfviz PatternAnalysis (from akfviz.analyze), "
                              f"got {type(pa).__name__}.")
+        if tile is DEFAULT_TILE:
+            tile = int(pa.tile)
         if check_tile(tile) != int(pa.tile):
             raise InputError(f"The analysis was made with tile={pa.tile}, but compare was asked for tile={tile}.")
         if A is not None:

@@ -70,14 +70,15 @@ def checked_call(func):
 
     sig = inspect.signature(func)
     params = [p.name for p in sig.parameters.values()
-              if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name != "self"]
+              if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in ("self", "cls")]
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         try:
             sig.bind(*args, **kwargs)
         except TypeError as exc:
-            raise InputError(f"{func.__name__}(): {exc}. Its parameters are: {', '.join(params)}.") from None
+            takes = f"Its parameters are: {', '.join(params)}." if params else "It takes no arguments."
+            raise InputError(f"{func.__name__}(): {exc}. {takes}") from None
         try:
             return func(*args, **kwargs)
         except MemoryError as exc:

@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._jit import njit_cached, njit_parallel, serial_twin
-from ..arguments import shown
+from ..arguments import shown, whole_number
 from ..errors import InputError
 from ..workloads.validate import as_csr
 
@@ -287,21 +287,16 @@ def _subset_parallel(h) -> bool:
 
 def check_tile(tile) -> int:
     """Validate a tile side: an integer in ``TILE_MIN..TILE_MAX`` (4..256)."""
-    if isinstance(tile, (bool, np.bool_)) or not isinstance(tile, (int, np.integer)):
-        if isinstance(tile, (float, np.floating)) and float(tile).is_integer():
-            tile = int(tile)
-        else:
-            raise InputError(
-                f"The tile side must be a whole number between {TILE_MIN} and {TILE_MAX}, "
-                f"got {shown(tile)}."
-            )
-    tile = int(tile)
-    if not TILE_MIN <= tile <= TILE_MAX:
+    side = whole_number(tile)   # the library's one rule: 8, 8.0, np.int64(8), np.array(8)
+    if side is None:
+        raise InputError(f"The tile side must be a whole number between {TILE_MIN} and {TILE_MAX}, "
+                         f"got {shown(tile)}.")
+    if not TILE_MIN <= side <= TILE_MAX:
         raise InputError(
             f"The tile side must be between {TILE_MIN} and {TILE_MAX} (the app offers 8–128), "
             f"got {shown(tile)}."
         )
-    return tile
+    return side
 
 
 @njit_cached

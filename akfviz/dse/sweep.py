@@ -31,7 +31,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..arguments import check_seed, check_whole, shown, to_float
+from ..arguments import check_seed, check_whole, choice, shown, to_float
 from ..errors import InputError
 from ..npu.hardware import _INT_LIMITS as _HW_INT_LIMITS
 from ..npu.hardware import as_hardware
@@ -92,9 +92,10 @@ class SweepParameter:
                 return None
             raise InputError(f"{who} needs a value, got None.")
         if self.choices is not None:
-            if not isinstance(value, str) or value not in self.choices:
+            name = choice(value, self.choices)
+            if name is None:
                 raise InputError(f"{who} cannot be {value!r}; choose from {list(self.choices)}.")
-            return value
+            return name
         if isinstance(value, (bool, np.bool_)):
             raise InputError(f"{who} needs a number, got {shown(value)}.")
         if self.kind is int and isinstance(value, (float, np.floating)) and not float(value).is_integer():
@@ -406,9 +407,9 @@ def tile_slots(shape: Sequence[int], tile: int) -> int:
     """
     if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__") or len(shape) != 2:
         raise InputError(f"shape must be a matrix's (rows, columns), got {shown(shape)}.")
-    m, n = (check_whole(s, "A shape's size", 0, floats=True) for s in shape)
+    m, n = (check_whole(s, "A shape's size", 0) for s in shape)
     # (a tile of 0 raised ZeroDivisionError, 'a' numpy's ValueError)
-    tile = check_whole(tile, "tile", 1, floats=True)
+    tile = check_whole(tile, "tile", 1)
     return -(-m // tile) * -(-n // tile)
 
 
@@ -435,7 +436,7 @@ def every_slot_nonempty(n_tiles: Sequence[int], tiles: Sequence[int], shape: Seq
     if len(n_tiles) != len(tiles):  # zip stopped at the shorter one and answered for part of the rows
         raise InputError(f"every_slot_nonempty needs one tile side per row: {len(n_tiles)} n_tiles values, "
                          f"{len(tiles)} tile sides.")
-    return all(check_whole(k, "n_tiles", 0, floats=True) == tile_slots(shape, t) for k, t in zip(n_tiles, tiles))
+    return all(check_whole(k, "n_tiles", 0) == tile_slots(shape, t) for k, t in zip(n_tiles, tiles))
 
 
 def _split(point: Mapping) -> tuple[dict, dict, dict, dict]:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, fields, replace as _dc_replace
 
 import numpy as np
 
-from ..arguments import shown, to_float
+from ..arguments import choice, shown, to_float
 from ..errors import InputError, checked_init
 
 GRADES = ("measured", "simulated", "assumed")
@@ -298,11 +298,12 @@ class EnergyTable:
     @staticmethod
     def preset(name: str) -> "EnergyTable":
         """A registered preset by name (see :data:`ENERGY_PRESETS`)."""
-        if not isinstance(name, str) or name not in ENERGY_PRESETS:
+        key = choice(name, ENERGY_PRESETS)
+        if key is None:
             raise InputError(
                 f"Unknown energy preset {shown(name)}; available: {', '.join(ENERGY_PRESETS)}."
             )
-        return ENERGY_PRESETS[name]()
+        return ENERGY_PRESETS[key]()
 
     @staticmethod
     def presets() -> list:

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, fields, replace as _dc_replace
 
 import numpy as np
 
-from ..arguments import shown, to_float
-from ..errors import InputError, checked_init
+from ..arguments import choice, shown, to_float, whole_number
+from ..errors import InputError, checked_call, checked_init
 from .energy import EnergyTable
 
 #: Integer fields: name -> (min, max, unit / meaning).
@@ -147,16 +147,14 @@ class HardwareConfig:
 
     def __post_init__(self):
         for name, (lo, hi, what) in _INT_LIMITS.items():
-            v = getattr(self, name)
-            if isinstance(v, np.ndarray) and v.ndim == 0:
-                v = v.item()   # a 0-d array is its number (np.array(8.9) was cut to 8: probe)
-            if isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer():
-                v = int(v)
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
+            given = getattr(self, name)
+            if isinstance(given, np.ndarray) and given.ndim == 0:
+                given = given.item()   # a 0-d array is its number
+            v = whole_number(given)   # the library's one rule (np.array(8.9) was cut to 8: probe)
+            if v is None:
                 raise InputError(
-                    f"HardwareConfig.{name} ({what}) must be a whole number, got {shown(v)}."
+                    f"HardwareConfig.{name} ({what}) must be a whole number, got {shown(given)}."
                 )
-            v = int(v)
             if not lo <= v <= hi:
                 raise InputError(
                     f"HardwareConfig.{name} ({what}) must be between {lo} and {hi}, got {shown(v)}."
@@ -219,6 +217,7 @@ class HardwareConfig:
         d["energy"] = self.energy.to_plain()
         return d
 
+    @checked_call
     def to_toml(self, path=None) -> str:
         """Canonical TOML text (keys in field order); :meth:`from_toml` reads it back.
 
@@ -246,6 +245,7 @@ class HardwareConfig:
         return text
 
     @classmethod
+    @checked_call
     def from_toml(cls, text) -> "HardwareConfig":
         """Parse TOML text (str or bytes) or read a TOML file (``pathlib.Path``, or a str naming
         an existing file, whatever its ending); unknown keys and bad values raise InputError.
@@ -334,11 +334,12 @@ class HardwareConfig:
     @classmethod
     def from_preset(cls, name: str) -> "HardwareConfig":
         """Same as :meth:`preset`."""
-        if not isinstance(name, str) or name not in HARDWARE_PRESETS:
+        key = choice(name, HARDWARE_PRESETS)
+        if key is None:
             raise InputError(
                 f"Unknown hardware preset {shown(name)}; available: {', '.join(HARDWARE_PRESETS)}."
             )
-        return HARDWARE_PRESETS[name]()
+        return HARDWARE_PRESETS[key]()
 
 
 #: ``config_hash`` of each plain form seen (cleared when it reaches :data:`_CONFIG_HASHES_MAX`).

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..arguments import check_flag, check_real, check_seed
+from ..arguments import check_flag, check_real, check_seed, check_whole
 from ..errors import InputError
 from ..workloads.validate import refuse_missing
 from ..execute.plan import relative_norm
@@ -301,9 +301,7 @@ def run_solver(plan, hw=None, method: str = "jacobi", b=None, iterations: int = 
     tol = check_real(tol, "tol")
     seed = check_seed(seed)
     persistent = check_flag(persistent, "persistent")
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) \
-            or not 1 <= iterations <= 10_000:
-        raise InputError(f"iterations must be a whole number in 1..10000, got {iterations!r}.")
+    iterations = check_whole(iterations, "iterations", 1, 10_000)
     pa = getattr(plan, "pa", None)
     if pa is None or not hasattr(plan, "matvec"):
         raise InputError("run_solver needs a FusionPlan (from akfviz.select).")

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._jit import njit_cached
+from ..arguments import choice
 from ..errors import InputError
 
 
@@ -608,6 +609,7 @@ def map_tiles(work, hw, *, rho_x: float = 1.0, method: str = "anneal", seed: int
         raise InputError(f"map_tiles places a TileWork (plan.npu_work()), got {type(work).__name__}.")
     if not isinstance(hw, HardwareConfig):
         raise InputError(f"hw must be a HardwareConfig, got {type(hw).__name__}.")
+    method = choice(method, MAPPING_METHODS) or method
     if method not in MAPPING_METHODS:
         raise InputError(f"Unknown mapping method {method!r}; use one of {', '.join(MAPPING_METHODS)}.")
     seed = check_seed(seed)

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..arguments import check_flag, check_whole, shown
-from ..errors import InputError
+from ..errors import InputError, checked_call
 from ..memory import check_memory
 from .costmodel import COMPONENTS
 
@@ -219,6 +219,7 @@ class SimResult:
         }).sort_values(["pe", "start"], kind="stable").reset_index(drop=True)
 
     # ------------------------------------------------------------------ export
+    @checked_call
     def to_dict(self, arrays: bool = False, timings: bool = False) -> dict:
         """JSON-able summary, with the hardware it ran on (``hardware``: :meth:`HardwareConfig.to_plain`,
         whose :meth:`~HardwareConfig.config_hash` is ``config_hash``); ``arrays=True`` adds the per-PE

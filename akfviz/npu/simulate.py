@@ -31,7 +31,7 @@ import numba
 import numpy as np
 
 from .._jit import njit_cached
-from ..arguments import check_flag, check_seed, check_whole
+from ..arguments import check_flag, check_seed, check_whole, choice
 from ..frozen import read_only
 from ..memory import check_memory
 from ..errors import InputError, checked_call
@@ -71,9 +71,9 @@ TILE_SIDE_UNTOLD = ("A TileWork with a single tile away from block (0, 0) does n
 def _resolve_plan(plan, shape, tile, tile_rows=None):
     # whole numbers ≥ 1, never cut (tile=8.9 became 8; "abc" raised ValueError: probe)
     if tile is not None:
-        tile = check_whole(tile, "tile (the tile side)", 1, floats=True)
+        tile = check_whole(tile, "tile (the tile side)", 1)
     if tile_rows is not None:
-        tile_rows = check_whole(tile_rows, "tile_rows (the tile height)", 1, floats=True)
+        tile_rows = check_whole(tile_rows, "tile_rows (the tile height)", 1)
     if isinstance(plan, TileWork):
         work = plan
         src = "TileWork"
@@ -173,9 +173,7 @@ def random_input(n_cols: int, rho_x: float = 1.0, seed: int = 0, batch: int = 1)
 def _resolve_x(x, n_cols, rho_x, seed, batch):
     if x is None:
         rho = check_activation_density(1.0 if rho_x is None else rho_x)
-        k = 1 if batch is None else batch
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= MAX_BATCH:
-            raise InputError(f"batch must be a whole number between 1 and {MAX_BATCH}, got {batch!r}.")
+        k = 1 if batch is None else check_whole(batch, "batch", 1, MAX_BATCH)
         # the pattern (1 byte per entry) and, below ρ_x = 1, the random x it comes from (8 bytes per
         # entry, plus a column's draws): a 2M-column matrix with batch 1024 asked for ≈ 32 GB unchecked
         need = n_cols * int(k) * (1 if rho >= 1.0 else 9) + (0 if rho >= 1.0 else 24 * n_cols)
@@ -193,7 +191,7 @@ def _resolve_x(x, n_cols, rho_x, seed, batch):
         X = X[:, None]
     if X.ndim != 2 or X.shape[0] != n_cols:
         raise InputError(f"x must have {n_cols} rows (the matrix's columns), got shape {np.shape(x)}.")
-    if batch is not None and X.shape[1] != batch:
+    if batch is not None and X.shape[1] != check_whole(batch, "batch", 1, MAX_BATCH):
         raise InputError(f"batch={batch} but x has {X.shape[1]} columns.")
     if not 1 <= X.shape[1] <= MAX_BATCH:
         raise InputError(f"x may have 1 to {MAX_BATCH} columns, got {X.shape[1]}.")
@@ -201,12 +199,6 @@ def _resolve_x(x, n_cols, rho_x, seed, batch):
         raise InputError("x contains NaN or infinite values.")
     active = X != 0
     return active, float(active.mean()) if active.size else 0.0
-
-
-def _check_int(name, v, lo, hi):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
-        raise InputError(f"{name} must be a whole number between {lo} and {hi}, got {v!r}.")
-    return int(v)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -534,7 +526,7 @@ def simulate(plan, hw: HardwareConfig | None = None, x=None, iterations: int = 1
     SimResult
     """
     hw = as_hardware(hw)
-    iterations = _check_int("iterations", iterations, 1, MAX_ITERATIONS)
+    iterations = check_whole(iterations, "iterations", 1, MAX_ITERATIONS)
     seed = check_seed(seed)
     persistent = check_flag(persistent, "persistent")
     fused = check_flag(fused, "fused")
@@ -566,6 +558,7 @@ def simulate(plan, hw: HardwareConfig | None = None, x=None, iterations: int = 1
         if n and (mp.pe.max() >= hw.n_pes or mp.red.max() >= hw.n_pes):
             raise InputError("The given Mapping uses PEs outside this hardware's grid.")
     elif isinstance(mapping, str):
+        mapping = choice(mapping, MAPPING_METHODS) or mapping
         if mapping not in MAPPING_METHODS:
             raise InputError(f"Unknown mapping method {mapping!r}; use one of {', '.join(MAPPING_METHODS)}.")
         mp = cached_map_tiles(work, hw, rho_x=rho, method=mapping, seed=seed,
@@ -674,7 +667,7 @@ def simulate_dense(shape, tile: int = 32, hw: HardwareConfig | None = None, x=No
     Other keyword arguments are passed to :func:`simulate`.
     """
     m, ncols = _as_shape(shape)
-    tile = check_whole(tile, "tile (the Dense tile side)", 1, floats=True)
+    tile = check_whole(tile, "tile (the Dense tile side)", 1)
     if m < 1 or ncols < 1:
         raise InputError(f"simulate_dense needs a positive shape and tile, got {shape}, {tile}.")
     if ncols > DENSE_MAX_ROUTES:

@@ -187,7 +187,7 @@ class Trace:
 # --------------------------------------------------------------------------- argument checks
 def _whole(value, name: str, lo: int, hi: int) -> int:
     """``value`` as an int in ``lo … hi``; integral floats (``8.0``) are accepted, ``8.7`` is not."""
-    return check_whole(value, name, lo, hi, floats=True)
+    return check_whole(value, name, lo, hi)
 
 
 def _index_array(values, name: str, what: str, n_lo: int, n_hi: int, lo: int, hi: int,

@@ -30,6 +30,7 @@ import time
 import numba
 import numpy as np
 
+from ..arguments import choice
 from ..errors import InputError
 from ..kernels.lowrank import LowRankKernel, lowrank_errors
 from ._kernels import (ARGMIN_PARALLEL_MIN, _sample_means, _sample_pairs, _weighted_argmin,
@@ -48,8 +49,9 @@ GRANULARITIES = {
 
 def check_granularity(g) -> str:
     """The granularity's canonical name: ``"cluster"`` or ``"tile"``, in any case (as kernel names)."""
-    key = g.strip().lower() if isinstance(g, str) else g
-    if key not in GRANULARITIES:
+    # a list or set is unhashable: ``in`` raised TypeError (probe); ``choice`` refuses all but strings
+    key = choice(g, GRANULARITIES)
+    if key is None:
         raise InputError(f"Unknown granularity {g!r}; choose one of {', '.join(GRANULARITIES)}.")
     return key
 

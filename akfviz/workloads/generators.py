@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ..arguments import SEED_MAX, shown, to_float
+from ..arguments import SEED_MAX, choice, shown, to_float
 from ..errors import InputError, ResourceLimitError, checked_call
 from ..memory import check_memory
 from .limits import LoadLimits, resolve_limits
@@ -788,6 +788,7 @@ _INT64_MAX = 2**63 - 1
 _SEED = ParamSpec("seed", 0, "int", "seed of numpy.random.default_rng", low=0, high=SEED_MAX)
 
 
+@checked_call
 def generators() -> list[str]:
     """Names of the registered generators, sorted (akf-spec §9: ``akfviz.generators()``)."""
     return sorted(GENERATORS)
@@ -822,11 +823,12 @@ def generator_info() -> pd.DataFrame:
 
 
 def _lookup(kind) -> Generator:
-    if not isinstance(kind, str) or kind not in GENERATORS:
+    name = choice(kind, GENERATORS)
+    if name is None:
         raise InputError(
             f"Unknown generator kind {kind!r}; choose one of: {', '.join(generators())}."
         )
-    return GENERATORS[kind]
+    return GENERATORS[name]
 
 
 @checked_call

@@ -29,7 +29,7 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 
-from ..arguments import shown, to_float
+from ..arguments import check_whole, choice, shown, to_float
 from ..errors import InputError
 from ..memory import check_memory
 from .validate import as_csr
@@ -80,9 +80,7 @@ def check_sparsity(sparsity) -> float:
 
 def check_block(block) -> int:
     """Validate a block side ``b`` (whole number, ``1 <= b <= 4096``)."""
-    if isinstance(block, bool) or not isinstance(block, numbers.Integral) or not (1 <= block <= 4096):
-        raise InputError(f"block must be a whole number between 1 and 4096, got {block!r}.")
-    return int(block)
+    return check_whole(block, "block", 1, 4096)
 
 
 # Sparse input with at most this many elements (n·m) is pruned through the dense path
@@ -276,6 +274,7 @@ def prune(W, method: str = "magnitude", sparsity: float = 0.9, pattern: str = "2
     >>> prune(W, "magnitude", sparsity=0.75).toarray()
     array([[ 0., -4.,  0.,  0.]])
     """
+    method = choice(method, PRUNERS) or method
     if not isinstance(method, str) or method not in PRUNERS:
         raise InputError(
             f"Unknown pruning method {method!r}; choose one of {', '.join(sorted(PRUNERS))}."

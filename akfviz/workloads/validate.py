@@ -156,6 +156,7 @@ def as_csr(A, *, name: str = "matrix", copy: bool = True, limits=None) -> sp.csr
     else:
         if A is None:
             raise InputError(f"No {name} was given (got None); pass a scipy sparse matrix or a 2-D numpy array.")
+        refuse_masked(A, f"The {name}", "A")
         arr = _as_numeric_array(A, f"The {name}")
         if arr.dtype == object:
             raise InputError(f"The {name} holds Python objects, not numbers; give a numeric array.")
@@ -276,6 +277,9 @@ def check_structure(A, name: str = "matrix") -> None:
             block = A.blocksize if fmt == "bsr" else (1, 1)
             n_major, n_minor = A.shape[major] // block[major], A.shape[minor] // block[minor]
             ptr, idx = A.indptr, A.indices
+            if np.shape(A.data)[:1] != idx.shape[:1]:
+                raise ValueError(f"values: {np.shape(A.data)[0] if np.ndim(A.data) else 0:,}, "
+                                 f"{'blocks' if fmt == 'bsr' else 'indices'}: {idx.shape[0]:,}")
             if ptr.shape[0] != n_major + 1 or ptr[0] != 0 or ptr[-1] != idx.shape[0]:
                 raise ValueError("the row pointers do not match the shape and the number of entries")
             if n_major and np.diff(ptr).min() < 0:
@@ -283,13 +287,27 @@ def check_structure(A, name: str = "matrix") -> None:
             if idx.size and (idx.min() < 0 or idx.max() >= n_minor):
                 raise ValueError(f"{'column' if fmt != 'csc' else 'row'} indices outside 0…{A.shape[minor] - 1}")
         elif fmt == "coo":
+            lengths = [np.shape(a)[0] if np.ndim(a) else 0 for a in (A.data, *A.coords)]
+            if len(set(lengths)) > 1:
+                raise ValueError(f"values: {lengths[0]:,}, row indices: {lengths[1]:,}, column indices: "
+                                 f"{lengths[2]:,}" if len(lengths) == 3 else "arrays of different lengths")
             for axis, (coord, size) in enumerate(zip(A.coords, A.shape)):
                 if coord.size and (coord.min() < 0 or coord.max() >= size):
                     raise ValueError(f"{'row' if axis == 0 else 'column'} indices outside 0…{size - 1}")
     except ValueError as exc:
         raise InputError(f"The {name}'s sparse index arrays are broken ({exc}): every row and column "
-                         "index must lie inside the shape and the row pointers must not decrease. "
+                         "index must lie inside the shape, the row pointers must not decrease and there "
+                         "must be one value per index. "
                          "Rebuild the matrix, e.g. from (data, (rows, cols)) coordinates.") from None
+
+
+def refuse_masked(obj, what: str, code: str | None = None) -> None:
+    """Refuse a numpy masked array with masked entries (InputError): ``np.asarray`` hands over the
+    values under the mask, so a masked entry would count as a value (probes: for ``x``, then for
+    the matrix). ``code`` names it in the hint (default ``what``)."""
+    if isinstance(obj, np.ma.MaskedArray) and np.ma.getmask(obj) is not np.ma.nomask and np.ma.getmask(obj).any():
+        raise InputError(f"{what} is a masked array with masked entries; akfviz does not read masks. Pass "
+                         f"{code or what}.filled(0) to treat masked entries as zeros (or fill them as you need).")
 
 
 def refuse_missing(arr: np.ndarray, what: str) -> None:
@@ -323,10 +341,9 @@ def dense_operand(x, what: str = "x") -> np.ndarray:
         kind = "array" if isinstance(x, sp.sparray) else "matrix"
         raise InputError(f"{what} must be a dense numpy array, got a scipy sparse {x.format} {kind}; "
                          f"pass {what}.toarray() (the product is dense anyway).")
-    if isinstance(x, np.ma.MaskedArray) and np.ma.getmask(x) is not np.ma.nomask and np.ma.getmask(x).any():
-        # numpy would hand over the values under the mask: a masked entry would count (probe)
-        raise InputError(f"{what} is a masked array with masked entries; akfviz does not read masks. Pass "
-                         f"{what}.filled(0) to treat masked entries as zeros (or fill them as you need).")
+    if x is None:   # (np.asarray(None) is a 0-d object array: "x[] is a missing value … fillna": probe)
+        raise InputError(f"No {what} was given (got None); pass a numpy array of numbers.")
+    refuse_masked(x, what)
     arr = _as_numeric_array(x, what)
     if arr.dtype == object:
         refuse_missing(arr, what)

@@ -104,7 +104,8 @@ def test_seed_bounds_are_inclusive_and_bools_are_refused():
     assert check_seed(0) == 0
     assert check_seed(SEED_MAX) == SEED_MAX
     assert check_seed(np.uint64(SEED_MAX)) == SEED_MAX
-    for bad in (True, False, np.bool_(True), -1, SEED_MAX + 1, 1.0):
+    assert check_seed(1.0) == 1 and check_seed(np.array(7)) == 7   # the one rule of check_whole
+    for bad in (True, False, np.bool_(True), -1, SEED_MAX + 1, 1.5, float(2 ** 64), "1"):
         with pytest.raises(InputError, match="seed"):
             check_seed(bad)
 
@@ -118,12 +119,12 @@ def test_whole_number_lower_bound_is_inclusive():
 
 
 def test_whole_number_float_must_be_integral_not_truncated():
-    assert check_whole(8.0, "n", floats=True) == 8
-    for bad in (8.7, 0.5, math.nan, math.inf):
+    assert check_whole(8.0, "n") == 8
+    assert check_whole(np.float32(2e3), "n") == 2000
+    assert check_whole(np.array(8.0), "n") == 8
+    for bad in (8.7, 0.5, math.nan, math.inf, np.array(8.5), "8", None):
         with pytest.raises(InputError, match="whole number"):
-            check_whole(bad, "n", floats=True)
-    with pytest.raises(InputError):
-        check_whole(8.0, "n")                 # floats only when asked for
+            check_whole(bad, "n")
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, np.float64("nan"), 10**400])
