@@ -125,7 +125,14 @@ with tab_up:
                           + [x.lstrip(".") for x in COMPRESSED_SUFFIXES],
                           key="matrix_upload")
     kept = st.session_state.get("_akf_upload")
-    if up is not None:
+    if up is not None and S.get("src") != "upload" and st.session_state.get("_akf_upload_id") == up.file_id:
+        # this upload was the workload, and the user has since chosen a sample, a generated matrix or a
+        # bundle: the file stays in the box, but it must not take the workload back (each of those
+        # choices was silently undone while a file sat here: probe)
+        up_name, data = None, None
+        st.caption(f"**{up.name}** is still in the box above, but the workload is now another matrix.")
+        st.button(f"Use {up.name} again", key="reuse_upload", on_click=S.put, args=("src", "upload"))
+    elif up is not None:
         up_name, data = up.name, up.getvalue()    # a new copy on every run
         if kept is not None and kept[0] == up_name and kept[1] == data:
             data = kept[1]                        # the object already hashed (a compare, not another sha256)
@@ -173,6 +180,8 @@ with tab_up:
             else:
                 prev = st.session_state.get("_akf_upload")
                 st.session_state["_akf_upload"] = (up_name, data)
+                if up is not None:
+                    st.session_state["_akf_upload_id"] = up.file_id   # this upload is (now) the workload
                 if S.get("src") != "upload" or prev is None or prev[0] != up_name or prev[1] != data:
                     S.put("src", "upload")
                     st.rerun()

@@ -206,15 +206,17 @@ def _share_and_save(wl) -> None:
         if bundle is None:
             return
         data = bundle.getvalue()
-        digest = S.bytes_digest(data)
-        if st.session_state.get("_akf_bundle_applied") != digest:
+        # applied once per upload (its file id), not per content: loading the same bundle again after
+        # changing settings must restore them (keyed by the bytes' digest it did nothing: probe)
+        applied = (bundle.file_id, S.bytes_digest(data))
+        if st.session_state.get("_akf_bundle_applied") != applied:
             try:
                 doc = S.parse_bundle(data)
             except InputError as exc:
                 st.error(str(exc))
             else:
                 S.apply_bundle(doc)
-                st.session_state["_akf_bundle_applied"] = digest
+                st.session_state["_akf_bundle_applied"] = applied
                 st.rerun()
         else:
             st.success("Bundle settings applied.")

@@ -86,12 +86,13 @@ def parse_bundle(data: bytes | str) -> dict:
         if len(data) > MAX_BUNDLE_BYTES:
             raise InputError(f"The run bundle is {len(data):,} bytes; bundles are at most "
                              f"{MAX_BUNDLE_BYTES:,} bytes of JSON.")
-        try:
-            data = data.decode("utf-8")
+        try:   # utf-8-sig: an editor (Notepad) may save it with a byte-order mark, which json refuses
+            data = data.decode("utf-8-sig")
         except UnicodeDecodeError:
             raise InputError("The run bundle is not UTF-8 text; expected the JSON file the app downloads.") from None
     elif not isinstance(data, str):
         raise InputError("A run bundle is the JSON text (or its bytes) the app downloads.")
+    data = data.removeprefix("\ufeff")
     try:
         doc = json.loads(data)
     except json.JSONDecodeError as exc:
@@ -307,7 +308,7 @@ def _commit(key: str):
 def unload_upload() -> None:
     """A button's ``on_click``: forget the uploaded file (its bytes leave the session) and go back to
     the chosen sample."""
-    for key in ("_akf_upload", "_akf_upload_digest"):
+    for key in ("_akf_upload", "_akf_upload_digest", "_akf_upload_id"):
         st.session_state.pop(key, None)
     put("src", "sample")
 
@@ -361,6 +362,20 @@ def widget(fn, label: str, key: str, *args, options=None, **kwargs):
         args = (options, *args)
     value = fn(label, *args, key=wkey, on_change=_commit, args=(key,), **kwargs)
     st.session_state[key] = value
+    return value
+
+
+def sticky_toggle(label: str, key: str, default: bool, **kwargs) -> bool:
+    """``st.toggle`` whose choice survives page switches for the session, with a ``default`` that the
+    page computes (so it is not a URL setting of :data:`FIELDS`). Streamlit forgets a widget's key
+    when its page is not drawn; the choice is kept under ``_akf_keep_<key>`` and put back first (the
+    NPU page's zoom was back on after a visit to Compare: probe)."""
+    keep = "_akf_keep_" + key
+    if key not in st.session_state and keep in st.session_state:
+        st.session_state[key] = st.session_state[keep]
+    given = {} if key in st.session_state else {"value": bool(default)}
+    value = st.toggle(label, key=key, **given, **kwargs)
+    st.session_state[keep] = value
     return value
 
 

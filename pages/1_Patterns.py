@@ -140,6 +140,8 @@ with d1:
     S.chart(S.figure_cached(f"tile_detail|{akey}|{tsel}", lambda: vp.representative_gallery(
         [ts.dense(tsel)], [f"tile ({int(row['bi'])}, {int(row['bj'])})"], cols=1, height_per_row=260)),
         key="tile_detail")
+    st.caption("How to read this: this tile's entries, one cell per entry (rows down, columns across, local "
+               "to the tile); colour = |value|, blank = zero.")
 with d2:
     st.subheader(f"Cluster {csel}")
     crow = clusters.loc[csel]

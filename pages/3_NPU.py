@@ -121,10 +121,10 @@ sim_key = f"{S.plan_key(wl, pa, hwk)}|{S.get('xdens')}"  # what the simulation d
 r0, r1, c0, c1 = vn.used_window(res.utilization)
 # on by default when the busy PEs fill under a quarter of the grid: the default sample's 614 busy PEs
 # of 65,536 were a purple speck in a black square (the first visit decides; the user's choice stays)
-zoom = st.toggle("Zoom to the PEs in use", key="util_zoom",
-                 value=(r1 - r0) * (c1 - c0) < 0.25 * hw.n_pes,
-                 help="Draw only the smallest window of the grid that holds every busy PE (the counts in the "
-                      "title stay over the whole grid).")
+zoom = S.sticky_toggle("Zoom to the PEs in use", "util_zoom",
+                       default=(r1 - r0) * (c1 - c0) < 0.25 * hw.n_pes,
+                       help="Draw only the smallest window of the grid that holds every busy PE (the counts in "
+                            "the title stay over the whole grid).")
 S.chart(S.figure_cached(f"util|{zoom}|{sim_key}",
                         lambda: vn.utilization_heatmap(res.utilization, height=560, zoom=zoom)),
         key="util_heatmap")

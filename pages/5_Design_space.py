@@ -145,7 +145,7 @@ if df is None:
             "or load a sweep file." + big)
     st.stop()
 
-st.header(f"{len(df)} configurations ({source})")
+st.header(f"{len(df)} configuration{'' if len(df) == 1 else 's'} ({source})")
 swept = [c for c in df.columns if c in params]
 numeric = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c])]
 has_baselines = all(c in df for c in ("speedup_vs_blocksparse", "speedup_vs_staticsparse"))
