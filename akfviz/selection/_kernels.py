@@ -12,6 +12,40 @@ DIAG_MAX_SHARE = 0.75
 NM_MIN_DENSITY = 0.3
 BLOCK_FILL = 0.5
 BLOCK_MAX_SHARE = 0.8
+#: The block rule reads cells of at least this many entries: smaller signature cells of whole entries
+#: (T = 4, 6, 8, 16 with the 8×8 grid, small edge tiles) are merged f×f first, to the BLOCK kernel's
+#: 4×4 blocks where the grid lines up with them. A cell of one entry is always full, so the rule
+#: called every scattered tile of T = 8 ``block``. Cells of fractional size (T = 12: 1.5 entries)
+#: are not merged: merged cells of 3 or 6 entries split the 4×4 blocks (docs/decisions.md).
+BLOCK_MIN_CELL_AREA = 8.0
+
+
+@njit_cached
+def _merged_cells(s, hi, wi, grid, f):
+    """Occupied cells of signature ``s`` after merging its cells f×f (rule in :mod:`.structure`): the
+    units are the rows (columns) themselves when there are at most ``grid`` of them, else the grid's
+    cells. Its own function, called only for small cells, so that the eager pass's inlined
+    :func:`_class_of` stays as small as before."""
+    merged = np.uint64(0)
+    while s:
+        low = s & (~s + np.uint64(1))
+        s ^= low
+        b = 0
+        while low > np.uint64(1):
+            low >>= np.uint64(1)
+            b += 1
+        ur = b // grid
+        uc = b % grid
+        if hi <= grid:
+            ur = (ur * hi + grid - 1) // grid
+        if wi <= grid:
+            uc = (uc * wi + grid - 1) // grid
+        merged |= np.uint64(1) << np.uint64((ur // f) * 8 + uc // f)
+    cells = 0
+    while merged:
+        merged &= merged - np.uint64(1)
+        cells += 1
+    return cells
 
 
 @njit_cached
@@ -23,13 +57,24 @@ def _class_of(hi, wi, k, nd, nm4, s, grid):
         return 0
     if nm4 <= 2 and k >= NM_MIN_DENSITY * area:
         return 1
-    cells = 0
-    while s:
-        s &= s - np.uint64(1)
-        cells += 1
     gh = min(grid, hi)
     gw = min(grid, wi)
     cell_area = area / (gh * gw)
+    f = 1
+    # (the area first: on the eager pass's path, T ≥ 32, no integer division per tile)
+    if cell_area < BLOCK_MIN_CELL_AREA and (hi <= grid or hi % grid == 0) and (wi <= grid or wi % grid == 0):
+        while cell_area * f * f < BLOCK_MIN_CELL_AREA and (f < gh or f < gw):   # cells of whole entries
+            f *= 2
+    cells = 0
+    if f == 1:
+        while s:
+            s &= s - np.uint64(1)
+            cells += 1
+    else:
+        cells = _merged_cells(s, hi, wi, grid, f)
+        gh = (gh + f - 1) // f
+        gw = (gw + f - 1) // f
+        cell_area = area / (gh * gw)
     if cells > 0 and k >= BLOCK_FILL * cells * cell_area and cells <= BLOCK_MAX_SHARE * gh * gw:
         return 2
     return 3

@@ -18,6 +18,10 @@ block       ``nnz / (occupied coarse cells · cell area) ≥ 0.5`` and at most 8
             g = 8 the cells are 4×4 blocks). A tile above 50 % density whose entries are scattered fills
             every cell about equally; it is ``random`` (the BLOCK kernel then stores every block, as DENSE
             does — a held-out probe found such tiles priced as sparse blocks, 38 % too cheap).
+            Cells of fewer than 8 entries made of whole rows and columns (T = 4, 6, 8, 16 with
+            g = 8; small edge tiles) are first merged f×f (f a power of two) up to the BLOCK
+            kernel's 4×4 blocks: a cell of one entry is always full, and every scattered tile of
+            T = 8 was ``block``. Cells of fractional size (T = 12: 1.5 entries) are not merged.
 random      everything else (scattered, unstructured entries).
 ==========  ==================================================================================
 
@@ -32,8 +36,8 @@ from typing import Callable
 import numpy as np
 
 from ..errors import InputError
-from ._kernels import (BLOCK_FILL, BLOCK_MAX_SHARE, DIAG_FILL, DIAG_MAX_SHARE, NM_MIN_DENSITY,
-                       _classify_kernel)
+from ._kernels import (BLOCK_FILL, BLOCK_MAX_SHARE, BLOCK_MIN_CELL_AREA, DIAG_FILL, DIAG_MAX_SHARE,
+                       NM_MIN_DENSITY, _classify_kernel)
 
 
 
@@ -215,8 +219,16 @@ def classify_dense(tile: np.ndarray, grid: int = 8) -> int:
             nm4 = max(nm4, int(np.count_nonzero(tile[i, g:g + 4])))
     if nm4 <= 2 and k >= NM_MIN_DENSITY * h * w:
         return 1
+    # units: the rows (columns) themselves when there are at most `grid` of them, else the grid's cells
     gh, gw = min(grid, h), min(grid, w)
-    cells = {(ri * grid // h, ci * grid // w) for ri, ci in zip(r, c)}
+    unit_r = r if h <= grid else r * grid // h
+    unit_c = c if w <= grid else c * grid // w
+    f = 1   # merge f×f units until a cell holds at least BLOCK_MIN_CELL_AREA entries (or one cell is left),
+    if (h <= grid or h % grid == 0) and (w <= grid or w % grid == 0):   # when the units are whole entries
+        while h * w / (gh * gw) * f * f < BLOCK_MIN_CELL_AREA and (f < gh or f < gw):
+            f *= 2
+    gh, gw = -(-gh // f), -(-gw // f)
+    cells = {(ur // f, uc // f) for ur, uc in zip(unit_r, unit_c)}
     if cells and k >= BLOCK_FILL * len(cells) * (h * w / (gh * gw)) and len(cells) <= BLOCK_MAX_SHARE * gh * gw:
         return 2
     return 3

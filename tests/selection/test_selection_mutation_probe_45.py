@@ -134,28 +134,31 @@ def test_a_class_with_fewer_than_three_rule_densities_also_takes_its_generated_t
 
 # --------------------------------------------------------------------------- structure rule
 def test_a_tile_with_exactly_eighty_percent_of_its_cells_filled_is_block():
-    # mutant: `cells <= BLOCK_MAX_SHARE * gh * gw` -> `<` in _kernels._class_of. At T = 8 the share
-    # 0.8 · 64 is no whole number; at T = 5 (5 × 5 one-entry cells) 20 cells are exactly 80 %.
+    # mutant: `cells <= BLOCK_MAX_SHARE * gh * gw` -> `<` in _kernels._class_of. With the default
+    # grid the share 0.8 · 64 is no whole number; a 5×5 grid of 4×4-entry cells (T = 20, the BLOCK
+    # kernel's blocks, so no cells are merged) has 20 of 25 cells at exactly 80 %.
     import scipy.sparse as sp
     from akfviz.selection.structure import classify_dense, classify_tiles
 
     rng = np.random.default_rng(3)
     tiles, want = [], []
     for filled in (19, 20, 21, 20, 20):
-        t = np.zeros(25)
-        t[rng.permutation(25)[:filled]] = rng.uniform(1.0, 2.0, filled)
-        t = t.reshape(5, 5)
+        t = np.zeros((20, 20))
+        for cell in rng.permutation(25)[:filled]:
+            r, c = divmod(int(cell), 5)
+            t[4 * r:4 * r + 4, 4 * c:4 * c + 4] = rng.uniform(1.0, 2.0, (4, 4))
         tiles.append(t)
-        # by hand: not diagonal (more than 3.75 of the 9 diagonals), not N:M (a row holds 3 or
-        # more of a group of 4), cells of one entry each (all full): block iff at most 20 of 25
+        # by hand: not diagonal (more than 15 of the 39 diagonals), not N:M (full groups of 4),
+        # every occupied cell full: block iff at most 20 of the 25 cells
         want.append(CLASS_NAMES.index("block") if filled <= 20 else CLASS_NAMES.index("random"))
-        assert classify_dense(t) == want[-1]
+        assert classify_dense(t, grid=5) == want[-1]
     A = sp.block_diag([sp.csr_array(t) for t in tiles], format="csr")
-    pa = akfviz.analyze(A, tile=5)
+    pa = akfviz.analyze(A, tile=20, lsh={"grid": 5})
     tab = pa.tiles_as_analysed()
     on_diag = (tab["bi"] == tab["bj"]).to_numpy()
     assert on_diag.sum() == len(tiles)
-    assert classify_tiles(tab)[on_diag].tolist() == want
+    assert classify_tiles(tab, grid=5)[on_diag].tolist() == want
+    assert pa.compact.cls[on_diag].tolist() == want     # the analysis' own pass agrees
 
 
 # --------------------------------------------------------------------------- fits

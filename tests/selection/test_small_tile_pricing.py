@@ -54,6 +54,11 @@ def test_calibration_frame_says_which_fit_each_point_is_in(T):
     fe = tab.fit_error[tab.fit_error["kernel"] == "CSC"]
     for cname in CLASS_NAMES:
         pts = cal[cal["class"] == cname]
+        if T == 4 and cname == "block":
+            # a 4×4 tile is one BLOCK block, one cell of the rule: never `block`, so only the tiles
+            # made for it (all full) are in its fit, which no tile of a matrix reads
+            assert (pts["density"] == 1.0).all() and len(pts)
+            continue
         assert pts["density"].nunique() >= ptab.MIN_FIT_DENSITIES
         lo, hi = tab.domain[CLASS_NAMES.index(cname)]
         assert (lo, hi) == (pts["density"].min(), pts["density"].max())
