@@ -609,9 +609,10 @@ def map_tiles(work, hw, *, rho_x: float = 1.0, method: str = "anneal", seed: int
         raise InputError(f"map_tiles places a TileWork (plan.npu_work()), got {type(work).__name__}.")
     if not isinstance(hw, HardwareConfig):
         raise InputError(f"hw must be a HardwareConfig, got {type(hw).__name__}.")
-    method = choice(method, MAPPING_METHODS) or method
-    if method not in MAPPING_METHODS:
+    name = choice(method, MAPPING_METHODS)
+    if name is None:
         raise InputError(f"Unknown mapping method {method!r}; use one of {', '.join(MAPPING_METHODS)}.")
+    method = name
     seed = check_seed(seed)
     rho_x = check_activation_density(rho_x)
     iterations = _whole(iterations, "iterations", 0)

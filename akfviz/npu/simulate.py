@@ -558,10 +558,10 @@ def simulate(plan, hw: HardwareConfig | None = None, x=None, iterations: int = 1
         if n and (mp.pe.max() >= hw.n_pes or mp.red.max() >= hw.n_pes):
             raise InputError("The given Mapping uses PEs outside this hardware's grid.")
     elif isinstance(mapping, str):
-        mapping = choice(mapping, MAPPING_METHODS) or mapping
-        if mapping not in MAPPING_METHODS:
+        method = choice(mapping, MAPPING_METHODS)
+        if method is None:
             raise InputError(f"Unknown mapping method {mapping!r}; use one of {', '.join(MAPPING_METHODS)}.")
-        mp = cached_map_tiles(work, hw, rho_x=rho, method=mapping, seed=seed,
+        mp = cached_map_tiles(work, hw, rho_x=rho, method=method, seed=seed,
                               n_brows=n_brows, n_bcols=n_bcols, shape=shape, tile=tile, tile_rows=tr)
     else:
         raise InputError(f"mapping must be 'anneal', 'greedy' or a Mapping, got {mapping!r}.")

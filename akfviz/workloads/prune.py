@@ -274,11 +274,12 @@ def prune(W, method: str = "magnitude", sparsity: float = 0.9, pattern: str = "2
     >>> prune(W, "magnitude", sparsity=0.75).toarray()
     array([[ 0., -4.,  0.,  0.]])
     """
-    method = choice(method, PRUNERS) or method
-    if not isinstance(method, str) or method not in PRUNERS:
+    name = choice(method, PRUNERS)
+    if name is None:
         raise InputError(
             f"Unknown pruning method {method!r}; choose one of {', '.join(sorted(PRUNERS))}."
         )
+    method = name
     sparsity = check_sparsity(sparsity)
     if method == "nm":
         parse_pattern(pattern)
