@@ -209,7 +209,17 @@ def _share_and_save(wl) -> None:
         # applied once per upload (its file id), not per content: loading the same bundle again after
         # changing settings must restore them (keyed by the bytes' digest it did nothing: probe)
         applied = (bundle.file_id, S.bytes_digest(data))
-        if st.session_state.get("_akf_bundle_applied") != applied:
+        done = st.session_state.get("_akf_bundle_applied") == applied
+        if done:
+            # the file stays in the box after it was applied: "applied" only while its settings hold
+            now = S.settings_stamp(with_workload=False)
+            then = st.session_state.setdefault(S.BUNDLE_SETTINGS, now)
+            if now == then:
+                st.success("Bundle settings applied.")
+            else:
+                st.caption(f"Settings have changed since {bundle.name} was applied.")
+                done = not st.button(f"Apply {bundle.name} again", key="reapply_bundle")
+        if not done:
             try:
                 doc = S.parse_bundle(data)
             except InputError as exc:
@@ -219,7 +229,6 @@ def _share_and_save(wl) -> None:
                 st.session_state["_akf_bundle_applied"] = applied
                 st.rerun()
         else:
-            st.success("Bundle settings applied.")
             saved = st.session_state.get("_akf_bundle_workload") or {}
             if wl is not None and saved.get("sha256") and saved["sha256"] != wl.digest:
                 st.warning("The bundle's matrix fingerprint differs from the current matrix "

@@ -449,13 +449,15 @@ DISPLAY_ONLY_FIELDS = frozenset({"tsel", "csel", "perow", "lstep", "ln", "lT", "
                                  "lkernel", "lseed"})
 
 
-def settings_stamp() -> str:
+def settings_stamp(with_workload: bool = True) -> str:
     """A digest of everything a result depends on: the settings (less
     :data:`DISPLAY_ONLY_FIELDS`), the edited energy table and the workload's content. Results
-    recorded under another stamp are left out of the bundle."""
-    wl = st.session_state.get(_WL)
+    recorded under another stamp are left out of the bundle. ``with_workload=False`` leaves the
+    matrix's content out (the settings alone, e.g. to tell whether a bundle's are still in force)."""
     vals = {k: v for k, v in values().items() if k not in DISPLAY_ONLY_FIELDS}
-    doc = {"values": vals, "energy": _energy_plain(), "workload": getattr(wl, "digest", None)}
+    doc = {"values": vals, "energy": _energy_plain()}
+    if with_workload:
+        doc["workload"] = getattr(st.session_state.get(_WL), "digest", None)
     return hashlib.sha256(json.dumps(to_plain(doc), sort_keys=True).encode()).hexdigest()
 
 
@@ -1009,6 +1011,12 @@ def apply_bundle(doc: dict) -> None:
     if doc.get("energy_table") is not None:
         set_energy_override(doc["energy_table"], preset=get("preset"))
     st.session_state["_akf_bundle_workload"] = doc.get("workload") or {}
+    st.session_state.pop(BUNDLE_SETTINGS, None)   # taken on the next run, once the widgets hold them
+
+
+BUNDLE_SETTINGS = "_akf_bundle_settings"
+"""Session key: :func:`settings_stamp` (without the workload) as a run bundle left them, so the
+sidebar says "applied" only while they are still in force."""
 
 
 def json_download(obj) -> bytes:
