@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .arguments import SEED_MAX, check_seed
+from .arguments import SEED_MAX, check_seed, choice
 from .errors import InputError
 from .plain import to_plain
 
@@ -261,6 +261,22 @@ def _in_words(items) -> str:
     """``a``, ``a and b``, ``a, b and c``."""
     items = list(items)
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+#: Names the command line offers as choices (the library's; tests check they agree). Any case is
+#: taken, as the library takes it (``--granularity TILE``).
+GRANULARITIES = ("cluster", "tile")
+RESOURCES = ("energy", "cycles", "bytes", "mix")
+SCHEDULERS = ("local", "dask")
+
+
+def _any_case(names):
+    """argparse type of a choice among ``names``: the canonical name for any case and surrounding
+    spaces (``TILE`` → ``tile``); other text is left for argparse's own "invalid choice" message."""
+    def convert(text: str) -> str:
+        return choice(text, names) or text
+    convert.__name__ = "choice"
+    return convert
 
 
 def _whole(text: str) -> int:
@@ -632,14 +648,14 @@ def build_parser() -> argparse.ArgumentParser:
             s = sp.add_argument_group("selector")
             s.add_argument("--alpha", type=float, default=None, help="weight of the error (default 1.0)")
             s.add_argument("--beta", type=float, default=None, help="weight of the resource (default 1.0)")
-            s.add_argument("--granularity", choices=["cluster", "tile"], default="cluster")
+            s.add_argument("--granularity", choices=GRANULARITIES, type=_any_case(GRANULARITIES), default="cluster")
         if selector == "full":
             s.add_argument("--error-budget", type=float, default=None,
                            help="maximum relative error; the selector finds alpha/beta")
             s.add_argument("--resource-budget", type=float, default=None,
                            help="maximum resource as a share of Dense's (e.g. 0.05); the selector finds "
                                 "the least-error plan within it")
-            s.add_argument("--resource", choices=["energy", "cycles", "bytes", "mix"], default=None)
+            s.add_argument("--resource", choices=RESOURCES, type=_any_case(RESOURCES), default=None)
             s.add_argument("--kernels", metavar="K1,K2,…", default=None,
                            help="candidate kernels, comma-separated (default: all); a family "
                                 "name stands for its variants, e.g. CSC,DIA,NM,LOWRANK")
@@ -695,7 +711,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "resource (energy, cycles, bytes, mix); rho_x; hardware: rows, cols, "
                          "sram_bytes_per_pe, mac_lanes, dram_bytes_per_cycle, hop_latency_cycles. The "
                          "points are every combination, at most 400; each value once")
-    sp.add_argument("--scheduler", choices=["local", "dask"], default="local")
+    sp.add_argument("--scheduler", choices=SCHEDULERS, type=_any_case(SCHEDULERS), default="local")
     sp.add_argument("--baselines", action="store_true",
                     help="also simulate the Block-sparse and Static-sparse baselines at every point and add "
                          "AKF's speedup and energy ratio against each (about twice the time)")

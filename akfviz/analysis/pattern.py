@@ -281,6 +281,7 @@ class PatternAnalysis:
         the selector read the arrays). Never handed out itself."""
         return pd.DataFrame(dict(self._cluster_cols), index=pd.RangeIndex(self.n_clusters, name="cluster"))
 
+    @checked_call
     def cluster_arrays(self) -> dict:
         """The clusters table's columns as :func:`analyze` computed them (read-only arrays, one
         entry per cluster id): what the selector reads, without a DataFrame."""
@@ -297,11 +298,13 @@ class PatternAnalysis:
         """The clusters table (see the class docstring): the user's copy-on-write view."""
         return self._clusters.copy(deep=False)
 
+    @checked_call
     def clusters_as_analysed(self) -> pd.DataFrame:
         """The clusters table exactly as :func:`analyze` computed it (a fresh copy-on-write
         view), whatever was edited in :attr:`clusters`."""
         return self._clusters.copy(deep=False)
 
+    @checked_call
     def tiles_as_analysed(self) -> pd.DataFrame:
         """The per-tile table exactly as :func:`analyze` computed it, whatever was edited in
         :attr:`tiles` (a fresh copy-on-write view, no data copied). The selector, the plan
@@ -324,6 +327,7 @@ class PatternAnalysis:
         """Number of nonempty tiles."""
         return self.tileset.n_tiles
 
+    @checked_call
     def cluster_members(self, c) -> np.ndarray:
         """Tile indices (rows of ``tiles``) of cluster ``c``, in tile order."""
         if isinstance(c, (bool, np.bool_)) or not isinstance(c, (int, np.integer)):
@@ -336,6 +340,7 @@ class PatternAnalysis:
         c = int(c)
         return self.cluster_order[self.cluster_ptr[c]:self.cluster_ptr[c + 1]].copy()
 
+    @checked_call
     def summary(self) -> dict:
         """Plain-number summary for display and JSON.
 

@@ -32,10 +32,13 @@ import numpy as np
 import pandas as pd
 
 from ..arguments import check_seed, check_whole, choice, shown, to_float
-from ..errors import InputError
+from ..errors import InputError, checked_call
 from ..npu.hardware import _INT_LIMITS as _HW_INT_LIMITS
 from ..npu.hardware import as_hardware
 from ..plain import to_plain
+
+#: ``run_sweep``'s schedulers (any case, as every name the library takes).
+SCHEDULERS = ("local", "dask")
 
 
 def _fmt(v) -> str:
@@ -284,6 +287,7 @@ def _refuse_repeats(name: str, vals: list) -> None:
         seen.append(v)
 
 
+@checked_call
 def expand_grid(grid: Mapping[str, Sequence], *, max_points: int = 400) -> list[dict]:
     """Cartesian product of the parameter lists, validated, in a deterministic order.
 
@@ -333,6 +337,7 @@ def _value_from_text(param: SweepParameter, text: str):
     return param.check(value)
 
 
+@checked_call
 def parse_grid(spec: str | Sequence[str]) -> dict[str, list]:
     """A sweep grid written as text, as ``{name: [checked values]}`` in the order written.
 
@@ -492,7 +497,7 @@ def _checked_sweep(grid, *, base=None, hw=None, seed=0, scheduler="local", progr
     from ..kernels.registry import get_kernel
 
     seed = check_seed(seed)
-    if not isinstance(scheduler, str) or scheduler not in ("local", "dask"):
+    if choice(scheduler, SCHEDULERS) is None:
         raise InputError(f"scheduler must be 'local' or 'dask', not {scheduler!r}.")
     if progress is not None and not callable(progress):
         raise InputError(
@@ -536,6 +541,7 @@ def _checked_sweep(grid, *, base=None, hw=None, seed=0, scheduler="local", progr
     return seed, points, values, defaults, hw_configs, static
 
 
+@checked_call
 def check_sweep(grid: Mapping[str, Sequence], *, base: Mapping | None = None, hw=None,
                 max_points: int = 400, baselines: bool = False, static_kernel: str = "CSC") -> int:
     """Check a sweep's settings as :func:`run_sweep` does, without a matrix: the command line
@@ -556,6 +562,7 @@ def check_sweep(grid: Mapping[str, Sequence], *, base: Mapping | None = None, hw
                               static_kernel=static_kernel)[1])
 
 
+@checked_call
 def run_sweep(
     A,
     grid: Mapping[str, Sequence],
@@ -721,7 +728,7 @@ def run_sweep(
         return row
 
     rows: list = [None] * len(points)
-    if scheduler == "local":
+    if choice(scheduler, SCHEDULERS) == "local":
         for i, point in enumerate(points):
             rows[i] = run_point(point)
             if progress is not None:
@@ -755,6 +762,7 @@ def run_sweep(
     return df
 
 
+@checked_call
 def save_sweep(df: pd.DataFrame, path: str | Path) -> Path:
     """Write a sweep table as ``.csv`` or ``.parquet`` (chosen by the file name).
 
@@ -885,6 +893,7 @@ def _check_numeric_columns(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+@checked_call
 def load_sweep(path_or_bytes, fmt: str | None = None, *, name: str | None = None) -> pd.DataFrame:
     """Read a sweep table written by :func:`save_sweep` or ``python -m akfviz sweep``.
 

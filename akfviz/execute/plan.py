@@ -293,6 +293,7 @@ class FusionPlan:
         return pd.Categorical.from_codes(np.asarray(codes, dtype=np.int64),
                                          categories=pd.Index(list(uniq), dtype=object))
 
+    @checked_call
     def tile_table(self) -> pd.DataFrame:
         """One row per tile (aligned with ``pa.tiles``): ``tile, bi, bj, nnz, density, cluster``,
         the chosen ``kernel`` and its squared error ``sq_error`` = ``E = ||t − Â_t||_F²``
@@ -400,6 +401,7 @@ class FusionPlan:
         return self._packed.matmat(arr)
 
     # ------------------------------------------------------------------ Â and errors
+    @checked_call
     def approx_matrix(self) -> sp.csr_array:
         """``Â`` as a canonical ``csr_array`` (what the plan computes with)."""
         ts = self.pa.tileset
@@ -446,6 +448,7 @@ class FusionPlan:
         return relative_norm(ax - y, ax)
 
     # ------------------------------------------------------------------ NPU
+    @checked_call
     def npu_work(self) -> TileWork:
         """:class:`TileWork` of every non-SKIP tile, ordered by tile index (``tile_index``
         = row in ``pa.tiles``)."""
@@ -466,6 +469,7 @@ class FusionPlan:
         return TileWork(kernel_names=work.kernel_names, col_ptr=col_ptr, **per_tile, **per_col).validate()
 
     # ------------------------------------------------------------------ export
+    @checked_call
     def to_dict(self, timings: bool = False) -> dict:
         """A plain, JSON-able summary of the plan: the same plan gives the same dict, bit for bit.
 

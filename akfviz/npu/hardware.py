@@ -211,6 +211,7 @@ class HardwareConfig:
         return _dc_replace(self, **changes)
 
     # ------------------------------------------------------------------ TOML
+    @checked_call
     def to_plain(self) -> dict:
         """Plain nested dict (scalars at top level, the energy table under ``energy``)."""
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "energy"}
@@ -297,6 +298,7 @@ class HardwareConfig:
         return cls.from_plain(d)
 
     @classmethod
+    @checked_call
     def from_plain(cls, d: dict) -> "HardwareConfig":
         """Inverse of :meth:`to_plain`."""
         known = {f.name for f in fields(cls)}
@@ -311,6 +313,7 @@ class HardwareConfig:
             kw["energy"] = EnergyTable.from_plain(kw["energy"])
         return cls(**kw)
 
+    @checked_call
     def config_hash(self) -> str:
         """sha256 (hex) of the canonical TOML; equal configurations hash equally in any process.
 
@@ -327,11 +330,13 @@ class HardwareConfig:
 
     # ------------------------------------------------------------------ presets
     @staticmethod
+    @checked_call
     def preset_names() -> list:
         """Names of the registered hardware presets."""
         return list(HARDWARE_PRESETS)
 
     @classmethod
+    @checked_call
     def from_preset(cls, name: str) -> "HardwareConfig":
         """Same as :meth:`preset`."""
         key = choice(name, HARDWARE_PRESETS)

@@ -101,6 +101,7 @@ class SimResult:
         return tk
 
     # ------------------------------------------------------------------ totals
+    @checked_call
     def total(self, name: str) -> int:
         """Sum over PEs of the counter ``name``."""
         if not isinstance(name, str) or name not in self.counters:
@@ -162,6 +163,7 @@ class SimResult:
         return pd.DataFrame({"component": list(e), "energy_pj": list(e.values()),
                              "share": [v / tot if tot else 0.0 for v in e.values()]})
 
+    @checked_call
     def pe_frame(self) -> pd.DataFrame:
         """One row per PE: ``pe, row, col``, every counter (the fp32 MACs as ``macs_fp32``, beside
         ``macs_int8``: :data:`EXPORTED`), ``idle`` and ``utilization``."""
@@ -173,6 +175,7 @@ class SimResult:
         cols["utilization"] = self.utilization.ravel()
         return pd.DataFrame(cols)  # one construction (a column insert each cost 6 ms in all)
 
+    @checked_call
     def busiest_pes(self, k: int = 200) -> pd.DataFrame:
         """The rows of :meth:`pe_frame` of the ``k`` busiest PEs that did any work, busiest first
         (ties by PE id), built for those PEs only: the NPU page shows them on every rerun, and
@@ -188,6 +191,7 @@ class SimResult:
         return pd.DataFrame(cols)
 
     # ------------------------------------------------------------------ timeline
+    @checked_call
     def timeline(self, pes=None, max_intervals: int = 200_000) -> pd.DataFrame:
         """Busy intervals of the first iteration: ``pe, start, end, tile, kernel, kind``.
 

@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..arguments import check_whole, choice, shown, to_float
-from ..errors import InputError
+from ..errors import InputError, checked_call
 from ..memory import check_memory
 from .validate import as_csr
 
@@ -239,6 +239,7 @@ PRUNERS: dict[str, Pruner] = {
 }
 
 
+@checked_call
 def prune(W, method: str = "magnitude", sparsity: float = 0.9, pattern: str = "2:4",
           block: int = 4) -> sp.csr_array:
     """Prune a weight matrix and return it as a canonical ``csr_array`` (akf-spec §1).
