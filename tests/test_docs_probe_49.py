@@ -23,12 +23,13 @@ def results():
     A = akfviz.generate("uniform", n=64, seed=0)
     pa = akfviz.analyze(A, tile=16)
     plan = akfviz.select(pa)
-    return {"pa": pa, "plan": plan, "sim": akfviz.simulate(plan), "hw": akfviz.HardwareConfig()}
+    return {"pa": pa, "plan": plan, "sim": akfviz.simulate(plan), "hw": akfviz.HardwareConfig(),
+            "limits": akfviz.LoadLimits()}
 
 
 def _public_callables(results):
     """Every public function of ``akfviz`` and ``akfviz.dse`` and every public method of the
-    objects the API returns (analysis, plan, simulation result, hardware)."""
+    objects the API returns or takes (analysis, plan, simulation result, hardware, load limits)."""
     out = {}
     for name in akfviz.__all__:
         obj = getattr(akfviz, name)
@@ -54,7 +55,7 @@ def test_every_public_callable_refuses_an_unknown_keyword_with_input_error(resul
     for name in ["akfviz.prune", "akfviz.dse.run_sweep", "akfviz.dse.check_sweep", "akfviz.dse.load_sweep",
                  "plan.to_dict", "plan.approx_matrix", "plan.npu_work", "plan.tile_table", "sim.timeline",
                  "sim.pe_frame", "sim.total", "sim.busiest_pes", "pa.summary", "pa.cluster_members",
-                 "hw.from_preset", "hw.config_hash", "hw.to_plain"]:
+                 "hw.from_preset", "hw.config_hash", "hw.to_plain", "limits.check_nnz"]:
         assert name in calls
     wrong = {}
     for name, fn in sorted(calls.items()):

@@ -25,7 +25,7 @@ import numbers
 from dataclasses import dataclass
 
 from ..arguments import shown, to_float
-from ..errors import InputError, ResourceLimitError, checked_init
+from ..errors import InputError, ResourceLimitError, checked_call, checked_init
 
 
 
@@ -116,6 +116,7 @@ class LoadLimits:
                              f"more, got {shown(floor)}.")
         object.__setattr__(self, "ratio_floor_bytes", int(floor))
 
+    @checked_call
     def check_shape(self, rows: int, cols: int, *, what: str = "matrix") -> None:
         """Raise :class:`ResourceLimitError` if a declared shape exceeds the row/column limits."""
         if rows > self.max_rows or cols > self.max_cols:
@@ -125,6 +126,7 @@ class LoadLimits:
                 f"custom limits (limits=akfviz.LoadLimits(max_rows=..., max_cols=...))."
             )
 
+    @checked_call
     def check_nnz(self, nnz: int, *, what: str = "matrix", mirrored: str | None = None) -> None:
         """Raise :class:`ResourceLimitError` if a declared number of stored entries is too large.
 
@@ -149,6 +151,7 @@ class LoadLimits:
                 f"Use a smaller matrix or pass custom limits (limits=akfviz.LoadLimits(max_nnz=...))."
             )
 
+    @checked_call
     def check_dense(self, elements: int, *, what: str = "matrix") -> None:
         """Raise :class:`ResourceLimitError` if a dense array of ``elements`` values is too large."""
         if elements > self.max_dense_elements:
@@ -159,11 +162,13 @@ class LoadLimits:
             )
 
 
+    @checked_call
     def expansion_cap(self, packed: int) -> int:
         """Most bytes ``packed`` compressed bytes may expand to under ``max_compression_ratio``
         (never less than ``ratio_floor_bytes``)."""
         return max(self.ratio_floor_bytes, int(self.max_compression_ratio * packed))
 
+    @checked_call
     def check_expansion(self, unpacked: int, packed: int, *, what: str, more: bool = False) -> None:
         """Raise :class:`ResourceLimitError` when ``packed`` compressed bytes expand to more than
         :meth:`expansion_cap` allows.
