@@ -47,11 +47,11 @@ with tab_sample:
                               for v in shown["shape"]]
         CC = st.column_config
         st.dataframe(shown, hide_index=True, width="stretch", row_height=66,
-                     column_config={"name": CC.TextColumn("name", width=150, help="What the sidebar and the link call it."),
-                                    "title": CC.TextColumn("title", width=330),
-                                    "shape": CC.TextColumn("shape", width=95, help="rows × columns"),
+                     column_config={"name": CC.TextColumn("name", width=145, help="What the sidebar and the link call it."),
+                                    "title": CC.TextColumn("title", width=250),
+                                    "shape": CC.TextColumn("shape", width=90, help="rows × columns"),
                                     "nnz": CC.NumberColumn("nnz", width=70, help="Stored nonzeros."),
-                                    "pruning": CC.TextColumn("pruning", width=270)})
+                                    "pruning": CC.TextColumn("pruning", width=225)})   # 782 px: the expander at 1280
         if {"source", "licence"} <= set(listing.columns):
             st.caption("Sources and licences\n" + "\n".join(
                 f"- {', '.join(f'`{n}`' for n in grp['name'])}: {src} — *{lic}*"

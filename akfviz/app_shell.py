@@ -184,7 +184,11 @@ def _workload_controls() -> None:
                  help="Square tiles of side T (akf-spec §2); every later stage depends on it.")
         presets = S.preset_names()
         if presets:
+            # the chosen preset reads "(modified)" while the NPU page's changes apply: the box said
+            # "horowitz-45nm" while the NPU page said "Preset 'custom'" (UX review)
+            before, edited = S.get("preset"), S.hardware_changes()
             S.widget(st.selectbox, "Hardware preset", "preset", options=presets,
+                     format_func=lambda n: f"{n} (modified)" if edited and n == before else n,
                      help="Energy table and NPU parameters (edit them on the NPU page).")
             changes = S.hardware_changes()
             dropped = st.session_state.pop(S.ENERGY_DROPPED, None)

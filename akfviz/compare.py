@@ -404,7 +404,7 @@ def _makespan_text(df, plan) -> str:
     cyc, busy, red = (float(df.loc[plan, c]) for c in ("cycles", "busiest_pe_busy", "busiest_pe_reduce"))
     if not (np.isfinite(busy) and np.isfinite(red) and cyc > 0):
         return ""
-    text = (f"of its makespan of {cyc:,.0f} cycles, the busiest PE works {busy:,.0f} "
+    text = (f"of its makespan of {cyc:,.0f} cycles, the busiest PE works {busy:,.0f} cycles "
             f"({100 * red / busy if busy else 0:.0f} % of them adding partial sums from other PEs, which "
             f"sparsity does not remove)")
     if cyc > busy:

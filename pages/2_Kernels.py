@@ -75,7 +75,9 @@ if rep.budget_trace is not None and len(rep.budget_trace):
 
 m = metric_row(5)
 m[0].metric("relative error", f"{100 * plan.relative_error:.3g} %", help="Measured ‖A − Â‖_F / ‖A‖_F.")
-m[1].metric(f"{rep.measure} ÷ Dense (est.)", f"{rep.resource_share:.3g}×",
+# "kernel-only … estimate" in the label itself: Compare's simulated "energy ÷ Dense" of the same plan
+# can be several times larger (a student read 0.0655× here against 0.509× there as a contradiction)
+m[1].metric(f"kernel-only {rep.measure} ÷ Dense (estimate)", f"{rep.resource_share:.3g}×",
             help=f"The selector's estimate R / R_dense (R = {plan.resource:.4g}): the performance table's "
                  f"{rep.measure} of every tile's kernel alone on one PE, against all tiles as DENSE — the "
                  "quantity β weighs. It leaves out what every plan pays alike (moving x and y over the "
@@ -148,8 +150,12 @@ if len(reason):
     # a kernel that drops the tile is the cheapest answer, not a good one: not in a green box
     (st.warning if ch["family"] == "SKIP" else st.success)(str(reason.iloc[0]))
 r_unit = S.stage("selection.perftable", "MEASURE_UNITS").get(rep.measure, "weighted shares of Dense")
-st.dataframe(table.drop(columns=["reason"]), hide_index=True, width="stretch",
-             column_config={"E": st.column_config.NumberColumn(format="%.4g"),
+why = table.drop(columns=["reason"])
+# the answer first (which kernel won, each one's rank and cost), then the terms of C: at a narrow window
+# the columns that scroll out of sight are the details, not "chosen" and "rank"
+first = [c for c in ("kernel", "chosen", "rank", "C") if c in why]
+st.dataframe(why, hide_index=True, width="stretch", column_order=first + [c for c in why if c not in first],
+             column_config={"E": st.column_config.NumberColumn(format="%.3e"),
                             "E_norm": st.column_config.NumberColumn(format="%.3e"),
                             "R": st.column_config.NumberColumn(f"R ({r_unit})", format="%.4g"),
                             "R_norm": st.column_config.NumberColumn(format="%.3e"),

@@ -60,20 +60,21 @@ with st.expander("Energy table (editable, with provenance)", expanded=False):
     frame = preset_table.to_frame().reset_index()
     current = S.energy_override()
     shown = frame if current is None else current.to_frame().reset_index()   # e.g. a run bundle's table
-    # fixed widths, 935 px in all, the sources on up to three lines: a source (up to 220 characters) on
-    # one line made the editor 1278 px wide at a 1440-px window (944 px here), with node, grade and
-    # description off to the right. The descriptions (not editable) are in the list under the table.
+    # fixed widths, 782 px in all (the expander at a 1280-px window), the sources on up to four lines: a
+    # source (up to 220 characters) on one line made the editor 1278 px wide at a 1440-px window, with
+    # node, grade and description off to the right. The descriptions (not editable) are in the list
+    # under the table.
     CC = st.column_config
     edited = st.data_editor(
         shown, key="energy_editor", hide_index=True, width="stretch", disabled=["action", "unit", "description"],
-        row_height=66, height=36 + 66 * len(shown) + 3, column_order=["action", "value", "unit", "grade", "node", "source"],
+        row_height=86, height=36 + 86 * len(shown) + 3, column_order=["action", "value", "unit", "grade", "node", "source"],
         column_config={"action": CC.TextColumn("action", width=105, help="What is charged (each one described "
                                                                           "under the table)."),
                        "value": CC.NumberColumn("value", width=70, help="Energy per action, in the row's unit."),
-                       "unit": CC.TextColumn("unit", width=90),
-                       "grade": CC.TextColumn("grade", width=80, help="measured / simulated / assumed"),
-                       "node": CC.TextColumn("node", width=100, help="Technology node of the figure."),
-                       "source": CC.TextColumn("source", width=490, help="Where the figure comes from.")})
+                       "unit": CC.TextColumn("unit", width=80),
+                       "grade": CC.TextColumn("grade", width=75, help="measured / simulated / assumed"),
+                       "node": CC.TextColumn("node", width=85, help="Technology node of the figure."),
+                       "source": CC.TextColumn("source", width=365, help="Where the figure comes from.")})
     try:
         # a value typed without its provenance is marked "edited by the user", grade assumed
         table = EnergyTable.from_frame(edited, name="custom").marked_against(preset_table)
@@ -115,7 +116,10 @@ m[1].metric("energy", f"{res.energy_total_pj / 1e6:#.4g} µJ".replace(". µJ", "
 m[2].metric("events", f"{res.events:,}")
 m[3].metric("MACs", f"{res.macs:,}")
 m[4].metric(f"PEs busy (of {hw.n_pes:,})", f"{summary['pes_busy']:,}")
-m[5].metric("mean utilisation", f"{summary['utilization_mean']:.4f}")
+# in %, as the page's other shares (0.0017 sat beside the heatmap's "PEs used (0.94 %)": UX review)
+m[5].metric("mean utilisation", f"{100 * summary['utilization_mean']:.3g} %",
+            help="Busy cycles ÷ makespan, averaged over every PE of the grid, idle ones included; "
+                 "not the share of PEs used, which the heatmap's title gives.")
 
 sim_key = f"{S.plan_key(wl, pa, hwk)}|{S.get('xdens')}"  # what the simulation depends on
 r0, r1, c0, c1 = vn.used_window(res.utilization)
@@ -210,7 +214,22 @@ if res_unfused is not None:
                   if len(res.meta.get("kernels", [])) <= 1 else ""))
 with st.expander("Per-iteration breakdown and per-PE counters"):
     st.dataframe(res.per_iteration, hide_index=True, width="stretch")
-    st.dataframe(res.busiest_pes(200), hide_index=True, width="stretch")
+    pes = res.busiest_pes(200)
+    # in three tabs, each led by the PE's id and place: fourteen columns in one grid were 970 px wide,
+    # cut off in the expander at a 1280-px window (784 px)
+    lead = ["pe", "row", "col"]
+    parts = [("Time", ["busy", "idle", "utilization"]),
+             ("Work", ["events", "macs_fp32", "macs_int8", "decodes", "reduce_adds"]),
+             ("Memory and network", ["sram_bytes", "dram_bytes", "flit_hops"])]
+    rest = [c for c in pes.columns if c not in lead and all(c not in cols for _, cols in parts)]
+    if rest:
+        parts.append(("Other", rest))
+    st.caption(f"Counters of the {len(pes):,} busiest PEs (of {int((res.counters['busy'] > 0).sum()):,} that "
+               "worked), busiest first; the export has every PE.")
+    for tab, (_, cols) in zip(st.tabs([t for t, _ in parts]), parts):
+        with tab:
+            st.dataframe(pes[lead + [c for c in cols if c in pes]], hide_index=True, width="stretch",
+                         column_config={"utilization": st.column_config.NumberColumn(format="%.3f")})
 
 st.header("Export")
 e1, e2 = st.columns([2, 3], vertical_alignment="center")

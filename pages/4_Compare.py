@@ -50,44 +50,28 @@ st.caption("How to read this: bars = measured here, value past the end; red diam
 
 st.header("Measured vs claimed")
 pc = cmp_mod.paper_comparison(df)
-# a claim the paper does not make shows as "—", not as "None" (Streamlit's rendering of NaN)
-shown = pc.copy()
-gaps = [c for c in shown.columns if c != "note" and shown[c].isna().any()]
-for col in gaps:
-    shown[col] = [("—" if v != v else f"{v:.4g}") for v in shown[col]]
-# short titles, the words in each title's tooltip: with "speedup, measured" … "error %, paper" the
-# table was 991 px wide at a 1440-px window (978 px for the page) and its last column scrolled away
-COLUMNS = {  # name: (title, tooltip, width in px); 870 px in all with the plan column
-    "speedup_measured": ("speedup", "Measured here: Dense cycles ÷ this plan's cycles (same hardware).", 95),
-    "speedup_claimed": ("speedup (paper)", "The paper's table: speedup over Dense.", 120),
-    "energy_rel_measured": ("energy ÷ Dense", "Measured here: this plan's energy ÷ Dense's energy.", 115),
-    "energy_claimed_table": ("energy (table)", "The paper's table row, labelled \"Watts\" but read here as relative "
-                                               "to Dense.", 115),
-    "energy_claimed_text": ("energy (text)", "The paper's text: \"20 % lower energy\" for AKF, i.e. 0.8× Dense.", 110),
-    "error_pct_measured": ("error %", "Measured here: 100 · ‖A − Â‖_F / ‖A‖_F.", 95),
-    "error_pct_claimed": ("error % (paper)", "The paper's table: approximation error in %.", 115)}
-claim_cols = {"_index": st.column_config.Column("plan", width=105)}
-for c in shown.columns:
-    if c == "note":
-        continue
-    title, why, px = COLUMNS.get(c, (c, None, 120))
-    claim_cols[c] = (st.column_config.TextColumn(title, help=why, width=px, alignment="right") if c in gaps else
-                     st.column_config.NumberColumn(title, help=why, width=px, format="%.4g"))
-st.dataframe(shown.drop(columns="note", errors="ignore"), width="stretch", column_config=claim_cols)
-st.caption("A title with (paper), (table) or (text) is the paper's claim; the others are measured here "
-           "(each title's tooltip says more).")
+# on its side, measured next to claimed: one column per plan (seven columns of values were 872 px wide
+# and cut off the paper's error at a 1280-px window)
+claims = vc.claims_by_plan(pc)
+tips = "; ".join(f"{title}: {why}" for _, title, why in vc.CLAIM_ROWS)
+st.dataframe(claims, hide_index=True, width="stretch", height=35 * (len(claims) + 1) + 3,
+             column_config={"quantity": st.column_config.TextColumn("quantity", width=200, help=tips),
+                            **{str(p): st.column_config.TextColumn(str(p), width=105, alignment="right")
+                               for p in pc.index}})
+st.caption("\"paper\" rows are the paper's claims, \"measured\" rows are computed here on this matrix and "
+           "hardware; \"—\" where the paper makes no claim (the quantity's tooltip says more).")
 if "note" in pc:
     # the per-plan explanation is the point of this table: a list anyone can read, not a column off-screen
     st.subheader("Where and why they differ")
     st.markdown("\n".join(f"- **{name}**: {note}" for name, note in
                                                                    pc["note"].items() if isinstance(note, str) and note))
 st.caption("The paper's energy row (1.0 / 1.3 / 1.6 / 1.2 \"Watts\") contradicts its own text (\"20 % lower "
-           "energy\" for AKF, the energy (text) column); both are shown, neither is tuned to.")
+           "energy\" for AKF, the row \"energy — paper's text\"); both are shown, neither is tuned to.")
 with st.expander("All measured columns"):
     # on its side: one row per measured column, one column per plan (a dozen columns, 1465 px wide, with
     # kernel_mix last and off-screen at a 1440-px window); the export keeps one row per plan
     by_plan = vc.measured_by_plan(df)
-    plan_px = max(120, min(200, 760 // max(len(df.index), 1)))
+    plan_px = max(110, min(150, 600 // max(len(df.index), 1)))   # 772 px with 4 plans: the expander at 1280 px
     st.dataframe(by_plan, hide_index=True, width="stretch", height=35 * (len(by_plan) + 1) + 3,   # every row
                  column_config={"measured": st.column_config.TextColumn(
                                     "measured", width=170, help="The column's name in the export (CSV / Parquet)."),

@@ -21,7 +21,12 @@ params = sweep.SWEEP_PARAMETERS
 with st.expander("Sweepable parameters", expanded=False):
     st.dataframe(pd.DataFrame([{"name": p.name, "stage": p.stage, "range / choices":
                                 (", ".join(map(str, p.choices)) if p.choices else f"{p.low:g} … {p.high:g}"),
-                                "meaning": p.help} for p in params.values()]), hide_index=True, width="stretch")
+                                "meaning": p.help} for p in params.values()]), hide_index=True, width="stretch",
+                 row_height=56,   # 780 px, the meaning on two lines: 942 px on one (the expander at 1280: 784)
+                 column_config={"name": st.column_config.TextColumn("name", width=140),
+                                "stage": st.column_config.TextColumn("stage", width=80),
+                                "range / choices": st.column_config.TextColumn("range / choices", width=170),
+                                "meaning": st.column_config.TextColumn("meaning", width=388)})
 spec = S.widget(st.text_input, "Sweep (name=v1,v2;name=…)", "sweep",
                 help="Every combination is one point; e.g. tile=16,32;beta=0.1,1,10;rows=64,256.")
 LIMIT = 60
@@ -141,8 +146,11 @@ if df is None:
     big = (f" Grids over {AUTO_POINTS} points or {AUTO_PES:,} PEs, or matrices over {AUTO_NNZ:,} nonzeros, "
            "wait for the button."
            if grid is not None else "")
-    st.info("Press **Run sweep** to compute the grid above (each point runs analyze → select → simulate), "
-            "or load a sweep file." + big)
+    if grid is None:   # the button is disabled: the message above says what to fix
+        st.info("Correct the sweep above to enable **Run sweep**, or load a sweep file.")
+    elif not empty:
+        st.info("Press **Run sweep** to compute the grid above (each point runs analyze → select → simulate), "
+                "or load a sweep file." + big)
     st.stop()
 
 st.header(f"{len(df)} configuration{'' if len(df) == 1 else 's'} ({source})")
@@ -187,9 +195,9 @@ c1, c2, c3 = flex_row("dse_axes", (250, 250, 250))
 
 
 def _column_choice(col):
-    """A column as the select shows it: its title in the figure, and its name in the table."""
-    label = vd.column_label(col)
-    return label if label == col else f"{label} · {col}"
+    """A column as the select shows it: its title in the figure ("energy (µJ)"; the table's column,
+    in the export's unit, says which it is in its tooltip)."""
+    return vd.column_label(col)
 
 
 xcol = c1.selectbox("x axis", numeric, index=numeric.index("cycles") if "cycles" in numeric else 0, key="dse_x",
@@ -217,10 +225,17 @@ help_of = getattr(sweep, "COLUMN_HELP", {})
 # in parts of a few columns, each led by the swept settings and as wide as the page (24 columns in one
 # grid were 2607 px wide at a 1440-px window: kernel_mix and the baselines scrolled out of sight)
 sweep_parts = vd.table_parts(df, swept) or [("All columns", list(df.columns))]
-column_help = {c: st.column_config.Column(help=h) for c, h in help_of.items() if c in df}
+# energies stay in the export's pJ (the column names say so), as whole numbers with separators
+# ("9,160,443", not "9160442.96"); the tooltip names the figures' title in µJ
+column_help = {c: (st.column_config.NumberColumn(help=f"{h} In the figures: {vd.column_label(c)}.", format="localized")
+                   if c.endswith("energy_pj") else st.column_config.Column(help=h))
+               for c, h in help_of.items() if c in df}
 for tab, (_, cols) in zip(st.tabs([title for title, _ in sweep_parts]), sweep_parts):
     with tab:
-        st.dataframe(df[cols], hide_index=True, width="stretch", column_config=column_help)
+        shown = df[cols].copy()
+        for c in [c for c in cols if c.endswith("energy_pj")]:
+            shown[c] = shown[c].round()          # display only: the export keeps every digit
+        st.dataframe(shown, hide_index=True, width="stretch", column_config=column_help)
 S.export_buttons("Sweep", lambda: df, "sweep", "exp_sweep",
                   "one row per configuration: the swept parameters, AKF's measured columns and, with the baselines, "
                   "each baseline's cycles and energy and AKF's speedup / energy ratio against it")

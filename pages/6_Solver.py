@@ -93,10 +93,11 @@ with right:
                "iterations); non-persistent reloads everything from DRAM and pays a kernel launch each iteration.")
 st.dataframe(vs.npu_cost_table(res.npu), width="stretch",
              column_config={"cycles": st.column_config.NumberColumn(format="localized"),
-                            "cycles / iteration": st.column_config.NumberColumn(format="localized"),
+                            # means over the iterations, shown whole as the bars above show them (738, not 738.067)
+                            "cycles / iteration": st.column_config.NumberColumn(format="%.0f"),
                             "µs / iteration": st.column_config.NumberColumn(format="%.3f"),
                             "DRAM bytes": st.column_config.NumberColumn(format="localized"),
-                            "DRAM bytes / iteration": st.column_config.NumberColumn(format="localized"),
+                            "DRAM bytes / iteration": st.column_config.NumberColumn(format="%.0f"),
                             "energy (µJ)": st.column_config.NumberColumn(format="%.4g")})
 tol = res.iterations_to_tol
 st.caption(f"Kernels of the lossy plan: {', '.join(sorted(plan.kernel_counts.index))}. Residual below {res.tol:g}: "

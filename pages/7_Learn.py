@@ -139,7 +139,15 @@ with st.container(horizontal=True, gap="large", key="learn_bottom"):
 with st.expander(f"All {n_steps} steps"):
     st.dataframe(pd.DataFrame([{"#": k + 1, "kind": s.kind, "PE": s.pe, "start": s.start, "end": s.end,
                                 "tile": s.tile, "column": s.column, "what": s.text} for k, s in enumerate(tr.steps)]),
-                 hide_index=True, width="stretch")
+                 hide_index=True, width="stretch", row_height=56,   # 780 px, "what" on two lines (869 px on one)
+                 column_config={"#": st.column_config.NumberColumn("#", width=45),
+                                "kind": st.column_config.TextColumn("kind", width=80),
+                                "PE": st.column_config.NumberColumn("PE", width=55),
+                                "start": st.column_config.NumberColumn("start", width=65, help="cycle"),
+                                "end": st.column_config.NumberColumn("end", width=65, help="cycle"),
+                                "tile": st.column_config.NumberColumn("tile", width=55),
+                                "column": st.column_config.NumberColumn("column", width=65),
+                                "what": st.column_config.TextColumn("what", width=350)})
 ctr = pd.DataFrame({k: v for k, v in tr.counters.items()})
 ctr.index.name = "PE"
 with st.expander("Counters per PE (equal to akfviz.simulate on the same case)"):

@@ -107,6 +107,38 @@ def measure_text(value) -> str:
     return format_value(v)
 
 
+#: The rows of the "Measured vs claimed" table: a column of :func:`akfviz.compare.paper_comparison`,
+#: its title, and the title's tooltip.
+CLAIM_ROWS = (
+    ("speedup_measured", "speedup — measured", "Dense cycles ÷ this plan's cycles (same hardware)."),
+    ("speedup_claimed", "speedup — paper", "The paper's table: speedup over Dense."),
+    ("energy_rel_measured", "energy ÷ Dense — measured", "This plan's energy ÷ Dense's energy."),
+    ("energy_claimed_table", "energy — paper's table",
+     "The paper's table row, labelled \"Watts\" but read here as relative to Dense."),
+    ("energy_claimed_text", "energy — paper's text", "The paper's text: \"20 % lower energy\" for AKF, i.e. 0.8× Dense."),
+    ("error_pct_measured", "error % — measured", "100 · ‖A − Â‖_F / ‖A‖_F."),
+    ("error_pct_claimed", "error % — paper", "The paper's table: approximation error in %."),
+)
+
+
+def claims_by_plan(pc: pd.DataFrame) -> pd.DataFrame:
+    """:func:`akfviz.compare.paper_comparison` (one row per plan, seven columns of measured and
+    claimed values: 872 px, its last column cut off at a 1280-px window) on its side: one row per
+    quantity, measured and claimed next to each other, one text column per plan; a claim the paper
+    does not make is "—". The ``note`` column is for the page to write out.
+
+    >>> pc = pd.DataFrame({"speedup_measured": [1.0, 1.2916], "speedup_claimed": [1.0, 3.5]},
+    ...                   index=pd.Index(["Dense", "AKF"], name="plan"))
+    >>> claims_by_plan(pc).values.tolist()
+    [['speedup — measured', '1', '1.292'], ['speedup — paper', '1', '3.5']]
+    """
+    rows = [(col, title) for col, title, _ in CLAIM_ROWS if col in pc]
+    out = pd.DataFrame({"quantity": [title for _, title in rows]})
+    for plan in pc.index:
+        out[str(plan)] = ["—" if pd.isna(pc.at[plan, col]) else f"{pc.at[plan, col]:.4g}" for col, _ in rows]
+    return out
+
+
 def measured_by_plan(df: pd.DataFrame, leave_out=("kernel_mix",)) -> pd.DataFrame:
     """The comparison (one row per plan, a dozen measured columns: too wide for the page) on its
     side: one row per measured column, named in ``measured``, and one text column per plan.

@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 
 from .colors import VIRIDIS_ON_WHITE
 from .layout import empty_figure, styled
-from .tables import PAGE_PX_1440, grid_px
+from .tables import PAGE_PX_1280, grid_px
 
 
 #: Sweep columns where more is better (speedup over Dense, Block-sparse or Static-sparse); every
@@ -73,7 +73,7 @@ TABLE_PARTS = (
 )
 
 
-def table_parts(df, swept, limit_px: int = PAGE_PX_1440) -> list[tuple[str, list]]:
+def table_parts(df, swept, limit_px: int = PAGE_PX_1280) -> list[tuple[str, list]]:
     """The sweep's columns as :data:`TABLE_PARTS` (those ``df`` has), then its other columns (a
     loaded file's own) in a part "Other columns"; each part led by the ``swept`` columns and, where
     it would be wider than ``limit_px`` (:func:`akfviz.viz.tables.grid_px`), cut in two, "(1/2)",
@@ -254,7 +254,8 @@ def parallel_coordinates(df, columns: list, color: str, height: int = 400) -> go
             dims.append(dict(label=f"{label}<br>(constant)", values=vals, range=[v - pad, v + pad],
                              tickvals=[v], ticktext=[format_value(v)]))
         else:
-            dims.append(dict(label=label, values=vals))
+            # 4 significant digits at the axis ends and ticks ("1.292", not "1.29201")
+            dims.append(dict(label=label, values=vals, tickformat=".4~g"))
     colored = color in df and _numeric(df[color])
     fig = go.Figure(go.Parcoords(line=dict(color=column_values(df, color) if colored else None,
                                            colorscale=VIRIDIS_ON_WHITE, showscale=True,

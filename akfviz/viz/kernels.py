@@ -188,17 +188,29 @@ def fusion_trajectory(steps, cost, entropy, weights: dict | None = None, height:
                   1, 1, secondary_y=True)
     fig.update_yaxes(title_text="cost", row=1, col=1)
     # natural logarithm (fusion_weights: log w), so nats
-    fig.update_yaxes(title_text="entropy (nats)", row=1, col=1, secondary_y=True)
+    # round ticks from 0 (plotly synced them to the cost axis' grid: 1.708, 1.207, 0.705, 0.204), no grid
+    # of its own over the cost axis' grid
+    top = float(np.nanmax(entropy)) if np.size(entropy) and np.isfinite(np.nanmax(entropy)) else 1.0
+    fig.update_yaxes(title_text="entropy (nats)", row=1, col=1, secondary_y=True, tickmode="linear", tick0=0,
+                     dtick=0.5 if top > 1 else 0.25 if top > 0.4 else 0.1, range=[0, max(top, 0.1) * 1.05],
+                     showgrid=False)
     if weights:
         for name, w in weights.items():
             style = line_by_family(name, weights)
             marker = style.pop("marker", None)
             fig.add_trace(go.Scatter(x=steps, y=w, name=f"w[{name}]", line=style,
                                      mode="lines+markers" if marker else "lines", marker=marker), 2, 1)
+        # the winner named at the end of its line: two kernels of one family share a colour
+        last = {name: float(np.asarray(w, np.float64)[-1]) for name, w in weights.items() if np.size(w)}
+        if last:
+            win = max(last, key=last.get)
+            fig.add_annotation(x=steps[-1], y=last[win], text=f"<b>{win}</b>", showarrow=False, xanchor="right",
+                               yanchor="top" if last[win] > 0.8 else "bottom", font=dict(color=kernel_color(win)), row=2, col=1)
         fig.update_yaxes(title_text="mean weight", range=[0, 1.02], row=2, col=1)
     fig.update_xaxes(title_text="gradient step", row=n_rows, col=1)
+    # a right margin for the entropy axis' title (cut to "entropy (nats" in the default 20 px)
     return styled(fig, "Fusion-weight trajectory", height if not weights else height + 140,
-                  legend=dict(orientation="h", y=-0.18))
+                  legend=dict(orientation="h", y=-0.18), margin=dict(l=60, r=60, t=50, b=50))
 
 
 #: Most kernels whose mean fusion weight the trajectory figure draws.

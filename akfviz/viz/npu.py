@@ -69,7 +69,7 @@ def _utilization_title(u: np.ndarray, sr: int, sc: int, stretched: bool,
     notes += ["aspect stretched"] if stretched else []
     used = int(np.count_nonzero(u > 0))
     stats = (f"{used:,} of {u.size:,} PEs used ({_share(used, u.size)}), "
-             f"mean {float(u.mean()):.3g}, max {float(u.max()):.3f}")
+             f"mean utilisation {100 * float(u.mean()):.3g} %, max {100 * float(u.max()):.3g} %")
     lines = [f"PE utilisation — {u.shape[0]}×{u.shape[1]} grid"] + (["; ".join(notes)] if notes else []) + [stats]
     small = [f"<span style='font-size:12px'>{t}</span>" for t in lines[1:]]
     return "<br>".join(lines[:1] + small), len(lines)

@@ -44,6 +44,35 @@ def residual_caption(method: str) -> str:
             "approximation error stops further progress.")
 
 
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def log_ticks(lo: float, hi: float) -> tuple[list, list] | None:
+    """Ticks of a log axis over ``lo … hi`` (both > 0), every one labelled with its full value: 1, 2
+    and 5 times a power of ten when the range spans at most three decades, else the powers of ten
+    alone; labels such as ``0.2``, ``5`` or ``10⁻⁶``. None when fewer than two ticks fall in the range
+    (plotly's own ticks then). Plotly labels the minor ticks of a range under a decade with bare
+    digits ("2", "9 8 7 6 5 4 3 2", "10⁻¹"), which no one can read as values.
+
+    >>> log_ticks(0.15, 2.5)
+    ([0.2, 0.5, 1.0, 2.0], ['0.2', '0.5', '1', '2'])
+    >>> log_ticks(1e-9, 1.0)[1]
+    ['10⁻⁹', '10⁻⁸', '10⁻⁷', '10⁻⁶', '10⁻⁵', '10⁻⁴', '0.001', '0.01', '0.1', '1']
+    """
+    if not (0 < lo <= hi) or not np.isfinite(hi):
+        return None
+    k0, k1 = int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi)))
+    steps = (1, 2, 5) if k1 - k0 <= 3 else (1,)
+    marks = [(m, k) for k in range(k0, k1 + 1) for m in steps if lo <= float(f"{m}e{k}") <= hi]
+    if len(marks) < 2:
+        return None
+    vals = [float(f"{m}e{k}") for m, k in marks]
+    power = ["10" + str(k).translate(_SUPERSCRIPT) for _, k in marks]
+    text = [f"{v:g}" if 1e-3 <= v < 1e5 else (p if m == 1 else f"{m}×{p}")
+            for v, (m, _), p in zip(vals, marks, power)]
+    return vals, text
+
+
 def convergence(curves: dict, height: int = 380, ylabel: str = "relative residual ‖b − A x_k‖ / ‖b‖",
                 iterations=None) -> go.Figure:
     """Residual per iteration for several plans (log scale). ``curves``: name -> residual array.
@@ -59,7 +88,13 @@ def convergence(curves: dict, height: int = 380, ylabel: str = "relative residua
         x = np.arange(1, r.size + 1) if iterations is None else np.asarray(iterations)[:r.size]
         fig.add_trace(go.Scatter(x=x, y=r, mode="lines", name=name,
                                  line=dict(color=colors[i % len(colors)], dash="solid" if i == 0 else "dash")))
-    fig.update_yaxes(type="log", title=ylabel, exponentformat="power")
+    ys = np.concatenate([np.asarray(r, np.float64) for r in curves.values()])
+    ys = ys[np.isfinite(ys) & (ys > 0)]
+    ticks = log_ticks(ys.min(), ys.max()) if ys.size else None
+    if ticks:
+        fig.update_yaxes(type="log", title=ylabel, tickvals=ticks[0], ticktext=ticks[1])
+    else:
+        fig.update_yaxes(type="log", title=ylabel, exponentformat="power")
     fig.update_xaxes(title="iteration")
     return styled(fig, "Convergence: exact vs lossy plan", height,
                   legend=dict(orientation="h", y=1.1, x=1, xanchor="right"))

@@ -62,6 +62,8 @@ NAMED_PX = {"small": 75, "medium": 200, "large": 400}
 #: Width of the page's main column at a 1440-px window with the sidebar open (measured in
 #: Chromium), and inside an expander or a form there: a grid wider than this scrolls sideways.
 PAGE_PX_1440, EXPANDER_PX_1440 = 978, 944
+#: The same at a 1280-px window (a common laptop), the width the pages' tables are made to fit.
+PAGE_PX_1280, EXPANDER_PX_1280 = 818, 784
 
 
 def cell_text(value, fmt: str | None = None) -> str:

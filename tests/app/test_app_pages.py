@@ -591,11 +591,10 @@ def test_compare_shows_a_dash_where_the_paper_makes_no_claim(app):
     app.run()
     app.switch_page("pages/4_Compare.py").run()
     _ok(app)
-    table = app.dataframe[0].value
-    assert "energy_claimed_text" in table.columns
-    assert table.loc["BlockSparse", "energy_claimed_text"] == "—"
-    assert table.loc["AKF", "energy_claimed_text"] == "0.8"
-    assert "note" not in table.columns and not table.isna().any().any()
+    table = app.dataframe[0].value.set_index("quantity")         # one row per quantity, one column per plan
+    assert table.loc["energy — paper's text", "BlockSparse"] == "—"
+    assert table.loc["energy — paper's text", "AKF"] == "0.8"
+    assert "note" not in table.index and not table.isna().any().any()
     # the per-plan notes are a list under the table, not a column cut off at the page's edge
     assert any(h.value == "Where and why they differ" for h in app.subheader)      # a heading, not bold text
     notes = [m.value for m in app.markdown if m.value.startswith("- **")]

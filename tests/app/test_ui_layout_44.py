@@ -69,24 +69,29 @@ def test_the_width_estimate_follows_fixed_widths_contents_and_hidden_columns():
 
 # ---------------------------------------------------------------- 1: every column on screen at 1440 px
 @pytest.mark.parametrize("page", PAGES)
-def test_no_table_on_a_page_is_wider_than_the_page_at_1440_px(app, page):
+def test_no_table_on_a_page_is_wider_than_the_page_at_1280_px(app, page):
     """Before: the samples list (1736 px), Compare's two tables (991 and 1465 px), the energy editor
-    (1278 px) and the sweep (2607 px) scrolled sideways in a 978-px page."""
+    (1278 px) and the sweep (2607 px) scrolled sideways in a 978-px page (1440-px window). Forty-ninth
+    session, a 1280-px window (818 px; 784 in an expander): nine tables of 840–970 px did."""
     _open(app, page)
     for d in app.dataframe:
-        assert _width(d) <= vt.PAGE_PX_1440, (page, list(d.value.columns), _width(d))
+        assert _width(d) <= vt.PAGE_PX_1280, (page, list(d.value.columns), _width(d))
 
 
-def test_compare_claims_table_has_short_titles_explained_in_tooltips(app):
+def test_compare_claims_table_on_its_side_measured_next_to_claimed(app):
+    """Forty-ninth session: seven value columns (872 px) cut off the paper's error at a 1280-px
+    window; now one row per quantity, one column per plan."""
     _open(app, "pages/4_Compare.py")
-    claims = next(d for d in app.dataframe if "error_pct_claimed" in d.value.columns)
-    cfg, titles = _config(claims), _titles(claims)
-    assert titles["error_pct_claimed"] == "error % (paper)" and titles["speedup_measured"] == "speedup"
-    for c in claims.value.columns:
-        assert len(titles[c]) <= 16 and cfg[c].get("help") and isinstance(cfg[c].get("width"), int), c
-    assert _width(claims) <= vt.PAGE_PX_1440 - 60                     # the last column well inside
-    # the values are the measured and claimed ones, unchanged
-    assert claims.value.loc["AKF", "error_pct_claimed"] == "1.8"
+    claims = next(d for d in app.dataframe if "quantity" in d.value.columns)
+    t = claims.value
+    assert list(t.columns) == ["quantity", "Dense", "BlockSparse", "StaticSparse", "AKF"]
+    assert list(t["quantity"]) == [title for _, title, _ in vc.CLAIM_ROWS]
+    assert _config(claims)["quantity"].get("help")
+    assert _width(claims) <= vt.PAGE_PX_1280 - 100                    # the last column well inside
+    # the values are the measured and claimed ones, unchanged; "—" where the paper claims nothing
+    row = dict(zip(t["quantity"], t["AKF"]))
+    assert row["error % — paper"] == "1.8" and row["energy — paper's text"] == "0.8"
+    assert dict(zip(t["quantity"], t["BlockSparse"]))["energy — paper's text"] == "—"
 
 
 def test_compare_measured_columns_on_their_side_and_the_kernel_mix_in_words(app):
@@ -96,7 +101,7 @@ def test_compare_measured_columns_on_their_side_and_the_kernel_mix_in_words(app)
     assert list(t.columns) == ["measured", "Dense", "BlockSparse", "StaticSparse", "AKF"]
     cmp_mod = S.stage("compare")
     assert list(t["measured"]) == [c for c in cmp_mod.COLUMNS if c != "kernel_mix"]
-    assert _width(by_plan) <= vt.EXPANDER_PX_1440
+    assert _width(by_plan) <= vt.EXPANDER_PX_1280
     mix = next(m.value for m in app.markdown if m.value.startswith("**kernel_mix**"))
     for plan in ("Dense", "BlockSparse", "StaticSparse", "AKF"):
         assert f"- {plan}: " in mix
@@ -128,7 +133,7 @@ def test_design_space_table_is_in_parts_each_led_by_the_swept_settings(app):
     parts = [d for d in app.dataframe if "meaning" not in d.value.columns]
     assert len(parts) >= 4
     for d in parts:
-        assert list(d.value.columns[:2]) == ["tile", "beta"] and _width(d) <= vt.PAGE_PX_1440
+        assert list(d.value.columns[:2]) == ["tile", "beta"] and _width(d) <= vt.PAGE_PX_1280
     shown = set().union(*(d.value.columns for d in parts))
     assert {"kernel_mix", "speedup_vs_staticsparse", "energy_rel_vs_staticsparse", "static_kernel", "wall_s"} <= shown
     first = parts[0].value
@@ -154,7 +159,7 @@ def test_energy_editor_fits_and_each_row_is_written_out_in_full(app):
     order = list(ed.proto.column_order)
     assert order[:2] == ["action", "value"] and "source" in order and "grade" in order and "node" in order
     assert all(isinstance(cfg[c].get("width"), int) for c in order)
-    assert _width(ed) <= vt.EXPANDER_PX_1440
+    assert _width(ed) <= vt.EXPANDER_PX_1280
     listing = next(c.value for c in app.caption if c.value.startswith("What each action is"))
     for row in ed.value.itertuples():
         assert f"**{row.action}** ({row.description}): {row.source}" in listing
@@ -164,7 +169,7 @@ def test_samples_list_fits_and_names_every_source_and_licence(app):
     _open(app, "app.py")
     listing = S.stage("workloads.samples").list_samples()
     table = next(d for d in app.dataframe if "pruning" in d.value.columns)
-    assert list(table.value["name"]) == list(listing["name"]) and _width(table) <= vt.EXPANDER_PX_1440
+    assert list(table.value["name"]) == list(listing["name"]) and _width(table) <= vt.EXPANDER_PX_1280
     assert table.proto.row_height > 64                                   # long titles wrap, not cut
     sources = next(c.value for c in app.caption if c.value.startswith("Sources and licences"))
     for r in listing.itertuples():

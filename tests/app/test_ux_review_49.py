@@ -1,0 +1,145 @@
+"""Findings of the forty-ninth session's UX review at 1280 and 1024 px (docs/decisions.md,
+"Forty-ninth session"); the table widths at 1280 px are checked in test_ui_layout_44.py."""
+import json
+
+import numpy as np
+import pytest
+
+from akfviz.viz import dse as vd
+from akfviz.viz import kernels as vk
+from akfviz.viz import solver as vs
+
+
+def _ok(at):
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def _open(app, page, **query):
+    app.query_params.update(query)
+    app.run()
+    if page != "app.py":
+        app.switch_page(page).run()
+    return app
+
+
+# ---------------------------------------------------------------- charts
+@pytest.mark.parametrize("lo, hi, want", [
+    (0.08, 2.5, ["0.1", "0.2", "0.5", "1", "2"]),               # CG on the Solver page: under two decades
+    (3e-7, 0.9, ["10⁻⁶", "10⁻⁵", "10⁻⁴", "0.001", "0.01", "0.1"]),  # more than three: the powers alone
+    (2e-7, 3e-6, ["2×10⁻⁷", "5×10⁻⁷", "10⁻⁶", "2×10⁻⁶"]),
+])
+def test_log_ticks_label_every_tick_with_its_value(lo, hi, want):
+    vals, text = vs.log_ticks(lo, hi)
+    assert text == want
+    assert all(lo <= v <= hi for v in vals) and vals == sorted(vals)
+    assert [_label_value(t) for t in text] == pytest.approx(vals)        # each label is its tick's value
+
+
+_SUP = str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")
+
+
+def _label_value(text: str) -> float:
+    """'0.2' → 0.2, '10⁻⁶' → 1e-6, '2×10⁻⁷' → 2e-7."""
+    mant, _, power = text.rpartition("10") if text[-1] in "⁻⁰¹²³⁴⁵⁶⁷⁸⁹" else ("", "", "")
+    if not power:
+        return float(text)
+    return float(mant.rstrip("×") or 1) * 10.0 ** int(power.translate(_SUP))
+
+
+def test_log_ticks_leave_a_narrow_range_to_plotly():
+    assert vs.log_ticks(0.3, 0.45) is None and vs.log_ticks(0.0, 1.0) is None
+
+
+def test_the_convergence_chart_labels_minor_ticks_with_values():
+    """Before: a CG curve from 0.08 to 2.5 had the ticks "2", "1", "9 8 7 6 5 4 3 2", "10⁻¹"."""
+    fig = vs.convergence({"exact": np.geomspace(2.5, 0.08, 30), "lossy": np.geomspace(2.0, 0.1, 30)})
+    assert list(fig.layout.yaxis.ticktext) == ["0.1", "0.2", "0.5", "1", "2"]
+    assert fig.layout.yaxis.type == "log"
+
+
+def test_fusion_trajectory_entropy_ticks_are_round_and_the_winner_is_named():
+    steps = np.arange(60)
+    w = {"QUANT8": np.linspace(0.4, 0.0, 60), "QUANT8D": np.linspace(0.4, 1.0, 60), "CSC": np.linspace(0.2, 0, 60)}
+    fig = vk.fusion_trajectory(steps, np.linspace(3, 1, 60), np.linspace(2.1, 0.15, 60), w)
+    ax = fig.layout.yaxis2
+    assert ax.tickmode == "linear" and ax.tick0 == 0 and ax.dtick == 0.5    # 0, 0.5, 1, … (was 1.708, 1.207, …)
+    named = [a.text for a in fig.layout.annotations if "QUANT8" in (a.text or "")]
+    assert named == ["<b>QUANT8D</b>"]                # QUANT8 and QUANT8D share the family's colour
+
+
+def test_parallel_coordinates_round_their_axis_ends():
+    import pandas as pd
+    df = pd.DataFrame({"cycles": [1292.01, 1178.13], "energy_pj": [6.42891e6, 9.16044e6], "error_pct": [0.1, 0.4]})
+    fig = vd.parallel_coordinates(df, ["cycles", "energy_pj", "error_pct"], "energy_pj")
+    assert all(d.tickformat == ".4~g" for d in fig.data[0].dimensions)
+
+
+# ---------------------------------------------------------------- pages
+def test_kernels_why_table_puts_the_answer_first(app):
+    _open(app, "pages/2_Kernels.py")
+    _ok(app)
+    why = next(d for d in app.dataframe if "chosen" in d.value.columns)
+    assert list(why.proto.column_order)[:4] == ["kernel", "chosen", "rank", "C"]
+    assert set(why.proto.column_order) == set(why.value.columns)         # nothing hidden
+    label = next(m.label for m in app.metric if "÷ Dense" in m.label)
+    assert label.startswith("kernel-only ") and "estimate" in label
+
+
+def test_design_space_does_not_ask_to_press_a_disabled_button(app):
+    _open(app, "pages/5_Design_space.py", sweep="tile=16,abc;beta=2")
+    assert not app.exception
+    assert any("abc" in e.value for e in app.error)
+    assert not any("Press **Run sweep**" in i.value for i in app.info)
+    assert any("Correct the sweep above" in i.value for i in app.info)
+    assert next(b for b in app.button if b.label == "Run sweep").disabled
+
+
+def test_design_space_axis_choices_are_titles_only(app):
+    _open(app, "pages/5_Design_space.py")
+    _ok(app)
+    colour = app.selectbox(key="dse_c")
+    assert colour.value == "energy_pj"
+    shown = colour.proto.options[colour.proto.default]
+    assert shown == "energy (µJ)", shown                   # was "energy (µJ) · energy_pj"
+
+
+def test_sidebar_preset_reads_modified_while_the_npu_page_changes_apply(app):
+    _open(app, "app.py")
+    box = app.sidebar.selectbox(key="w:preset")
+    assert not any("(modified)" in o for o in box.proto.options)
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import APP
+    app = _open(AppTest.from_file(APP, default_timeout=600), "app.py", hw_rows="64", hw_cols="64")
+    _ok(app)
+    box = app.sidebar.selectbox(key="w:preset")
+    chosen = box.proto.options[box.proto.default]
+    assert chosen == f"{box.value} (modified)"
+    assert sum("(modified)" in o for o in box.proto.options) == 1          # the chosen one only
+    assert any("Changed on the NPU page" in c.value for c in app.sidebar.caption)
+
+
+def test_npu_page_utilisation_in_percent_and_pe_counters_in_tabs(app):
+    _open(app, "pages/3_NPU.py")
+    _ok(app)
+    util = next(m for m in app.metric if m.label == "mean utilisation")
+    assert util.value.endswith(" %")
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in app.get("plotly_chart")]
+    heat = next(t for t in titles if t.startswith("PE utilisation"))
+    assert f"mean utilisation {util.value}" in heat, heat          # the same number, the same unit
+    pe_tables = [d for d in app.dataframe if list(d.value.columns[:3]) == ["pe", "row", "col"]]
+    assert len(pe_tables) == 3
+    shown = set().union(*(set(d.value.columns) for d in pe_tables))
+    assert {"busy", "idle", "utilization", "events", "macs_fp32", "sram_bytes", "dram_bytes", "flit_hops"} <= shown
+    busy = pe_tables[0].value["busy"].to_numpy()
+    assert (np.diff(busy) <= 0).all()                                        # busiest first
+
+
+def test_solver_per_iteration_columns_are_whole(app):
+    _open(app, "pages/6_Solver.py")
+    _ok(app)
+    cost = next(d for d in app.dataframe if "cycles / iteration" in d.value.columns)
+    cfg = json.loads(cost.proto.columns)
+    assert cfg["cycles / iteration"]["type_config"]["format"] == "%.0f"
+    assert cfg["DRAM bytes / iteration"]["type_config"]["format"] == "%.0f"
