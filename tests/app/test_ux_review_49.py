@@ -1,13 +1,18 @@
 """Findings of the forty-ninth session's UX review at 1280 and 1024 px (docs/decisions.md,
 "Forty-ninth session"); the table widths at 1280 px are checked in test_ui_layout_44.py."""
 import json
+import pathlib
 
 import numpy as np
 import pytest
 
+from streamlit.testing.v1 import AppTest
+
 from akfviz.viz import dse as vd
 from akfviz.viz import kernels as vk
 from akfviz.viz import solver as vs
+
+APP = str(pathlib.Path(__file__).resolve().parents[2] / "app.py")   # (not from conftest: several test dirs have one)
 
 
 def _ok(at):
@@ -108,9 +113,6 @@ def test_sidebar_preset_reads_modified_while_the_npu_page_changes_apply(app):
     _open(app, "app.py")
     box = app.sidebar.selectbox(key="w:preset")
     assert not any("(modified)" in o for o in box.proto.options)
-    from streamlit.testing.v1 import AppTest
-
-    from conftest import APP
     app = _open(AppTest.from_file(APP, default_timeout=600), "app.py", hw_rows="64", hw_cols="64")
     _ok(app)
     box = app.sidebar.selectbox(key="w:preset")
