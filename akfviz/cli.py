@@ -275,7 +275,6 @@ def _any_case(names):
     spaces (``TILE`` → ``tile``); other text is left for argparse's own "invalid choice" message."""
     def convert(text: str) -> str:
         return choice(text, names) or text
-    convert.__name__ = "choice"
     return convert
 
 
