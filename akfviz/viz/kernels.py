@@ -190,7 +190,9 @@ def fusion_trajectory(steps, cost, entropy, weights: dict | None = None, height:
     # natural logarithm (fusion_weights: log w), so nats
     # round ticks from 0 (plotly synced them to the cost axis' grid: 1.708, 1.207, 0.705, 0.204), no grid
     # of its own over the cost axis' grid
-    top = float(np.nanmax(entropy)) if np.size(entropy) and np.isfinite(np.nanmax(entropy)) else 1.0
+    ent = np.asarray(entropy, np.float64)
+    ent = ent[np.isfinite(ent)]
+    top = float(ent.max()) if ent.size else 1.0
     fig.update_yaxes(title_text="entropy (nats)", row=1, col=1, secondary_y=True, tickmode="linear", tick0=0,
                      dtick=0.5 if top > 1 else 0.25 if top > 0.4 else 0.1, range=[0, max(top, 0.1) * 1.05],
                      showgrid=False)

@@ -84,3 +84,45 @@ def test_a_bundle_loaded_on_any_page_reads_as_applied(app, page):
     app.run()
     _ok(app)
     assert _applied(app) and not _changed(app), page
+
+
+def test_a_second_bundle_reads_as_applied(app):
+    """Each bundle takes its own stamp (mutation probe: without forgetting the first one's, the
+    second read as "Settings have changed since other.json was applied")."""
+    app.run()
+    _load(app, tile=48)
+    app.run()
+    app.sidebar.file_uploader(key="bundle_upload").set_value(("other.json", _bundle(24), "application/json")).run()
+    app.run()
+    _ok(app)
+    assert app.slider(key="w:tile").value == 24
+    assert _applied(app) and not _changed(app)
+
+
+def test_the_changed_caption_names_the_file(app):
+    app.run()
+    _load(app, tile=40)
+    app.slider(key="w:tile").set_value(16).run()
+    assert any(CHANGED in c.value and "run.json" in c.value for c in app.caption)
+
+
+@pytest.fixture
+def session(monkeypatch):
+    """app_state's st.session_state as a plain dict."""
+    import types
+
+    ss = {}
+    monkeypatch.setattr(S, "st", types.SimpleNamespace(session_state=ss))
+    return ss
+
+
+def test_an_edited_energy_table_is_a_changed_setting(session):
+    """The stamp holds the energy table: editing it after a bundle is a change of its settings."""
+    from akfviz.npu.energy import EnergyTable
+
+    one = S.settings_stamp(with_workload=False)
+    table = EnergyTable.preset("horowitz-45nm")
+    S.set_energy_override(table.replace(dram=table["dram"] * 2), "horowitz-45nm")
+    assert S.settings_stamp(with_workload=False) != one
+    S.clear_energy_override()
+    assert S.settings_stamp(with_workload=False) == one

@@ -145,3 +145,69 @@ def test_solver_per_iteration_columns_are_whole(app):
     cfg = json.loads(cost.proto.columns)
     assert cfg["cycles / iteration"]["type_config"]["format"] == "%.0f"
     assert cfg["DRAM bytes / iteration"]["type_config"]["format"] == "%.0f"
+
+
+# ---------------------------------------------------------------- edges the mutation probe found untested
+def test_log_ticks_edges():
+    assert vs.log_ticks(0.15, 0.3) is None                       # one tick in range: plotly's own
+    # plain numbers below 10⁵, powers of ten from it
+    assert vs.log_ticks(1, 1e6)[1] == ["1", "10", "100", "1000", "10000", "10⁵", "10⁶"]
+
+
+def test_convergence_keeps_a_log_axis_and_ignores_an_exact_zero():
+    fig = vs.convergence({"a": np.linspace(0.45, 0.3, 10)})             # under one tick: plotly's ticks
+    assert fig.layout.yaxis.type == "log" and fig.layout.yaxis.ticktext is None
+    fig = vs.convergence({"cg": np.r_[np.geomspace(2.5, 0.08, 29), 0.0]})   # converged to exactly 0
+    assert list(fig.layout.yaxis.ticktext) == ["0.1", "0.2", "0.5", "1", "2"]
+
+
+@pytest.mark.parametrize("top, dtick", [(2.1, 0.5), (0.9, 0.25), (0.3, 0.1)])
+def test_entropy_ticks_follow_its_range(top, dtick):
+    fig = vk.fusion_trajectory(np.arange(10), np.ones(10), np.linspace(top, 0.0, 10))
+    assert fig.layout.yaxis2.dtick == dtick and fig.layout.yaxis2.range[0] == 0
+    assert fig.layout.yaxis2.range[1] == pytest.approx(max(top, 0.1) * 1.05)
+
+
+def test_fusion_trajectory_without_steps_or_entropy_draws_without_error():
+    vk.fusion_trajectory(np.array([]), np.array([]), np.array([]), {"CSC": np.array([])})
+    fig = vk.fusion_trajectory(np.arange(3), np.ones(3), np.full(3, np.nan), {"CSC": np.array([])})
+    assert fig.layout.yaxis2.range[0] == 0
+
+
+def test_heatmap_title_gives_mean_and_max_utilisation_in_percent():
+    from akfviz.viz import npu as vn
+
+    title, _ = vn._utilization_title(np.array([[0.5, 0.0]]), 1, 1, False)
+    assert "mean utilisation 25 %" in title and "max 50 %" in title
+
+
+def test_sweep_scheduler_any_case_still_runs_point_by_point():
+    """``scheduler="LOCAL"`` is the local scheduler (progress after each point), not dask."""
+    import importlib
+
+    import akfviz
+    dse = importlib.import_module("akfviz.dse")
+    calls = []
+    dse.run_sweep(akfviz.generate("uniform", n=64, seed=0), {"alpha": [1.0, 2.0]}, scheduler="LOCAL",
+                  base={"tile": 16}, progress=lambda done, total, point: calls.append(done))
+    assert calls == [1, 2]
+
+
+def test_design_space_with_an_empty_matrix_does_not_ask_to_press_run(app):
+    _open(app, "pages/5_Design_space.py", src="gen", gen="uniform", g_density="0", g_n="500")
+    assert not app.exception
+    assert any("no nonzeros" in i.value for i in app.info)
+    assert not any("Press **Run sweep**" in i.value for i in app.info)
+
+
+def test_design_space_table_energies_whole_and_localized(app):
+    _open(app, "pages/5_Design_space.py")
+    _ok(app)
+    parts = [d for d in app.dataframe if any(c.endswith("energy_pj") for c in d.value.columns)]
+    assert {"energy_pj", "dense_energy_pj", "staticsparse_energy_pj"} <= set().union(*(d.value.columns for d in parts))
+    for d in parts:
+        cfg = json.loads(d.proto.columns)
+        for c in [c for c in d.value.columns if c.endswith("energy_pj")]:
+            assert (d.value[c].dropna() % 1 == 0).all(), c
+            assert cfg[c]["type_config"]["format"] == "localized", c
+            assert "µJ" in cfg[c]["help"], c

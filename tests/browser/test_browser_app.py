@@ -301,3 +301,27 @@ def test_energy_table_edit_sticks_and_reset_undoes_it(server, page):
     wait_idle(page)
     assert "edited energy table" not in sidebar.inner_text()
     assert energy.inner_text() == before
+
+
+_GRIDS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stDataFrame"] .dvn-scroller'))
+  .filter(e => e.clientWidth > 0).map(e => [e.scrollWidth, e.clientWidth])"""
+_CONTENT_WIDTH_JS = """() => { const e = document.querySelector('[data-testid="stMainBlockContainer"]');
+  const s = getComputedStyle(e); return e.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight); }"""
+
+
+@pytest.mark.parametrize("path", ["Compare", "Kernels", "Solver", "Design_space"])
+def test_no_table_scrolls_sideways_at_1280_px(server, page, path):
+    """Forty-ninth session: at a 1280-px window Compare's claims table hid the paper's error, and
+    the Kernels page's explanation its last columns. The grid's scroller is as wide as its content
+    when nothing is cut off. The AppTest width checks use ``PAGE_PX_1280``, which this measures."""
+    from akfviz.viz.tables import PAGE_PX_1280
+
+    page.set_viewport_size({"width": 1280, "height": 900})
+    try:
+        open_page(page, server, path, "sweep=beta%3D1,100" if path == "Design_space" else "")
+        assert abs(page.evaluate(_CONTENT_WIDTH_JS) - (PAGE_PX_1280 + 2)) <= 4
+        grids = page.evaluate(_GRIDS_JS)
+        assert grids, "no table drawn"
+        assert all(scroll <= client + 1 for scroll, client in grids), grids
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 900})
