@@ -1,4 +1,5 @@
-"""Helpers shared by AppTest files: walk the element tree to a keyed container; decode a chart's arrays."""
+"""Helpers shared by AppTest files: walk the element tree to a keyed container; decode a chart's arrays;
+check a run; open a page."""
 import base64
 
 import numpy as np
@@ -25,3 +26,19 @@ def typed_array(value) -> np.ndarray:
         return np.asarray(value)
     arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
     return arr.reshape([int(k) for k in str(value["shape"]).split(",")]) if "shape" in value else arr
+
+
+def ok(at):
+    """No exception and no error shown in the last run of ``at``."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def open_page(app, page, **query):
+    """Run ``app`` with ``query`` in its URL, then switch to ``page`` (a path such as
+    ``pages/4_Compare.py``; ``app.py`` stays on the Matrix page)."""
+    app.query_params.update(query)
+    app.run()
+    if page != "app.py":
+        app.switch_page(page).run()
+    return app

@@ -12,3 +12,15 @@ def app():
     from streamlit.testing.v1 import AppTest
 
     return AppTest.from_file(APP, default_timeout=600)
+
+
+@pytest.fixture
+def session(monkeypatch):
+    """app_state's st.session_state as a plain dict (its functions use nothing else of st)."""
+    import types
+
+    from akfviz import app_state as S
+
+    ss = {}
+    monkeypatch.setattr(S, "st", types.SimpleNamespace(session_state=ss))
+    return ss

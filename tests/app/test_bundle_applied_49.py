@@ -106,16 +106,6 @@ def test_the_changed_caption_names_the_file(app):
     assert any(CHANGED in c.value and "run.json" in c.value for c in app.caption)
 
 
-@pytest.fixture
-def session(monkeypatch):
-    """app_state's st.session_state as a plain dict."""
-    import types
-
-    ss = {}
-    monkeypatch.setattr(S, "st", types.SimpleNamespace(session_state=ss))
-    return ss
-
-
 def test_an_edited_energy_table_is_a_changed_setting(session):
     """The stamp holds the energy table: editing it after a bundle is a change of its settings."""
     from akfviz.npu.energy import EnergyTable

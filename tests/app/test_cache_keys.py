@@ -185,17 +185,7 @@ def test_generating_with_another_seed_gives_another_matrix(app):
     assert digests[0] != digests[1]
 
 
-# --------------------------------------------------------------------------- session state (a plain dict)
-@pytest.fixture
-def session(monkeypatch):
-    """app_state's st.session_state as a plain dict (these functions use nothing else of st)."""
-    import types
-
-    ss = {}
-    monkeypatch.setattr(S, "st", types.SimpleNamespace(session_state=ss))
-    return ss
-
-
+# ------------------------------------------------ session state (a plain dict: the `session` fixture of conftest.py)
 def test_a_bundle_gives_each_setting_its_own_type(session):
     import json
 

@@ -17,20 +17,15 @@ from akfviz.viz import compare as vc
 from akfviz.viz import dse as vd
 from akfviz.viz import tables as vt
 
+from apptest_tree import ok as _ok
+from apptest_tree import open_page
+
 PAGES = ["app.py", "pages/1_Patterns.py", "pages/2_Kernels.py", "pages/3_NPU.py", "pages/4_Compare.py",
          "pages/5_Design_space.py", "pages/6_Solver.py", "pages/7_Learn.py"]
 
 
-def _ok(at):
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
 def _open(app, page, **query):
-    app.query_params.update(query)
-    app.run()
-    if page != "app.py":
-        app.switch_page(page).run()
+    open_page(app, page, **query)
     _ok(app)
     return app
 

@@ -12,20 +12,12 @@ from akfviz.viz import dse as vd
 from akfviz.viz import kernels as vk
 from akfviz.viz import solver as vs
 
+from apptest_tree import ok as _ok
+from apptest_tree import open_page as _open
+
 APP = str(pathlib.Path(__file__).resolve().parents[2] / "app.py")   # (not from conftest: several test dirs have one)
 
 
-def _ok(at):
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
-def _open(app, page, **query):
-    app.query_params.update(query)
-    app.run()
-    if page != "app.py":
-        app.switch_page(page).run()
-    return app
 
 
 # ---------------------------------------------------------------- charts
