@@ -273,7 +273,9 @@ chk = S.cpu_check_cached(pkey, plan, wl.A)
 cc = metric_row(3)
 cc[0].metric("‖plan.matvec(x) − Â x‖ / ‖Â x‖", f"{chk['vs_approx']:.2e}",
              help="The fused numba executor against scipy on the plan's own approximation (rounding only).")
-cc[1].metric("output error ‖(A − Â) x‖ / ‖A x‖", f"{100 * chk['output_error']:.3g} %")
+cc[1].metric("output error ‖(A − Â) x‖ / ‖A x‖", f"{100 * chk['output_error']:.3g} %",
+             help="On the dense x below. Compare's output_error_pct multiplies the NPU page's x (a share ρ_x "
+                  "of it nonzero), so the two differ when ρ_x < 1.")
 cc[2].metric("max |y − A x| (exact A)", f"{chk['max_abs']:.3g}",
              help="The largest entry-wise difference between plan.matvec(x) and scipy's A @ x on the exact "
                   "matrix: what the lossy kernels change in y (0 up to rounding for an exact plan).")

@@ -81,6 +81,10 @@ def fixed_settings() -> str:
                 else f", {hw.rows} PE rows" if "rows" not in swept_names else "")
     sram_txt = "" if "sram_bytes_per_pe" in swept_names else f", {hw.sram_bytes_per_pe:,} B SRAM per PE"
     parts.append(f"hardware {hw.preset}{grid_txt}{sram_txt}")
+    lsh_now = S.lsh_tuple()
+    if lsh_now != tuple(S.FIELDS[k].default for k in ("lsh_k", "lsh_b", "lsh_g", "lsh_seed")):
+        k, b, g, sd = lsh_now   # changed on the Patterns page: the clusters, so cluster-mode plans, follow it
+        parts.append(f"LSH {k} hashes, {b} bands, {g}×{g} grid, seed {sd} (Patterns page)")
     if baselines:
         parts.append(f"Static-sparse kernel {static} (Compare page)")
     return "; ".join(parts)
@@ -101,7 +105,9 @@ if grid is not None:
                 "instead, or switch the Kernels page to weights.")
 
 store = st.session_state.setdefault("_akf_sweeps", {})
-key = f"{wl.digest}|{spec}|{hwk}|{sorted(base.items())}|{baselines}|{static if baselines else ''}"
+lsh_k, lsh_b, lsh_g, lsh_seed = S.lsh_tuple()   # the Patterns page's LSH: the analysis every point selects on
+lsh = dict(num_hashes=lsh_k, bands=lsh_b, grid=lsh_g, seed=lsh_seed)
+key = f"{wl.digest}|{spec}|{hwk}|{sorted(base.items())}|{baselines}|{static if baselines else ''}|{S.lsh_tuple()}"
 c1, c2 = st.columns([1, 3])
 empty = wl.A.nnz == 0   # nothing to select or simulate: every page says so, and so does this one
 run = c1.button("Run sweep", type="primary", disabled=grid is None or empty)
@@ -125,7 +131,7 @@ if (run or auto) and grid is not None and not empty:
         bar.progress(done / total, text=f"Point {done} / {total}: {point}")
 
     try:
-        store[key] = sweep.run_sweep(wl.A, grid, base=base, hw=hw, progress=progress, max_points=LIMIT,
+        store[key] = sweep.run_sweep(wl.A, grid, base=base, hw=hw, progress=progress, max_points=LIMIT, lsh=lsh,
                                      baselines=baselines, static_kernel=static)
     except (InputError, ValueError) as exc:
         S.show_error(exc)

@@ -60,7 +60,8 @@ S.record_result("solver", {"operator": label, "method": method, "iterations": in
 m = metric_row(5)
 m[0].metric("operator size", f"{A.shape[0]:,}²", help=f"{label}: {A.shape[0]:,}×{A.shape[1]:,}, nnz {A.nnz:,}")
 m[1].metric("plan's relative error", f"{100 * res.relative_error:.3g} %",
-            help="‖A − Â‖_F / ‖A‖_F of the lossy plan (akf-spec §5).")
+            help="‖A − Â‖_F / ‖A‖_F of the lossy plan (akf-spec §5), chosen within ε and priced for a dense x "
+                 "(ρ_x = 1): the iterates x_k are dense.")
 if res.exact_diverges:   # two diverged iterates: their difference says nothing about the plan
     m[4].metric("answer's error", "n/a: diverges",
                 help=f"{vs.METHOD_NAMES.get(method, method).capitalize()} diverges on this matrix with the exact A too (see the note "
@@ -72,6 +73,10 @@ else:
                 help="‖x_Â − x_A‖ / ‖x_A‖: how far the lossy plan's last iterate is from the exact run's after "
                      "the same iterations" + (" (eigenvector sign matched)" if method == "power" else "")
                      + ". A small operator error can give a large answer error when A is ill-conditioned.")
+if float(S.get("xdens")) != 1.0:
+    st.caption(f"This plan is selected and simulated for a dense x (ρ_x = 1): every iterate x_k is dense. The "
+               f"Kernels, NPU and Compare pages price theirs at the NPU page's ρ_x = {float(S.get('xdens')):g}, "
+               "so with the same budget their plan, its error and its kernels can differ from this one.")
 m[2].metric("persistent: cycles / iteration", f"{res.npu.loc['persistent', 'cycles_per_iteration']:,.0f}")
 m[3].metric("non-persistent: cycles / iteration", f"{res.npu.loc['non-persistent', 'cycles_per_iteration']:,.0f}")
 for note in res.notes:

@@ -575,6 +575,7 @@ def run_sweep(
     max_points: int = 400,
     baselines: bool = False,
     static_kernel: str = "CSC",
+    lsh=None,
 ) -> pd.DataFrame:
     """Run the AKF pipeline at every point of a parameter grid.
 
@@ -599,6 +600,9 @@ def run_sweep(
         Seed for the input vector and the annealing placement (same seed, same table).
     scheduler : {"local", "dask"}
         Run points in order, or as Dask delayed tasks on the local threaded scheduler.
+    lsh : None, LSHConfig or dict
+        The LSH settings of every point's analysis, as :func:`akfviz.analyze` takes them (default
+        ``LSHConfig()``). In cluster mode they decide the clusters, hence the plan.
     progress : callable(done, total, point), optional
         Called after each point (local scheduler) — the app's progress bar.
     max_points : int ≥ 1
@@ -625,6 +629,7 @@ def run_sweep(
     InputError
         A bad argument, grid, base value or hardware value (before any point runs).
     """
+    from ..analysis.lsh import LSHConfig
     from ..analysis.pattern import analyze
     from ..compare import kernel_mix_of
     from ..compare import compare as compare_plans
@@ -637,6 +642,7 @@ def run_sweep(
         grid, base=base, hw=hw, seed=seed, scheduler=scheduler, progress=progress,
         max_points=max_points, baselines=baselines, static_kernel=static_kernel)
     baselines = static is not None
+    lsh_cfg = LSHConfig.from_any(lsh)    # checked before the first point, as every other argument
     A = as_csr(A)
 
     analyses: dict = {}
@@ -652,7 +658,7 @@ def run_sweep(
 
     def get_pa(tile):
         if tile not in analyses:
-            analyses[tile] = analyze(A, tile=tile)
+            analyses[tile] = analyze(A, tile=tile, lsh=lsh_cfg)
         return analyses[tile]
 
     def get_hw(hw_changes):
