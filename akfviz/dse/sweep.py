@@ -600,9 +600,6 @@ def run_sweep(
         Seed for the input vector and the annealing placement (same seed, same table).
     scheduler : {"local", "dask"}
         Run points in order, or as Dask delayed tasks on the local threaded scheduler.
-    lsh : None, LSHConfig or dict
-        The LSH settings of every point's analysis, as :func:`akfviz.analyze` takes them (default
-        ``LSHConfig()``). In cluster mode they decide the clusters, hence the plan.
     progress : callable(done, total, point), optional
         Called after each point (local scheduler) — the app's progress bar.
     max_points : int ≥ 1
@@ -614,6 +611,9 @@ def run_sweep(
         size (≈ 0.1–0.3 s each on the app's samples); the app turns it on.
     static_kernel : str
         Kernel of the Static-sparse baseline (as ``compare(static_kernel=…)``).
+    lsh : None, LSHConfig or dict
+        The LSH settings of every point's analysis, as :func:`akfviz.analyze` takes them (default
+        ``LSHConfig()``). In cluster mode they decide the clusters, hence the plan.
 
     Returns
     -------
