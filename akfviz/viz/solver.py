@@ -50,20 +50,24 @@ _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 def log_ticks(lo: float, hi: float) -> tuple[list, list] | None:
     """Ticks of a log axis over ``lo … hi`` (both > 0), every one labelled with its full value: 1, 2
     and 5 times a power of ten when the range spans at most three decades, else the powers of ten
-    alone; labels such as ``0.2``, ``5`` or ``10⁻⁶``. None when fewer than two ticks fall in the range
+    alone (every second, third … power beyond eight decades); labels such as ``0.2``, ``5`` or ``10⁻⁶``.
+    None when fewer than two ticks fall in the range
     (plotly's own ticks then). Plotly labels the minor ticks of a range under a decade with bare
     digits ("2", "9 8 7 6 5 4 3 2", "10⁻¹"), which no one can read as values.
 
     >>> log_ticks(0.15, 2.5)
     ([0.2, 0.5, 1.0, 2.0], ['0.2', '0.5', '1', '2'])
-    >>> log_ticks(1e-9, 1.0)[1]
-    ['10⁻⁹', '10⁻⁸', '10⁻⁷', '10⁻⁶', '10⁻⁵', '10⁻⁴', '0.001', '0.01', '0.1', '1']
+    >>> log_ticks(1e-8, 1.0)[1]
+    ['10⁻⁸', '10⁻⁷', '10⁻⁶', '10⁻⁵', '10⁻⁴', '0.001', '0.01', '0.1', '1']
+    >>> log_ticks(1e-16, 1.0)[1]
+    ['10⁻¹⁶', '10⁻¹⁴', '10⁻¹²', '10⁻¹⁰', '10⁻⁸', '10⁻⁶', '10⁻⁴', '0.01', '1']
     """
     if not (0 < lo <= hi) or not np.isfinite(hi):
         return None
     k0, k1 = int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi)))
     steps = (1, 2, 5) if k1 - k0 <= 3 else (1,)
-    marks = [(m, k) for k in range(k0, k1 + 1) for m in steps if lo <= float(f"{m}e{k}") <= hi]
+    every = -(-(k1 - k0) // 8)     # at most about eight powers of ten (a residual of 1e-16 spans 17)
+    marks = [(m, k) for k in range(k0, k1 + 1) if k % every == 0 for m in steps if lo <= float(f"{m}e{k}") <= hi]
     if len(marks) < 2:
         return None
     vals = [float(f"{m}e{k}") for m, k in marks]

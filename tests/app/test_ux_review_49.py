@@ -144,6 +144,10 @@ def test_log_ticks_edges():
     assert vs.log_ticks(0.15, 0.3) is None                       # one tick in range: plotly's own
     # plain numbers below 10⁵, powers of ten from it
     assert vs.log_ticks(1, 1e6)[1] == ["1", "10", "100", "1000", "10000", "10⁵", "10⁶"]
+    # a residual down to machine precision: every second power, not seventeen crowded labels
+    vals, text = vs.log_ticks(2e-16, 1.0)
+    assert len(text) <= 9 and text[-1] == "1" and text[0] == "10⁻¹⁴"
+    assert [_label_value(t) for t in text] == pytest.approx(vals)
 
 
 def test_convergence_keeps_a_log_axis_and_ignores_an_exact_zero():
