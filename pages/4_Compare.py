@@ -51,12 +51,12 @@ st.caption("How to read this: bars = measured here, value past the end; red diam
 st.header("Measured vs claimed")
 pc = cmp_mod.paper_comparison(df)
 # on its side, measured next to claimed: one column per plan (seven columns of values were 872 px wide
-# and cut off the paper's error at a 1280-px window)
+# and cut off the paper's error at a 1280-px window); 561 px, so whole at 1024 px too (564 px of page)
 claims = vc.claims_by_plan(pc)
 tips = "; ".join(f"{title}: {why}" for _, title, why in vc.CLAIM_ROWS)
 st.dataframe(claims, hide_index=True, width="stretch", height=35 * (len(claims) + 1) + 3,
-             column_config={"quantity": st.column_config.TextColumn("quantity", width=200, help=tips),
-                            **{str(p): st.column_config.TextColumn(str(p), width=105, alignment="right")
+             column_config={"quantity": st.column_config.TextColumn("quantity", width=175, help=tips),
+                            **{str(p): st.column_config.TextColumn(str(p), width=96, alignment="right")
                                for p in pc.index}})
 st.caption("\"paper\" rows are the paper's claims, \"measured\" rows are computed here on this matrix and "
            "hardware; \"—\" where the paper makes no claim (the quantity's tooltip says more).")

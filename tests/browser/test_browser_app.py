@@ -325,3 +325,15 @@ def test_no_table_scrolls_sideways_at_1280_px(server, page, path):
         assert all(scroll <= client + 1 for scroll, client in grids), grids
     finally:
         page.set_viewport_size({"width": 1400, "height": 900})
+
+
+def test_compare_claims_table_is_whole_at_1024_px(server, page):
+    """The table that sets the measured values beside the paper's claims fits a 1024-px window too
+    (564 px of page); the page's other tables may scroll there."""
+    page.set_viewport_size({"width": 1024, "height": 900})
+    try:
+        open_page(page, server, "Compare")
+        grids = page.evaluate(_GRIDS_JS)
+        assert grids and grids[0][0] <= grids[0][1] + 1, grids        # the first grid: the claims
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 900})
