@@ -165,6 +165,8 @@ def log_ticks(lo: float, hi: float) -> list:
 
     When fewer than two 1-2-5 steps fall inside (a narrow range, e.g. densities 0.06–0.15),
     the ends ``lo`` and ``hi`` are added, so a colour bar always reads from one end to the other.
+    More than eight steps keep the decades alone, and more than eight decades every second,
+    third … decade.
     """
     out = []
     for k in range(int(np.floor(lo)) - 1, int(np.ceil(hi)) + 1):
@@ -174,6 +176,9 @@ def log_ticks(lo: float, hi: float) -> list:
                 out.append(float(t))
     if len(out) > 8:
         out = [t for t in out if abs(t - round(t)) < 1e-9] or out[::2]
+    if len(out) > 8:   # still crowded (a solver's residual down to 1e-16): every second, third … decade
+        every = -(-len(out) // 8)
+        out = [t for t in out if round(t) % every == 0] or out[::every]
     if len(out) < 2 and hi - lo > 1e-3:
         # ends not within 5 % of the range from a step already there
         ends = [t for t in (lo, hi) if all(abs(t - u) > 0.05 * (hi - lo) for u in out)]

@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .layout import BAR_TEXT, empty_figure, styled
+from .layout import BAR_TEXT, empty_figure, log_ticks, styled
 
 
 #: Each method's residual, exactly as :mod:`akfviz.npu.iterative` computes it (both runs measured with
@@ -47,34 +47,22 @@ def residual_caption(method: str) -> str:
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
-def log_ticks(lo: float, hi: float) -> tuple[list, list] | None:
-    """Ticks of a log axis over ``lo … hi`` (both > 0), every one labelled with its full value: 1, 2
-    and 5 times a power of ten when the range spans at most three decades, else the powers of ten
-    alone (every second, third … power beyond eight decades); labels such as ``0.2``, ``5`` or ``10⁻⁶``.
-    None when fewer than two ticks fall in the range
-    (plotly's own ticks then). Plotly labels the minor ticks of a range under a decade with bare
-    digits ("2", "9 8 7 6 5 4 3 2", "10⁻¹"), which no one can read as values.
+def log_tick_text(t: float) -> str:
+    """The label of a log axis' tick at log10 value ``t`` (from :func:`.layout.log_ticks`): the
+    value itself from 0.001 to 10⁴ (``0.2``, ``0.45``, ``5000``), else a power of ten, with its
+    factor if any (``10⁻⁶``, ``2×10⁻⁷``). Plotly labels the minor ticks of a range under a decade
+    with bare digits ("2", "9 8 7 6 5 4 3 2", "10⁻¹"), which no one can read as values.
 
-    >>> log_ticks(0.15, 2.5)
-    ([0.2, 0.5, 1.0, 2.0], ['0.2', '0.5', '1', '2'])
-    >>> log_ticks(1e-8, 1.0)[1]
-    ['10⁻⁸', '10⁻⁷', '10⁻⁶', '10⁻⁵', '10⁻⁴', '0.001', '0.01', '0.1', '1']
-    >>> log_ticks(1e-16, 1.0)[1]
-    ['10⁻¹⁶', '10⁻¹⁴', '10⁻¹²', '10⁻¹⁰', '10⁻⁸', '10⁻⁶', '10⁻⁴', '0.01', '1']
+    >>> [log_tick_text(t) for t in (np.log10(0.2), np.log10(0.45), 4.0, -6.0, np.log10(2e-7))]
+    ['0.2', '0.45', '10000', '10⁻⁶', '2×10⁻⁷']
     """
-    if not (0 < lo <= hi) or not np.isfinite(hi):
-        return None
-    k0, k1 = int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi)))
-    steps = (1, 2, 5) if k1 - k0 <= 3 else (1,)
-    every = -(-(k1 - k0) // 8)     # at most about eight powers of ten (a residual of 1e-16 spans 17)
-    marks = [(m, k) for k in range(k0, k1 + 1) if k % every == 0 for m in steps if lo <= float(f"{m}e{k}") <= hi]
-    if len(marks) < 2:
-        return None
-    vals = [float(f"{m}e{k}") for m, k in marks]
-    power = ["10" + str(k).translate(_SUPERSCRIPT) for _, k in marks]
-    text = [f"{v:g}" if 1e-3 <= v < 1e5 else (p if m == 1 else f"{m}×{p}")
-            for v, (m, _), p in zip(vals, marks, power)]
-    return vals, text
+    v = float(f"{10.0 ** t:.2g}")
+    if 1e-3 <= v < 1e5:
+        return f"{v:g}"
+    k = int(np.floor(np.log10(v) + 1e-9))
+    m = float(f"{v / 10.0 ** k:.2g}")
+    power = "10" + str(k).translate(_SUPERSCRIPT)
+    return power if m == 1 else f"{m:g}×{power}"
 
 
 def convergence(curves: dict, height: int = 380, ylabel: str = "relative residual ‖b − A x_k‖ / ‖b‖",
@@ -94,9 +82,10 @@ def convergence(curves: dict, height: int = 380, ylabel: str = "relative residua
                                  line=dict(color=colors[i % len(colors)], dash="solid" if i == 0 else "dash")))
     ys = np.concatenate([np.asarray(r, np.float64) for r in curves.values()])
     ys = ys[np.isfinite(ys) & (ys > 0)]
-    ticks = log_ticks(ys.min(), ys.max()) if ys.size else None
-    if ticks:
-        fig.update_yaxes(type="log", title=ylabel, tickvals=ticks[0], ticktext=ticks[1])
+    if ys.size:   # the shared 1-2-5 ticks, each labelled with its value
+        ticks = log_ticks(float(np.log10(ys.min())), float(np.log10(ys.max())))
+        fig.update_yaxes(type="log", title=ylabel, tickvals=[10.0 ** t for t in ticks],
+                         ticktext=[log_tick_text(t) for t in ticks])
     else:
         fig.update_yaxes(type="log", title=ylabel, exponentformat="power")
     fig.update_xaxes(title="iteration")
