@@ -160,27 +160,47 @@ def grid_axes(fig: go.Figure, n_rows: int, n_cols: int, ytitle: str, xtitle: str
     return stretched
 
 
-def log_ticks(lo: float, hi: float) -> list:
-    """log10 tick positions at 1-2-5 steps covering [lo, hi] (both log10 values).
+#: Mantissas of log ticks, coarsest first: 1-2-5, then finer steps for ranges under a decade.
+LOG_TICK_STEPS = ((1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9))
 
-    When fewer than two 1-2-5 steps fall inside (a narrow range, e.g. densities 0.06–0.15),
-    the ends ``lo`` and ``hi`` are added, so a colour bar always reads from one end to the other.
-    More than eight steps keep the decades alone, and more than eight decades every second,
-    third … decade.
-    """
+
+def _steps_within(lo: float, hi: float, mantissas) -> list:
+    """log10 values ``k + log10(m)`` inside [lo, hi] for every decade k and mantissa m."""
     out = []
     for k in range(int(np.floor(lo)) - 1, int(np.ceil(hi)) + 1):
-        for m in (1, 2, 5):
+        for m in mantissas:
             t = k + np.log10(m)
             if lo - 1e-9 <= t <= hi + 1e-9:
                 out.append(float(t))
+    return out
+
+
+def log_ticks(lo: float, hi: float) -> list:
+    """log10 tick positions covering [lo, hi] (both log10 values).
+
+    The coarsest steps of :data:`LOG_TICK_STEPS` that put at least three ticks inside: 1-2-5 over
+    a decade or more, 1-1.5-2-3-5-7 or the finer steps on a shorter range (a residual from 0.5 to
+    0.12 reads 0.15, 0.2, 0.3, 0.5 instead of 0.2 and 0.5 alone). When even the finest steps leave
+    fewer than three, the ends ``lo`` and ``hi`` are added (unless within 5 % of the range from a
+    tick), so an axis or colour bar always reads from one end to the other. More than eight 1-2-5
+    steps keep the decades alone, and more than eight decades every second, third … decade.
+
+    >>> [round(10 ** t, 3) for t in log_ticks(np.log10(0.12), np.log10(0.5))]
+    [0.15, 0.2, 0.3, 0.5]
+    >>> [round(10 ** t, 3) for t in log_ticks(np.log10(0.3), np.log10(0.45))]
+    [0.3, 0.4, 0.45]
+    """
+    for mantissas in LOG_TICK_STEPS:
+        out = _steps_within(lo, hi, mantissas)
+        if len(out) >= 3:
+            break
     if len(out) > 8:
         out = [t for t in out if abs(t - round(t)) < 1e-9] or out[::2]
     if len(out) > 8:   # still crowded (a solver's residual down to 1e-16): every second, third … decade
         every = -(-len(out) // 8)
         out = [t for t in out if round(t) % every == 0] or out[::every]
-    if len(out) < 2 and hi - lo > 1e-3:
+    if len(out) < 3 and hi - lo > 1e-3:
         # ends not within 5 % of the range from a step already there
         ends = [t for t in (lo, hi) if all(abs(t - u) > 0.05 * (hi - lo) for u in out)]
         out = sorted(out + ends)
-    return out or [lo]
+    return [float(t) for t in out] or [float(lo)]

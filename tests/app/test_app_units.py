@@ -473,18 +473,37 @@ def test_solver_cost_table_units_and_reached_text():
 
 def test_log_ticks_reach_both_ends_of_a_narrow_range():
     # 1-2-5 steps when the range spans them; a narrow range (MiniLM tile densities 0.055–0.16 hold
-    # only the step 0.1) also gets its two ends, so the colour bar reads from end to end
+    # only the step 0.1) takes the finer steps 1-1.5-2-3-5-7, which reach near both ends
     wide = layout.log_ticks(-5.0, 0.0)
     assert [round(10 ** t, 12) for t in wide] == [1e-05, 1e-04, 1e-03, 1e-02, 0.1, 1.0]
-    lo, hi = np.log10(0.055), np.log10(0.16)
-    narrow = layout.log_ticks(lo, hi)
-    assert narrow[0] == pytest.approx(lo) and narrow[-1] == pytest.approx(hi)
-    assert any(t == pytest.approx(-1.0) for t in narrow) and len(narrow) == 3
-    assert narrow == sorted(narrow)
-    # no step inside at all: the two ends
-    assert layout.log_ticks(np.log10(0.12), np.log10(0.18)) == pytest.approx([np.log10(0.12), np.log10(0.18)])
+    narrow = layout.log_ticks(np.log10(0.055), np.log10(0.16))
+    assert [round(10 ** t, 12) for t in narrow] == [0.07, 0.1, 0.15]
+    # fewer than three even at the finest steps: the ends are added
+    assert layout.log_ticks(np.log10(0.12), np.log10(0.18)) == pytest.approx(np.log10([0.12, 0.15, 0.18]))
+    assert layout.log_ticks(np.log10(0.9), np.log10(0.99)) == pytest.approx(np.log10([0.9, 0.99]))
     # a degenerate range keeps one tick
     assert layout.log_ticks(-1.0, -1.0 + 1e-6) == pytest.approx([-1.0])
+
+
+@pytest.mark.parametrize("lo, hi", [(0.055, 0.16), (0.12, 0.5), (0.3, 0.45), (0.31, 0.69), (0.02, 0.09),
+                                    (0.08, 2.5), (1e-7, 0.9), (0.5, 0.51), (0.011, 0.99)])
+def test_log_ticks_take_the_coarsest_steps_that_give_three(lo, hi):
+    # slow reference: every candidate of each step set, the first set with three inside wins
+    ticks = layout.log_ticks(np.log10(lo), np.log10(hi))
+    assert ticks == sorted(ticks) and len(ticks) >= 2
+    assert all(np.log10(lo) - 1e-9 <= t <= np.log10(hi) + 1e-9 for t in ticks)
+    for mantissas in layout.LOG_TICK_STEPS:
+        inside = [v for k in range(-10, 3) for m in mantissas
+                  if lo * (1 - 1e-9) <= (v := m * 10.0 ** k) <= hi * (1 + 1e-9)]
+        if len(inside) >= 3:
+            break
+    values = [10.0 ** t for t in ticks]
+    if len(inside) >= 3:     # the steps themselves (thinned to decades beyond eight)
+        assert set(np.round(values, 12)) <= set(np.round(inside, 12))
+        assert len(values) == len(inside) or len(inside) > 8
+    else:                    # the finest steps plus the ends
+        assert set(np.round(inside, 12)) <= set(np.round(values, 12))
+        assert values[0] == pytest.approx(min([lo] + inside)) and values[-1] == pytest.approx(max([hi] + inside))
 
 
 def test_tiles_table_exports_round_trip_with_its_uint64_signatures():
@@ -536,7 +555,7 @@ def test_perftable_fits_label_the_measure_and_one_tick_per_decade():
     assert lay.yaxis2.title.text is None                  # only the first plot of a row
     assert all(getattr(lay, f"xaxis{i or ''}").type == "log" for i in (0, 2, 3, 4))
     assert list(lay.xaxis.ticktext) == ["0.001", "0.01", "0.1", "1"]
-    assert list(lay.xaxis4.ticktext) == ["0.3", "0.5"]
+    assert list(lay.xaxis4.ticktext) == ["0.3", "0.4", "0.5"]     # the finest steps on a narrow range
 
 
 def test_property_tables_are_readable():
@@ -635,14 +654,14 @@ def test_density_histogram_of_one_density():
 
 
 def test_density_histogram_axis_holds_both_end_ticks():
-    """A narrow range (0.67–0.74, no 1-2-5 step inside) is labelled at both ends, and the axis
+    """A narrow range (0.67–0.74, only the step 0.7 inside) is labelled at both ends, and the axis
     reaches a little past them: ending exactly at the largest density, plotly dropped its tick
     and the axis read "0.67" alone."""
     import pandas as pd
 
     d = np.linspace(0.6689, 0.7354, 64)
     fig = patterns.density_histogram(pd.DataFrame({"density": d, "density_bin": [-1] * 64}))
-    assert list(fig.layout.xaxis.ticktext) == ["0.67", "0.74"]
+    assert list(fig.layout.xaxis.ticktext) == ["0.67", "0.7", "0.74"]
     lo, hi = fig.layout.xaxis.range
     ticks = np.log10(np.asarray(fig.layout.xaxis.tickvals, np.float64))
     span = np.log10(d[-1]) - np.log10(d[0])

@@ -31,7 +31,8 @@ def _ticks(lo, hi):
     (0.08, 2.5, ["0.1", "0.2", "0.5", "1", "2"]),               # CG on the Solver page: under two decades
     (3e-7, 0.9, ["10⁻⁶", "10⁻⁵", "10⁻⁴", "0.001", "0.01", "0.1"]),  # more than eight steps: the decades
     (2e-7, 3e-6, ["2×10⁻⁷", "5×10⁻⁷", "10⁻⁶", "2×10⁻⁶"]),
-    (0.3, 0.45, ["0.3", "0.45"]),                               # no 1-2-5 step inside: the ends
+    (0.3, 0.45, ["0.3", "0.4", "0.45"]),                        # the finest steps and the end
+    (0.12, 0.5, ["0.15", "0.2", "0.3", "0.5"]),                 # default Jacobi: 1-1.5-2-3-5-7 steps
 ])
 def test_log_ticks_label_every_tick_with_its_value(lo, hi, want):
     vals, text = _ticks(lo, hi)
