@@ -96,13 +96,17 @@ with right:
     S.chart(S.figure_cached(f"persist|{fkey}", lambda: vs.persistence_bars(rows)), key="persist")
     st.caption("How to read this: a persistent kernel keeps payloads and vector slices on chip (a barrier between "
                "iterations); non-persistent reloads everything from DRAM and pays a kernel launch each iteration.")
-st.dataframe(vs.npu_cost_table(res.npu), width="stretch",
+cost = vs.npu_cost_table(res.npu)
+# the means over the iterations shown whole, as the bars and metrics above show them (738, not 738.067),
+# with separators like the totals beside them ("145,896", not "145896"); display only: the export keeps every digit
+for c in ("cycles / iteration", "DRAM bytes / iteration"):
+    cost[c] = cost[c].round()
+st.dataframe(cost, width="stretch",
              column_config={"cycles": st.column_config.NumberColumn(format="localized"),
-                            # means over the iterations, shown whole as the bars above show them (738, not 738.067)
-                            "cycles / iteration": st.column_config.NumberColumn(format="%.0f"),
+                            "cycles / iteration": st.column_config.NumberColumn(format="localized"),
                             "µs / iteration": st.column_config.NumberColumn(format="%.3f"),
                             "DRAM bytes": st.column_config.NumberColumn(format="localized"),
-                            "DRAM bytes / iteration": st.column_config.NumberColumn(format="%.0f"),
+                            "DRAM bytes / iteration": st.column_config.NumberColumn(format="localized"),
                             "energy (µJ)": st.column_config.NumberColumn(format="%.4g")})
 tol = res.iterations_to_tol
 st.caption(f"Kernels of the lossy plan: {', '.join(sorted(plan.kernel_counts.index))}. Residual below {res.tol:g}: "

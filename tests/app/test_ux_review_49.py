@@ -139,8 +139,12 @@ def test_solver_per_iteration_columns_are_whole(app):
     _ok(app)
     cost = next(d for d in app.dataframe if "cycles / iteration" in d.value.columns)
     cfg = json.loads(cost.proto.columns)
-    assert cfg["cycles / iteration"]["type_config"]["format"] == "%.0f"
-    assert cfg["DRAM bytes / iteration"]["type_config"]["format"] == "%.0f"
+    # whole (rounded for display) and with separators like the totals beside them (fiftieth session)
+    for c in ("cycles / iteration", "DRAM bytes / iteration"):
+        assert cfg[c]["type_config"]["format"] == "localized"
+        assert (cost.value[c] == cost.value[c].round()).all()
+    per_iter = cost.value["cycles"] / cost.value["cycles / iteration"]
+    assert np.allclose(per_iter, per_iter.iloc[0], rtol=1e-3)            # the same number of iterations
 
 
 # ---------------------------------------------------------------- edges the mutation probe found untested
