@@ -939,11 +939,18 @@ def hardware_changes() -> list[str]:
     return out
 
 
+def hardware_label() -> str:
+    """The sidebar's hardware by name: the preset, or "custom" with the preset it started from
+    when the NPU page has changed it."""
+    if not hardware_changes():
+        return str(get("preset"))
+    return f"custom (preset {get('preset')}, changed on the NPU page)"
+
+
 def hardware_text(hw) -> str:
-    """One line naming the hardware a result was computed on: the preset, or "custom" with the
-    NPU page's changes, then the grid, SRAM and clock."""
-    changes = hardware_changes()
-    label = get("preset") if not changes else f"custom (preset {get('preset')}, changed on the NPU page)"
+    """One line naming the hardware a result was computed on: :func:`hardware_label`, then the
+    grid, SRAM and clock."""
+    label = hardware_label()
     return (f"{label}: {hw.rows}×{hw.cols} = {hw.n_pes:,} PEs, {hw.sram_bytes_per_pe:,} B SRAM per PE, "
             f"{hw.clock_hz / 1e6:g} MHz")
 

@@ -40,6 +40,12 @@ with st.expander("The tiny case", expanded=False):
     kernel = S.widget(c[5].selectbox, "kernel", "lkernel", options=KERNELS)
     seed = S.widget(st.number_input, "seed", "lseed", 0, 10_000)
 rows, cols = (int(v) for v in grid.split("×"))
+st.caption(f"This page builds its own tiny case from the settings above: the sidebar's sample workload and tile "
+           f"size do not apply here. The sidebar's hardware ({S.hardware_label()}) gives the timing and energy "
+           f"parameters, on the PE grid chosen above."
+           + (" **Selector's choice**: the kernels that minimise α·error + β·resource with α = β = 1, tile by "
+              "tile, priced for that hardware and for this x's density (the Kernels page's α, β and budgets apply "
+              "to the sample workload)." if kernel == "selector's choice" else ""))
 try:
     tc = build(int(n), int(tile), rows, cols, float(density), float(xd), kernel, int(seed), hwk, hw)
     tck = f"{int(n)}|{int(tile)}|{rows}|{cols}|{float(density)}|{float(xd)}|{kernel}|{int(seed)}|{hwk}"
@@ -69,7 +75,7 @@ state = tr.state_at(i)
 if step is None:
     cyc = tc.transfer_cycles()
     st.info(f"{n_steps} steps in all; the makespan is {tr.makespan} cycles on a {rows}×{cols} grid with the "
-            f"timing of the sidebar's hardware ({S.get('preset')}). Press **Next** to start.")
+            f"timing of the sidebar's hardware ({S.hardware_label()}). Press **Next** to start.")
     st.caption("The whole run as `akfviz.simulate` counts it adds the DRAM transfers around these steps: x in, "
                f"{cyc['formulas']['load_cycles']}; y out, {cyc['formulas']['writeback_cycles']}; in all "
                f"{cyc['formulas']['cycles']} cycles.")
@@ -102,7 +108,8 @@ st.header("Partial sums per tile (so far)")
 rows_ps = []
 for u, ps in enumerate(state["partial"]):
     rows_ps.append({"tile": u, "(bi, bj)": f"({tc.work.bi[u]}, {tc.work.bj[u]})", "PE": int(tr.tile_pe[u]),
-                    "kernel": str(tc.plan.tile_kernels[u]),
+                    # u counts the work's tiles; SKIP tiles are not in it, so the plan's tile is tile_index[u]
+                    "kernel": str(tc.plan.tile_kernels[int(tc.work.tile_index[u])]),
                     "partial sums": "[" + ", ".join(f"{v:.3g}" for v in ps) + "]"})
 # the whole page's width, the short columns small: the partial sums (up to T numbers) get the room
 small = st.column_config.Column(width="small")
@@ -118,9 +125,13 @@ with st.container(horizontal=True, gap="large", key="learn_bottom"):
         y_tab.index.name = "row i"
         # one row per i (not transposed): n = 16 columns would need sideways scrolling in half the page
         st.dataframe(y_tab, width="stretch", height=35 * (len(y_tab) + 1) + 3)
+        st.caption(vl.kernel_error_text(tc.A, tc.A_hat, tc.x, tc.plan.relative_error))
     with st.container(width=480):
         # the long formulas on two lines: one line ran past a half-page column's edge
         st.header("The formulas of each stage")
+        st.markdown("0. Setup: each PE sets up its tiles once, from ready (0, or the end of its DRAM stream "
+                    "when its tiles overflow its SRAM):")
+        st.latex(r"t_p = \mathrm{ready}_p + \mathrm{tiles}_p \cdot \mathrm{setup\_cycles}")
         st.markdown("1. Injection: source PE of column block ⌊j/T⌋ sends its k-th event at")
         st.latex(r"t_{\mathrm{inject}}(j) = k \cdot \mathrm{inject\_cycles}")
         st.markdown("2. Delivery to the tiles that store column j:")
@@ -131,6 +142,9 @@ with st.container(horizontal=True, gap="large", key="learn_bottom"):
         st.latex(r"\begin{aligned} w = {} & \mathrm{event} + \lceil \mathrm{MACs}/\mathrm{lanes} \rceil \\ "
                  r"& + \mathrm{decodes}\cdot \mathrm{decode} \end{aligned}")
         st.latex(r"p_u \mathrel{+}= \hat A_{u}[:, j]\, x_j")
+        st.markdown("A tile's last event (or, for a tile that gets no event, the setup) is followed by its "
+                    "kernel's final phase, e.g. LOWRANK's r·h MACs:")
+        st.latex(r"t \leftarrow t + \lceil \mathrm{final\ MACs}/\mathrm{lanes} \rceil")
         st.markdown("4. Reduction of each finished tile's partial sums at its row block's reduction PE:")
         st.latex(r"\begin{aligned} t_q \leftarrow \max(&t_q,\ t_{\mathrm{done}} + \mathrm{hop}\cdot d) \\ "
                  r"& + \mathrm{rows}\cdot\mathrm{reduce} \end{aligned}")

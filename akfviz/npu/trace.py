@@ -323,6 +323,11 @@ def _manhattan(p: int, q: int, cols: int) -> int:
     return abs(p // cols - q // cols) + abs(p % cols - q % cols)
 
 
+def _count(k: int, word: str) -> str:
+    """``k`` and ``word``, plural unless k is 1: "1 hop", "3 hops", "1 MAC", "0 MACs"."""
+    return f"{int(k)} {word}{'' if int(k) == 1 else 's'}"
+
+
 def _ceil_div(a: int, b: int) -> int:
     return -(-int(a) // int(b))
 
@@ -433,8 +438,8 @@ def trace_spmv(A, x, work: TileWork, hw: HardwareConfig, tile_pe, red_pe, src_pe
         t = int(ready[p])
         su = int(hw.setup_cycles) * len(mine)
         after = f" after its DRAM stream (ready at cycle {t})" if t else ""
-        steps.append(Step("setup", p, t, t + su, -1, -1, f"PE {p} sets up its {len(mine)} tile(s){after}",
-                          f"setup = {len(mine)} tiles × setup_cycles {hw.setup_cycles} = {su}"))
+        steps.append(Step("setup", p, t, t + su, -1, -1, f"PE {p} sets up its {_count(len(mine), 'tile')}{after}",
+                          f"setup = {_count(len(mine), 'tile')} × setup_cycles {hw.setup_cycles} = {su}"))
         t += su
         cnt["busy"][p] += su
         for u in mine:
@@ -459,11 +464,17 @@ def trace_spmv(A, x, work: TileWork, hw: HardwareConfig, tile_pe, red_pe, src_pe
             contrib[(u, j)] = add
             partial[u] = partial[u] + add
             formula = (f"start = max(t {t}, arrival {arrival}) = {start}; work = event {hw.event_cycles} + "
-                       f"ceil({int(work.ev_macs[r])} MACs / {hw.mac_lanes}) + {int(work.ev_decodes[r])} decodes × "
+                       f"ceil({_count(work.ev_macs[r], 'MAC')} / {hw.mac_lanes}) + {_count(work.ev_decodes[r], 'decode')} × "
                        f"{hw.decode_cycles}" + (f" + final {fin}" if fin else "") + f" = {wk + fin}")
-            steps.append(Step("event", p, start, start + wk + fin, u, j,
-                              f"PE {p}, tile {u}: event x[{j}] (local column {jl}) adds column {jl} × x[{j}] "
-                              f"to the partial sums ({int(work.ev_macs[r])} MACs, {d} hops)", formula, arrival))
+            macs = _count(work.ev_macs[r], "MAC")
+            if work.final_macs[u] > 0:   # LOWRANK: the event updates the r coefficients; the rows come at the end
+                what = (f"PE {p}, tile {u}: event x[{j}] (local column {jl}) updates the kernel's coefficients "
+                        f"({macs}, {_count(d, 'hop')}); its share, column {jl} × x[{j}], reaches the rows in the "
+                        f"tile's final phase ({_count(work.final_macs[u], 'MAC')})")
+            else:
+                what = (f"PE {p}, tile {u}: event x[{j}] (local column {jl}) adds column {jl} × x[{j}] "
+                        f"to the partial sums ({macs}, {_count(d, 'hop')})")
+            steps.append(Step("event", p, start, start + wk + fin, u, j, what, formula, arrival))
             t = start + wk + fin
             cnt["busy"][p] += wk + fin
             cnt["events"][p] += 1
@@ -485,8 +496,8 @@ def trace_spmv(A, x, work: TileWork, hw: HardwareConfig, tile_pe, red_pe, src_pe
         cnt["flit_hops"][p] += o * d
         a = int(t_done[u]) + hop * d
         steps.append(Step("send", p, int(t_done[u]), int(t_done[u]), u, -1,
-                          f"tile {u} sends {o} partial-sum flit(s) to reduction PE {q}",
-                          f"arrival = done {int(t_done[u])} + hop {hop} × {d} hops = {a}", a))
+                          f"tile {u} sends {_count(o, 'partial-sum flit')} to reduction PE {q}",
+                          f"arrival = done {int(t_done[u])} + hop {hop} × {_count(d, 'hop')} = {a}", a))
         trains.setdefault(q, []).append((a, u, o))
     for q in sorted(trains):
         t = int(pe_end[q])
@@ -494,8 +505,8 @@ def trace_spmv(A, x, work: TileWork, hw: HardwareConfig, tile_pe, red_pe, src_pe
             start = max(t, a)
             dur = o * int(hw.reduce_cycles)
             steps.append(Step("reduce", q, start, start + dur, u, -1,
-                              f"reduction PE {q} adds tile {u}'s {o} partial sums into y",
-                              f"start = max(t {t}, arrival {a}) = {start}; {o} flits × reduce_cycles "
+                              f"reduction PE {q} adds tile {u}'s {_count(o, 'partial sum')} into y",
+                              f"start = max(t {t}, arrival {a}) = {start}; {_count(o, 'flit')} × reduce_cycles "
                               f"{hw.reduce_cycles} = {dur}", a))
             t = start + dur
             cnt["busy"][q] += dur
@@ -590,7 +601,8 @@ def tiny_case(n: int = 8, tile: int = 4, grid: tuple = (2, 2), density: float = 
         Fraction of nonzero inputs, in (0, 1] (seeded).
     kernel : str or None
         One registry kernel (:func:`akfviz.kernels.registry.kernel_names`) for every tile, or
-        ``None`` for the selector's choice (α = β = 1).
+        ``None`` for the selector's choice: ``select(pa, alpha=1, beta=1, fusion=False, hw=hw,
+        rho_x=x_density)``, priced for the hardware the case is traced on and its own x.
     seed : int
         Seed of the matrix, of x and of the selection: a whole number from 0 to 2⁶³ − 1.
     kind : str
@@ -648,7 +660,8 @@ def tiny_case(n: int = 8, tile: int = 4, grid: tuple = (2, 2), density: float = 
     pa = analyze(A, tile=tile)
     if kernel is None:
         from ..selection.selector import select
-        plan = select(pa, alpha=1.0, beta=1.0, fusion=False)
+        # priced for the hardware the case is traced on and for its own x (as the other pages price theirs)
+        plan = select(pa, alpha=1.0, beta=1.0, fusion=False, hw=hw, rho_x=xd)
     else:
         plan = FusionPlan(pa, [kernel] * pa.tileset.n_tiles)
     work = plan.npu_work()

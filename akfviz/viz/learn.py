@@ -208,13 +208,13 @@ def learn_grid(state: dict, trace, step=None, height: int | None = None, width: 
         notes.append(dict(x=c + 0.5, y=r + 0.5, text="<br>".join(lines), showarrow=False,
                           font=dict(size=font), align="center"))
     if step is not None:
-        tgt = step.pe
-        if step.kind == "event":
+        src = tgt = step.pe
+        if step.kind == "event":      # the event came from its column block's source PE
             src = int(trace.src_pe[step.column // trace.tile])
-        elif step.kind == "reduce":
+        elif step.kind == "reduce":   # the partial sums came from the tile's PE
             src = int(trace.tile_pe[step.tile])
-        else:
-            src = tgt
+        elif step.kind == "send":     # the partial sums leave for the tile's row block's reduction PE
+            tgt = int(trace.red_pe[int(trace.meta["row0"][step.tile]) // trace.tile])
         if src != tgt:
             (r0, c0), (r1, c1) = divmod(src, C), divmod(tgt, C)
             notes.append(dict(x=c1 + 0.5, y=r1 + 0.85, ax=c0 + 0.5, ay=r0 + 0.85, xref="x", yref="y", axref="x",
@@ -278,3 +278,28 @@ def learn_timeline(trace, upto: int, height: int | None = None) -> go.Figure:
                  margin=dict(l=60, r=20, t=66, b=50))
     fig.update_layout(title=dict(yref="container", y=1.0, yanchor="top", pad=dict(t=10)))
     return fig
+
+
+def kernel_error_text(A, A_hat, x, matrix_error: float) -> str:
+    """What the kernels cost in accuracy on the tiny case: the matrix error ``‖A − Â‖_F / ‖A‖_F``
+    (the plan's ``relative_error``, akf-spec §5) and the output error ``‖Âx − Ax‖₂ / ‖Ax‖₂`` for
+    this x; "exact" when Â = A. The y table shows Â x, which the run ends at, not A x.
+
+    >>> import scipy.sparse as sp
+    >>> A = sp.csr_array(np.array([[1.0, 2.0], [0.0, 4.0]]))
+    >>> kernel_error_text(A, A.toarray(), np.ones(2), 0.0)
+    'The kernels are exact here: Â = A, so Â x = A x.'
+    >>> kernel_error_text(A, np.array([[1.0, 2.0], [0.0, 3.0]]), np.ones(2), 1 / np.sqrt(21))
+    'The kernels are lossy: ‖A − Â‖_F / ‖A‖_F = 21.8 %; for this x, ‖Âx − Ax‖ / ‖Ax‖ = 20 %.'
+    """
+    dense = A.toarray() if hasattr(A, "toarray") else np.asarray(A, np.float64)
+    A_hat = np.asarray(A_hat, np.float64)
+    x = np.asarray(x, np.float64)
+    if np.array_equal(dense, A_hat):
+        return "The kernels are exact here: Â = A, so Â x = A x."
+    y, y_hat = dense @ x, A_hat @ x
+    ny = float(np.linalg.norm(y))
+    out = f"{100 * float(np.linalg.norm(y_hat - y)) / ny:.3g} %" if ny > 0 else \
+        f"n/a (A x = 0, ‖Âx‖ = {float(np.linalg.norm(y_hat)):.3g})"
+    return (f"The kernels are lossy: ‖A − Â‖_F / ‖A‖_F = {100 * float(matrix_error):.3g} %; "
+            f"for this x, ‖Âx − Ax‖ / ‖Ax‖ = {out}.")
