@@ -3,6 +3,7 @@ import pandas as pd
 import streamlit as st
 
 from akfviz import app_state as S
+from akfviz.cli import without_wall_clock
 from akfviz.errors import InputError
 from akfviz.viz import dse as vd
 from akfviz.app_shell import flex_row, page_end, page_start
@@ -242,8 +243,10 @@ for tab, (_, cols) in zip(st.tabs([title for title, _ in sweep_parts]), sweep_pa
         for c in [c for c in cols if c.endswith("energy_pj")]:
             shown[c] = shown[c].round()          # display only: the export keeps every digit
         st.dataframe(shown, hide_index=True, width="stretch", column_config=column_help)
-S.export_buttons("Sweep", lambda: df, "sweep", "exp_sweep",
+# without the wall-clock column (as `python -m akfviz sweep --out` writes it): the same sweep gives the same bytes
+S.export_buttons("Sweep", lambda: without_wall_clock(df), "sweep", "exp_sweep",
                   "one row per configuration: the swept parameters, AKF's measured columns and, with the baselines, "
-                  "each baseline's cycles and energy and AKF's speedup / energy ratio against it")
+                  "each baseline's cycles and energy and AKF's speedup / energy ratio against it; not the wall "
+                  "time of each point (shown above), which differs from run to run")
 
 page_end()
