@@ -395,12 +395,20 @@ def _i64(a):
 
 
 class _WorkArrays:
-    """The TileWork arrays the engine reads, as contiguous int64 / bool (no copy if already)."""
+    """The TileWork arrays the engine reads, as contiguous int64 / bool (no copy if already).
 
-    def __init__(self, work: TileWork):
+    For a batch of ``k`` input columns a tile's per-vector work is done ``k`` times: each event
+    ``x[j, b]`` is already one delivery, and the final phase (``final_macs``, ``final_sram_bytes``)
+    and the partial sums sent to the reduction (``out_rows`` flits, one add each) are per output
+    column, so they are scaled by ``k`` here (docs/model.md, Batches)."""
+
+    def __init__(self, work: TileWork, k: int = 1):
         for name in ("bi", "bj", "col_ptr", "col_local", "ev_macs", "ev_decodes", "ev_sram_bytes",
                      "final_macs", "final_sram_bytes", "out_rows"):
             setattr(self, name, _i64(getattr(work, name)))
+        if k > 1:
+            for name in ("final_macs", "final_sram_bytes", "out_rows"):
+                setattr(self, name, getattr(self, name) * np.int64(k))
         self.int8 = np.ascontiguousarray(work.int8, dtype=np.bool_)
 
 
@@ -566,7 +574,7 @@ def simulate(plan, hw: HardwareConfig | None = None, x=None, iterations: int = 1
     else:
         raise InputError(f"mapping must be 'anneal', 'greedy' or a Mapping, got {mapping!r}.")
     P = hw.n_pes
-    wa = _WorkArrays(work)
+    wa = _WorkArrays(work, k)
     kid = _i64(work.kernel_id)
     used_kernels = np.flatnonzero(np.bincount(kid, minlength=len(work.kernel_names))) if n else kid
     kernel_list = sorted({work.kernel_names[i] for i in used_kernels})

@@ -112,17 +112,17 @@ def ref_simulate(work, hw, pe, red, src, active, shape, tile, fused=True, persis
             remaining = {u: sum(1 for x in dl if x[1] == u) for u in tl}
             for u in tl:
                 if remaining[u] == 0:
-                    f = -(-int(work.final_macs[u]) // hw.mac_lanes)
+                    f = -(-k * int(work.final_macs[u]) // hw.mac_lanes)
                     t += f
                     C["busy"][p] += f
                     done[u] = t
-                    C["macs_int8" if work.int8[u] else "macs"][p] += int(work.final_macs[u])
-                    C["sram_bytes"][p] += int(work.final_sram_bytes[u])
+                    C["macs_int8" if work.int8[u] else "macs"][p] += k * int(work.final_macs[u])
+                    C["sram_bytes"][p] += k * int(work.final_sram_bytes[u])
             for a, u, r in sorted(dl, key=lambda x: x[0]):  # sorted() is stable
                 w = (hw.event_cycles + -(-int(work.ev_macs[r]) // hw.mac_lanes)
                      + int(work.ev_decodes[r]) * hw.decode_cycles)
                 remaining[u] -= 1
-                f = -(-int(work.final_macs[u]) // hw.mac_lanes) if remaining[u] == 0 else 0
+                f = -(-k * int(work.final_macs[u]) // hw.mac_lanes) if remaining[u] == 0 else 0
                 t = max(t, a) + w + f
                 C["busy"][p] += w + f
                 C["events"][p] += 1
@@ -132,12 +132,12 @@ def ref_simulate(work, hw, pe, red, src, active, shape, tile, fused=True, persis
                 C["flit_hops"][p] += manhattan(src[work.bj[u]], p, cols)
                 if remaining[u] == 0:
                     done[u] = t
-                    C["macs_int8" if work.int8[u] else "macs"][p] += int(work.final_macs[u])
-                    C["sram_bytes"][p] += int(work.final_sram_bytes[u])
+                    C["macs_int8" if work.int8[u] else "macs"][p] += k * int(work.final_macs[u])
+                    C["sram_bytes"][p] += k * int(work.final_sram_bytes[u])
             pe_end[p] = t
         trains = {}
         for u in order:
-            o = int(work.out_rows[u])
+            o = k * int(work.out_rows[u])       # one partial sum per output row and batch column
             if o > 0:
                 q = red[work.bi[u]]
                 d = manhattan(pe[u], q, cols)
@@ -146,7 +146,7 @@ def ref_simulate(work, hw, pe, red, src, active, shape, tile, fused=True, persis
         for q, tr in trains.items():
             t = pe_end.get(q, 0)
             for a, u in sorted(tr, key=lambda x: x[0]):
-                o = int(work.out_rows[u])
+                o = k * int(work.out_rows[u])
                 t = max(t, a) + o * hw.reduce_cycles
                 C["busy"][q] += o * hw.reduce_cycles
                 C["reduce_adds"][q] += o
