@@ -180,7 +180,8 @@ def ref_intervals(work, hw, pe, red, src, active, shape, tile, fused, persistent
     """The busy intervals of one iteration, written the slow way from docs/model.md (as the
     reference's ref_simulate times them): per phase, per PE its setup, the final phase of tiles
     without events, then its deliveries in arrival order (ties: tile order, route, batch), one
-    interval per tile while it runs without a gap; then per reduction PE (ascending) its trains in
+    interval per tile while it runs without a gap (a batch of k columns: k final phases, k · out_rows
+    flits per train); then per reduction PE (ascending) its trains in
     order of arrival (ties: by PE, then tile). Returns (engine cycles, sorted interval tuples
     (pe, start, end, tile, kind) without the x-load offset, and the number of groups of trains that
     reach a reduction PE at one time in another order by (PE, tile) than by tile id)."""
@@ -222,7 +223,7 @@ def ref_intervals(work, hw, pe, red, src, active, shape, tile, fused, persistent
             remaining = {u: sum(1 for x in dl if x[1] == u) for u in tl}
             for u in tl:
                 if remaining[u] == 0:
-                    f = _ceil(work.final_macs[u], hw.mac_lanes)
+                    f = _ceil(k * work.final_macs[u], hw.mac_lanes)
                     if f > 0:
                         ivs.append([p, t, t + f, u, COMPUTE])
                     t += f
@@ -232,7 +233,7 @@ def ref_intervals(work, hw, pe, red, src, active, shape, tile, fused, persistent
                 remaining[u] -= 1
                 t = (start + hw.event_cycles + _ceil(work.ev_macs[r], hw.mac_lanes)
                      + int(work.ev_decodes[r]) * hw.decode_cycles
-                     + (_ceil(work.final_macs[u], hw.mac_lanes) if remaining[u] == 0 else 0))
+                     + (_ceil(k * work.final_macs[u], hw.mac_lanes) if remaining[u] == 0 else 0))
                 last = ivs[-1] if ivs else None
                 if last and last[0] == p and last[3] == u and last[2] == start and last[4] == COMPUTE:
                     last[2] = t            # the tile runs on without a gap: one interval
@@ -255,7 +256,7 @@ def ref_intervals(work, hw, pe, red, src, active, shape, tile, fused, persistent
             t = pe_end.get(q, 0)
             for a, u in sorted(trains[q], key=lambda x: x[0]):
                 start = max(t, a)
-                t = start + int(work.out_rows[u]) * hw.reduce_cycles
+                t = start + k * int(work.out_rows[u]) * hw.reduce_cycles   # per output row and batch column
                 ivs.append([q, start, t, u, REDUCE])
             pe_end[q] = t
         out += [(p, s + t_phase, e + t_phase, u, kd) for p, s, e, u, kd in ivs]
