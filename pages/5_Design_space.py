@@ -106,9 +106,9 @@ if grid is not None:
                 "instead, or switch the Kernels page to weights.")
 
 store = st.session_state.setdefault("_akf_sweeps", {})
-lsh_k, lsh_b, lsh_g, lsh_seed = S.lsh_tuple()   # the Patterns page's LSH: the analysis every point selects on
-lsh = dict(num_hashes=lsh_k, bands=lsh_b, grid=lsh_g, seed=lsh_seed)
-key = f"{wl.digest}|{spec}|{hwk}|{sorted(base.items())}|{baselines}|{static if baselines else ''}|{S.lsh_tuple()}"
+lsh_now = S.lsh_tuple()   # the Patterns page's LSH: the analysis every point selects on
+lsh = dict(zip(("num_hashes", "bands", "grid", "seed"), lsh_now))
+key = f"{wl.digest}|{spec}|{hwk}|{sorted(base.items())}|{baselines}|{static if baselines else ''}|{lsh_now}"
 c1, c2 = st.columns([1, 3])
 empty = wl.A.nnz == 0   # nothing to select or simulate: every page says so, and so does this one
 run = c1.button("Run sweep", type="primary", disabled=grid is None or empty)

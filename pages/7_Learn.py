@@ -40,8 +40,9 @@ with st.expander("The tiny case", expanded=False):
     kernel = S.widget(c[5].selectbox, "kernel", "lkernel", options=KERNELS)
     seed = S.widget(st.number_input, "seed", "lseed", 0, 10_000)
 rows, cols = (int(v) for v in grid.split("×"))
+hw_name = S.hardware_label()
 st.caption(f"This page builds its own tiny case from the settings above: the sidebar's sample workload and tile "
-           f"size do not apply here. The sidebar's hardware ({S.hardware_label()}) gives the timing and energy "
+           f"size do not apply here. The sidebar's hardware ({hw_name}) gives the timing and energy "
            f"parameters, on the PE grid chosen above."
            + (" **Selector's choice**: the kernels that minimise α·error + β·resource with α = β = 1, tile by "
               "tile, priced for that hardware and for this x's density (the Kernels page's α, β and budgets apply "
@@ -75,7 +76,7 @@ state = tr.state_at(i)
 if step is None:
     cyc = tc.transfer_cycles()
     st.info(f"{n_steps} steps in all; the makespan is {tr.makespan} cycles on a {rows}×{cols} grid with the "
-            f"timing of the sidebar's hardware ({S.hardware_label()}). Press **Next** to start.")
+            f"timing of the sidebar's hardware ({hw_name}). Press **Next** to start.")
     st.caption("The whole run as `akfviz.simulate` counts it adds the DRAM transfers around these steps: x in, "
                f"{cyc['formulas']['load_cycles']}; y out, {cyc['formulas']['writeback_cycles']}; in all "
                f"{cyc['formulas']['cycles']} cycles.")

@@ -82,7 +82,7 @@ def convergence(curves: dict, height: int = 380, ylabel: str = "relative residua
                                  line=dict(color=colors[i % len(colors)], dash="solid" if i == 0 else "dash")))
     ys = np.concatenate([np.asarray(r, np.float64) for r in curves.values()])
     ys = ys[np.isfinite(ys) & (ys > 0)]
-    if ys.size:   # the shared 1-2-5 ticks, each labelled with its value
+    if ys.size:   # the shared log ticks (1-2-5, finer on a short range), each labelled with its value
         ticks = log_ticks(float(np.log10(ys.min())), float(np.log10(ys.max())))
         fig.update_yaxes(type="log", title=ylabel, tickvals=[10.0 ** t for t in ticks],
                          ticktext=[log_tick_text(t) for t in ticks])
