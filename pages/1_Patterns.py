@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from akfviz import app_state as S
+from akfviz.analysis.lsh import NEAR_MEDOID
 from akfviz.viz import patterns as vp
 from akfviz.viz.tables import tiles_export
 from akfviz.app_shell import figure_pair, flex_row, metric_row, page_end, page_start
@@ -100,8 +101,11 @@ def _gallery():
 
 # every figure below depends on the analysis only (akey), or on it and the selected tile: built once
 S.chart(S.figure_cached(f"gallery|{akey}", _gallery), key="gallery")
-st.caption("How to read this: the medoid tile of each of the largest clusters (|value|, blank = zero); the "
-           "selector evaluates expensive kernels on these representatives only.")
+st.caption("How to read this: the representative tile of each of the largest clusters (|value|, blank = "
+           "zero). It is, among the tiles whose outline is the medoid's or has a mean Jaccard distance to "
+           f"the members within {NEAR_MEDOID:g} of the medoid's, the one nearest the members' mean density "
+           "and top-value share (ties: the heavier tile). The selector evaluates expensive kernels on these "
+           "representatives only.")
 
 left, right = figure_pair("patterns_histograms")
 with left:

@@ -423,7 +423,8 @@ def _merge_chunk_pairs(sig, dbin, bmin, nbins, bounds, pid, par):
 # --------------------------------------------------------------------------- public
 
 def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig,
-                  density: np.ndarray | None = None, top_mass: np.ndarray | None = None) -> dict:
+                  density: np.ndarray | None = None, top_mass: np.ndarray | None = None,
+                  fro2: np.ndarray | None = None) -> dict:
     """Cluster tiles by MinHash LSH on their occupancy signatures, split by density bin.
 
     Parameters
@@ -438,6 +439,9 @@ def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig
     top_mass : ndarray of float64, shape (n,), optional
         Tiles' share of mass in their top-q values; with ``density``, it picks which of the
         tiles carrying the medoid signature represents the cluster (see Notes).
+    fro2 : ndarray of float64, shape (n,), optional
+        Tiles' ``Σ v²`` (what :func:`akfviz.analyze` passes): the first content tie-break among
+        equally typical tiles (see Notes), and ``fro2_sum`` per cluster.
 
     Returns
     -------
@@ -458,17 +462,26 @@ def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig
     tiles. Jaccard mean: exact over all m(m−1)/2 tile pairs when ``d(d+1)/2`` or
     ``m(m−1)/2`` is at most ``jaccard_pairs``, else the mean over ``jaccard_pairs``
     seeded random pairs of distinct tiles. A one-tile cluster has Jaccard 1.
-    Ties in the medoid go to the signature seen first in tile order. With ``density`` and
+    Ties in the exact medoid (within :data:`~akfviz.analysis.pairclust.TIE_RTOL` relative) go
+    to the smaller signature; in the sampled one, to the signature seen first in tile order. With ``density`` and
     ``top_mass`` given, the representative is chosen among the near-medoid tiles — those whose
     signature's mean Jaccard distance to the cluster (over the same members or samples as the
     medoid's) is within :data:`NEAR_MEDOID` of the medoid's, the medoid's own tiles included —
     as the one nearest the cluster's mean density and mean top-q mass share (L1 in
-    standard deviations; ties to tile order), so that the kernel errors measured on it are
+    standard deviations), so that the kernel errors measured on it are
     those of a typical member: the selector prices the whole cluster from it (akf-spec §5).
     Without them, or when every member has the same density and top-q share (one nonzero per
     tile), it is the first tile in tile order carrying the medoid signature. (That one
     could be an outlier in values: on a 512² LLM-like matrix at T = 16, relabelling the tile
     blocks gave plans with 0.96 % or 23 % error, by which tile the medoid sample found.)
+    Ties in that distance (within :data:`~akfviz.analysis.pairclust.TIE_RTOL` relative, as
+    both members of a two-tile cluster always are) go by content, not position: the larger
+    ``Σ v²`` (``fro2``, when given: the member whose kernel errors weigh most in the cluster's),
+    then the smaller signature, density and top share; tile order only among tiles alike in all
+    of these. A permutation of the tile blocks then keeps every representative. (By position,
+    it did not: on a power-law 256² matrix at T = 16, 18 two-tile clusters took whichever
+    member came first, and a block permutation turned a plan of 2.05 % error into one of
+    0.81 %.)
     """
     from .pairclust import cluster_pairs
 
@@ -497,7 +510,9 @@ def cluster_tiles(signature: np.ndarray, density_bin: np.ndarray, cfg: LSHConfig
                  uniform=np.ones(pfirst.size, dtype=np.bool_))
     if dens.size and top.size and n:
         _pair_uniform(bounds, goff, gid, pid, dens, top, pairs["dens"], pairs["tm"], pairs["uniform"])
-    res = cluster_pairs(pairs, goff, gid, pid, bounds, cfg, dens, top, t_start=t0)
+    res = cluster_pairs(pairs, goff, gid, pid, bounds, cfg, dens, top,
+                        fro2=None if fro2 is None else np.ascontiguousarray(fro2, dtype=np.float64),
+                        t_start=t0)
     res["tile_unique"] = res["pairs"]["uid"][pid] if n else np.empty(0, np.int64)
     res["cluster"] = res["pairs"]["cluster"][pid] if n else np.empty(0, np.int64)
     res["timings"]["unique"] = res["timings"].pop("pairs")

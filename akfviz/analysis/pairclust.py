@@ -26,7 +26,7 @@ import time
 import numba
 import numpy as np
 
-from .._jit import njit_cached, njit_parallel, serial_twin
+from .._jit import njit_cached, njit_inline, njit_parallel, serial_twin
 from ..memory import check_memory
 from .lsh import NEAR_MEDOID, _band_components, _first_appearance, _jaccard, _mix64, _rand_below
 from .tiling import _popcount64
@@ -265,21 +265,56 @@ def _fro2_sum(order, s, e, fro2):
     return fs
 
 
+#: Two medoid costs, or two members' distances to the means (in standard deviations), within this
+#: fraction of ``1 + the least`` tie (:func:`_typical_member`, :func:`_stats_range`): the sums behind
+#: them run in tile order, so a permutation of the tiles can move them by a few ulps.
+TIE_RTOL = 1e-9
+
+
+@njit_inline
+def _outranks(t, a, w, b, usig, puid, pid, fro2, mdn, mtv):
+    """Whether member ``t`` (values at ``mdn[a]``, ``mtv[a]``) goes before member ``w`` (at ``b``)
+    among members tied as the most typical: the larger ``Σ v²`` (when ``fro2`` is given), then the
+    smaller signature, density and top share; on a full tie, neither (tile order decides)."""
+    if fro2.shape[0] > 0 and fro2[t] != fro2[w]:
+        return fro2[t] > fro2[w]
+    st = usig[puid[pid[t]]]
+    sw = usig[puid[pid[w]]]
+    if st != sw:
+        return st < sw
+    if mdn[a] != mdn[b]:
+        return mdn[a] < mdn[b]
+    return mtv[a] < mtv[b]
+
+
 @njit_cached
-def _typical_member(order, s, e, pid, puid, near, mdn, mtv, dn_mu, dn_sd, tm_mu, tm_sd):
+def _typical_member(order, s, e, pid, puid, near, mdn, mtv, dn_mu, dn_sd, tm_mu, tm_sd, usig, fro2):
     """The member carrying a near-medoid signature (``near[puid[pid[t]]]``) whose density and top
     share (``mdn`` / ``mtv``, aligned with ``order[s:e]``) lie nearest the means, in standard
-    deviations (L1; the first in tile order on ties); -1 if none."""
-    who = -1
+    deviations (L1); -1 if none. Members within :data:`TIE_RTOL` of the least distance are
+    tied (both members of a two-tile cluster always are) and ranked by content
+    (:func:`_outranks`), so that the choice does not depend on where the tiles sit; the first in
+    tile order only when they are alike in all of it."""
     best_d = np.inf
+    for i in range(s, e):
+        t = order[i]
+        if near[puid[pid[t]]] != 0:
+            dist = abs(mdn[i - s] - dn_mu) / dn_sd + abs(mtv[i - s] - tm_mu) / tm_sd
+            if dist < best_d:
+                best_d = dist
+    who = -1
+    wi = 0
+    if best_d == np.inf:
+        return who
+    limit = best_d + TIE_RTOL * (1.0 + best_d)
     for i in range(s, e):
         t = order[i]
         if near[puid[pid[t]]] == 0:
             continue
         dist = abs(mdn[i - s] - dn_mu) / dn_sd + abs(mtv[i - s] - tm_mu) / tm_sd
-        if dist < best_d:
-            best_d = dist
+        if dist <= limit and (who < 0 or _outranks(t, i - s, who, wi, usig, puid, pid, fro2, mdn, mtv)):
             who = t
+            wi = i - s
     return who
 
 
@@ -400,7 +435,11 @@ def _stats_range(c0, c1, clist, cptr, cpp, cpairs, puid, pcount, pfirst, pdens, 
                 nc += 1
                 if cost < best_cost:
                     best_cost = cost
-                    best = dlist[i]
+            # ties (to rounding: the sums run in first-appearance order) to the smaller signature
+            limit = best_cost + TIE_RTOL * (1.0 + best_cost)
+            for k in range(nc):
+                if ccost[k] <= limit and (best < 0 or usig[cid[k]] < usig[best]):
+                    best = cid[k]
         else:
             scale = 256.0
             top_u = dlist[0]
@@ -442,7 +481,8 @@ def _stats_range(c0, c1, clist, cptr, cpp, cpairs, puid, pcount, pfirst, pdens, 
             if tm_sd <= 1e-6 * abs(tm_mu):
                 tm_sd = np.inf
             if not (dn_sd == np.inf and tm_sd == np.inf):
-                who = _typical_member(order, s, e, pid, puid, near, mdn, mtv, dn_mu, dn_sd, tm_mu, tm_sd)
+                who = _typical_member(order, s, e, pid, puid, near, mdn, mtv, dn_mu, dn_sd, tm_mu, tm_sd,
+                                       usig, fro2)
                 if who >= 0:
                     rep[cl] = who
             for k in range(nc):

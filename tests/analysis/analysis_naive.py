@@ -91,16 +91,18 @@ def naive_components(mh, bands):
     return np.array(label)
 
 
-def naive_cluster_stats(sig, dens, top, cluster, n_clusters, near=0.05):
+def naive_cluster_stats(sig, dens, top, cluster, n_clusters, near=0.05, fro2=None, tie=1e-9):
     """Representative, within-cluster Jaccard and density sum of every cluster, written the slow
     way (akf-spec §2; rules in akfviz.analysis.lsh.cluster_tiles, Notes), for clusters of at most
     128 distinct signatures whose Jaccard mean is exact (d(d+1)/2 ≤ 256 or m(m−1)/2 ≤ 256).
 
-    The medoid minimises Σ_j n_j (1 − J(S_i, S_j)) over the distinct signatures (first seen on
-    ties); near-medoids are within ``near · m`` of it; the representative is the near-medoid
+    The medoid minimises Σ_j n_j (1 − J(S_i, S_j)) over the distinct signatures (costs within
+    ``tie · (1 + least)`` tie: the smaller signature); near-medoids are within ``near · m`` of it; the representative is the near-medoid
     tile nearest the members' mean density and top share in standard deviations (a feature
     with a spread under a millionth of its mean does not count; both: the medoid's first
-    tile). Sums run over the members in tile order, as the kernel's do."""
+    tile); distances within ``tie · (1 + least)`` of the least tie, and tied tiles go by content:
+    the larger ``fro2`` (when given), the smaller signature, density, top share, then tile
+    order. Sums run over the members in tile order, as the kernel's do."""
     reps, jms, dsums = [], [], []
     for c in range(n_clusters):
         members = [t for t in range(len(cluster)) if cluster[t] == c]
@@ -119,7 +121,9 @@ def naive_cluster_stats(sig, dens, top, cluster, n_clusters, near=0.05):
             for sj in distinct:
                 cost += count[sj] * (1.0 - jaccard(si, sj))
             costs.append(cost)
-        best = min(range(len(distinct)), key=lambda i: (costs[i], i))
+        least = min(costs)
+        best = min((i for i in range(len(distinct)) if costs[i] <= least + tie * (1.0 + least)),
+                   key=lambda i: distinct[i])
         rep = first[distinct[best]]
         ds = 0.0
         dn_sum = dn_sq = tm_sum = tm_sq = 0.0
@@ -130,7 +134,7 @@ def naive_cluster_stats(sig, dens, top, cluster, n_clusters, near=0.05):
             tm_sum += top[t]
             tm_sq += top[t] * top[t]
         if m > 1:
-            nearset = {distinct[i] for i in range(len(distinct)) if costs[i] <= costs[best] + near * m}
+            nearset = {distinct[i] for i in range(len(distinct)) if costs[i] <= least + near * m}
             dn_mu, tm_mu = dn_sum / m, tm_sum / m
             dn_sd = max(dn_sq / m - dn_mu * dn_mu, 0.0) ** 0.5
             tm_sd = max(tm_sq / m - tm_mu * tm_mu, 0.0) ** 0.5
@@ -138,7 +142,11 @@ def naive_cluster_stats(sig, dens, top, cluster, n_clusters, near=0.05):
             tm_sd = float("inf") if tm_sd <= 1e-6 * abs(tm_mu) else tm_sd
             if not (dn_sd == float("inf") and tm_sd == float("inf")):
                 cand = [t for t in members if int(sig[t]) in nearset]
-                rep = min(cand, key=lambda t: (abs(dens[t] - dn_mu) / dn_sd + abs(top[t] - tm_mu) / tm_sd, t))
+                dist = {t: abs(dens[t] - dn_mu) / dn_sd + abs(top[t] - tm_mu) / tm_sd for t in cand}
+                least = min(dist.values())
+                tied = [t for t in cand if dist[t] <= least + tie * (1.0 + least)]
+                rep = min(tied, key=lambda t: (-fro2[t] if fro2 is not None else 0.0, int(sig[t]), dens[t],
+                                               top[t], t))
         if m == 1:
             jm = 1.0
         else:

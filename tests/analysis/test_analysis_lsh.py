@@ -386,22 +386,25 @@ def test_cluster_mode_stays_near_tile_mode_where_a_first_tile_representative_fai
     assert akfviz.select(pa).relative_error < 0.05
 
 
-def test_medoid_tie_goes_to_the_signature_seen_first_in_tile_order():
+def test_medoid_tie_goes_to_the_smaller_signature():
     # two tiles, same density and values, outlines differing in one cell each (J = 62/64): both
-    # have the same medoid cost, so the representative is the first tile in tile order
-    for missing in (((0, 0), (7, 15)), ((7, 7), (0, 8))):
+    # have the same medoid cost, so the representative is the tile of the smaller signature,
+    # wherever it sits (it was the first in tile order until the fifty-first session)
+    for missing, want in ((((0, 0), (7, 15)), 1), (((7, 7), (0, 8)), 0)):
         D = np.ones((8, 16))
         for r, c in missing:
             D[r, c] = 0.0
         pa = akfviz.analyze(D, tile=8)
         assert pa.n_clusters == 1 and pa.clusters["size"].iat[0] == 2
-        assert pa.clusters["representative"].iat[0] == 0
-    # without density / top_mass: the medoid signature's first tile
+        sig = pa.tiles["signature"].to_numpy()
+        assert sig[want] < sig[1 - want]
+        assert pa.clusters["representative"].iat[0] == want
+    # without density / top_mass: the smaller medoid signature's first tile
     full = np.uint64(2**64 - 1)
-    a, b = full ^ np.uint64(1), full ^ np.uint64(1 << 63)
-    for sig in ([a, b], [b, a], [a, b, b, a]):
+    a, b = full ^ np.uint64(1), full ^ np.uint64(1 << 63)     # b < a
+    for sig, want in (([a, b], 1), ([b, a], 0), ([a, b, b, a], 1)):
         cl = cluster_tiles(np.array(sig, np.uint64), np.zeros(len(sig), np.int64), LSHConfig())
-        assert cl["n_clusters"] == 1 and cl["representative"].tolist() == [0]
+        assert cl["n_clusters"] == 1 and cl["representative"].tolist() == [want]
 
 
 def test_jaccard_mean_is_exact_for_many_tiles_with_few_distinct_outlines():

@@ -32,7 +32,7 @@ def _check_against_naive(A, T):
     pa = akfviz.analyze(A, tile=T)
     ts, sig, dbin, dens, top = _full_arrays(A, T)
     cluster = pa.compact.cluster
-    rep, jm, ds = naive_cluster_stats(sig, dens, top, cluster, pa.n_clusters)
+    rep, jm, ds = naive_cluster_stats(sig, dens, top, cluster, pa.n_clusters, fro2=pa.tiles["fro2"].to_numpy())
     c = pa.clusters
     np.testing.assert_array_equal(c["representative"].to_numpy(), rep)
     np.testing.assert_array_equal(c["jaccard_mean"].to_numpy(), jm)

@@ -123,7 +123,7 @@ def _old_analysis(A, T, cfg):
     ts, ints, floats, sig, dbin = tilepass.tiles_and_features(M, indptr, indices, rb, T, cfg.grid,
                                                               cfg.top_q, cfg.bins_per_decade)
     return ts, ints, floats, sig, dbin, cluster_tiles(sig, dbin, cfg, density=floats[:, 0],
-                                                      top_mass=floats[:, 2])
+                                                      top_mass=floats[:, 2], fro2=floats[:, 1])
 
 
 LSH_CASES = [None, dict(num_hashes=16, bands=4, seed=3), dict(jaccard_pairs=3, grid=4),
@@ -198,7 +198,7 @@ def test_pairs_over_many_chunks(bpd, T):
         a = scan.rb_ptr[scan.bounds[ch]]
         keys = np.stack([scan.psig[a:a + scan.m[ch]].view(np.int64), scan.pbin[a:a + scan.m[ch]]])
         assert np.unique(keys, axis=1).shape[1] == scan.m[ch]
-    cl = cluster_tiles(sig, dbin, cfg, density=floats[:, 0], top_mass=floats[:, 2])
+    cl = cluster_tiles(sig, dbin, cfg, density=floats[:, 0], top_mass=floats[:, 2], fro2=floats[:, 1])
     pa = akfviz.analyze(A, tile=T, lsh=cfg)
     np.testing.assert_array_equal(pa.compact.cluster, cl["cluster"])
     np.testing.assert_array_equal(pa.cluster_order, cl["order"])
