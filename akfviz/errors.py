@@ -4,14 +4,31 @@ Every input the library rejects raises :class:`InputError` (a ``ValueError``) wh
 message says, in plain words, what was wrong and what to do instead. The app shows
 that message with ``st.error``; it never shows a traceback for a bad input.
 """
+import numbers
+
+#: Longest message an :class:`InputError` keeps (characters); a longer one keeps its start and
+#: end around a note of how much was cut. Messages quote values read from the input, and a hostile
+#: file can make those megabytes long (a shape of 30 million ones in a safetensors header gave a
+#: 90-million-character message); the sites that quote file content cut it themselves
+#: (:func:`name_list`, :func:`shown`), and this is the backstop for the rest.
+MAX_MESSAGE = 2000
 
 
 class InputError(ValueError):
     """A user-supplied input (matrix, file, parameter, configuration) was rejected.
 
     The message is written for a student: what was wrong, which value, and what is
-    accepted instead.
+    accepted instead. It is cut to :data:`MAX_MESSAGE` characters.
     """
+
+    def __init__(self, *args):
+        if args and isinstance(args[0], str) and len(args[0]) > MAX_MESSAGE:
+            text = args[0]
+            tail = MAX_MESSAGE // 5
+            head = MAX_MESSAGE - tail - 60
+            cut = len(text) - head - tail
+            args = (f"{text[:head]} … [{cut:,} characters cut] … {text[-tail:]}",) + args[1:]
+        super().__init__(*args)
 
 
 class ResourceLimitError(InputError):
@@ -89,6 +106,38 @@ def checked_call(func):
     return wrapper
 
 
+def shown(value, *, width: int = 60, items: int = 8, quote: bool = True) -> str:
+    """A value read from an input, as a message quotes it: a string or other scalar as its
+    ``repr`` cut to ``width`` characters (start and end kept around ``…``); a list or tuple (a
+    shape, a pair of offsets) as its first ``items`` entries, each shown so, then ``… (N values)``
+    (short ones exactly as ``repr`` shows them, integers of any type as plain numbers).
+    ``quote=False`` shows strings and other objects by ``str`` (no quotes).
+
+    Examples
+    --------
+    >>> shown([1] * 20, items=3)
+    '[1, 1, 1, … (20 values)]'
+    >>> shown("x" * 100, width=10)
+    "'xxxxx…xx'"
+    """
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(shown(v, width=width, items=items) for v in value[:items])
+        more = f", … ({len(value):,} values)" if len(value) > items else ""
+        if isinstance(value, tuple):
+            return f"({inner}{more}{',' if len(value) == 1 else ''})"
+        return f"[{inner}{more}]"
+    if isinstance(value, numbers.Integral):
+        text = str(int(value))
+    elif isinstance(value, str):
+        text = repr(value[:width + 2]) if quote else value[:width + 2]
+    else:
+        text = repr(value) if quote else str(value)
+    if len(text) <= width:
+        return text
+    tail = width // 3
+    return text[:width - tail - 1] + "…" + text[-tail:]
+
+
 def name_list(items, *, limit: int = 10, width: int = 60) -> str:
     """Names for a message, capped: the first ``limit`` of ``items``, each cut to ``width``
     characters, then ``… and N more``; ``"none"`` when there are none.
@@ -128,7 +177,7 @@ def name_list(items, *, limit: int = 10, width: int = 60) -> str:
 
     def item_text(item) -> str:
         if isinstance(item, tuple) and len(item) == 2:
-            return f"{short(item[0])} {list(item[1])}"
+            return f"{short(item[0])} {shown(list(item[1]))}"
         return short(item)
 
     total = len(items)

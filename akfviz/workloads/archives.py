@@ -327,11 +327,15 @@ def _open_tar(data: bytes, label: str) -> tarfile.TarFile:
 
 
 def _regular_members(tf: tarfile.TarFile, label: str) -> list:
-    """The archive's regular files (links, folders and devices are ignored)."""
+    """The archive's regular files (links, folders and devices are ignored). A name stored more
+    than once (``tar -r`` appends a newer copy of a file) counts once, as its last copy: what
+    ``tar -x`` leaves on disk."""
     try:
-        return [m for m in tf.getmembers() if m.isfile()]
+        files = [m for m in tf.getmembers() if m.isfile()]
     except tarfile.TarError as exc:
         raise InputError(f"{_cap(label)} is a damaged tar archive ({exc}).") from None
+    last = {m.name: m for m in files}
+    return [m for m in files if last[m.name] is m]
 
 
 def untar(data: bytes, archive_name: str | None, tensor, max_bytes: int, label: str):
@@ -346,9 +350,16 @@ def untar(data: bytes, archive_name: str | None, tensor, max_bytes: int, label: 
             raise InputError(f"{_cap(label)} is an empty tar archive: it holds no files, so there is no "
                              f"matrix in it.")
         member, consumed = _choose_member(members, archive_name, tensor, label)
+        if member.issparse():
+            # tarfile would expand the holes in memory, past the decompression guards (a 187-byte
+            # .tar.gz declared a 1 GB member and took 2 GB); a text or array file has no holes
+            raise InputError(
+                f"{_cap(label)}: member {member.name[:60]!r} is stored as a sparse file (long runs of zero "
+                f"bytes left out, {member.size:,} bytes once expanded), which no matrix file is; akfviz "
+                f"does not expand it. Extract the archive with tar and load the matrix file itself.")
         if member.size > max_bytes:
             raise ResourceLimitError(
-                f"{_cap(label)}: member {member.name!r} declares {member.size:,} bytes, over the "
+                f"{_cap(label)}: member {member.name[:60]!r} declares {member.size:,} bytes, over the "
                 f"limit of {max_bytes:,}; pass limits=akfviz.LoadLimits(max_decompressed_bytes=...).")
         f = tf.extractfile(member)
         content = f.read() if f is not None else b""

@@ -35,7 +35,7 @@ import pandas as pd
 import scipy.io
 import scipy.sparse as sp
 
-from ..errors import InputError, ResourceLimitError, checked_call, name_list
+from ..errors import InputError, ResourceLimitError, checked_call, name_list, shown as quoted
 from . import archives, mm_syntax
 from .limits import LoadLimits, resolve_limits
 from .validate import as_csr
@@ -168,7 +168,7 @@ def _cap(label: str) -> str:
 def _check_dims(shape, limits: LoadLimits, label: str):
     if len(shape) != 2:
         raise InputError(
-            f"The matrix in {label} must be 2-D (rows × columns), but it has shape {tuple(shape)}."
+            f"The matrix in {label} must be 2-D (rows × columns), but it has shape {quoted(tuple(shape))}."
         )
     rows, cols = int(shape[0]), int(shape[1])
     if rows < 1 or cols < 1:
@@ -185,11 +185,11 @@ def _check_numeric_dtype(dtype: np.dtype, label: str):
             f"{_cap(label)} holds Python objects; akfviz never loads pickled data. Save a numeric array instead."
         )
     if dtype.names is not None or dtype.subdtype is not None:
-        raise InputError(f"{_cap(label)} holds a structured array ({dtype}); give a plain numeric array.")
+        raise InputError(f"{_cap(label)} holds a structured array ({quoted(dtype, quote=False, width=80)}); give a plain numeric array.")
     if dtype.kind == "c":
-        raise InputError(f"{_cap(label)} has complex values ({dtype}); akfviz works with real matrices only.")
+        raise InputError(f"{_cap(label)} has complex values ({quoted(dtype, quote=False)}); akfviz works with real matrices only.")
     if dtype.kind not in "fiub":
-        raise InputError(f"{_cap(label)} has values of type {dtype}, which is not a number type.")
+        raise InputError(f"{_cap(label)} has values of type {quoted(dtype, quote=False)}, which is not a number type.")
 
 
 def _read_npy_header(fp, label: str):
@@ -556,7 +556,7 @@ def _mm_header_error(text: _MMText, banner: bytes, banner_no: int, start: int,
     for (what, vals, _), word in zip(_BANNER_WORDS, words[1:5]):
         if word.decode("utf-8", "replace").lower() not in vals:
             return InputError(
-                f"{label}, line {banner_no}, the banner: {word.decode('utf-8', 'replace')!r} "
+                f"{label}, line {banner_no}, the banner: {quoted(word.decode('utf-8', 'replace'))} "
                 f"is not a Matrix Market {what}; {_BANNER_RULE}.")
     layout = words[2].decode().lower()
     no, line, _ = text.line_at(start - 1)
@@ -1020,7 +1020,7 @@ def _npz_sparse(zf, headers, label, limits: LoadLimits):
     if fmt in ("csr", "csc"):
         major, minor = (rows, cols) if fmt == "csr" else (cols, rows)
         if data.ndim != 1:
-            raise InputError(f"{_cap(label)}: the 'data' array must be 1-D for {fmt}, got shape {data.shape}.")
+            raise InputError(f"{_cap(label)}: the 'data' array must be 1-D for {fmt}, got shape {quoted(data.shape)}.")
         indptr = _index_array(arrays["indptr"], "indptr", label, major + 1)
         indices = _index_array(arrays["indices"], "indices", label, data.size)
         if indptr[0] != 0 or indptr[-1] != data.size or np.any(np.diff(indptr) < 0):
@@ -1030,7 +1030,7 @@ def _npz_sparse(zf, headers, label, limits: LoadLimits):
         return cls((data, indices, indptr), shape=(rows, cols))
     if fmt == "coo":
         if data.ndim != 1:
-            raise InputError(f"{_cap(label)}: the 'data' array must be 1-D for coo, got shape {data.shape}.")
+            raise InputError(f"{_cap(label)}: the 'data' array must be 1-D for coo, got shape {quoted(data.shape)}.")
         rname, cname = ("coords[0] (row)", "coords[1] (column)") if "coords" in keys else ("row", "col")
         r = _index_array(arrays["row"], rname, label, data.size)
         c = _index_array(arrays["col"], cname, label, data.size)
@@ -1039,7 +1039,7 @@ def _npz_sparse(zf, headers, label, limits: LoadLimits):
         return sp.coo_array((data, (r, c)), shape=(rows, cols))
     if fmt == "bsr":
         if data.ndim != 3:
-            raise InputError(f"{_cap(label)}: the 'data' array of a bsr matrix must be 3-D, got shape {data.shape}.")
+            raise InputError(f"{_cap(label)}: the 'data' array of a bsr matrix must be 3-D, got shape {quoted(data.shape)}.")
         R, C = data.shape[1], data.shape[2]
         if R < 1 or C < 1 or rows % R or cols % C:
             raise InputError(f"{_cap(label)}: block size {R}×{C} does not divide the shape {rows}×{cols}.")
@@ -1166,8 +1166,8 @@ def _refuse_duplicate_tensor(raw: bytes, label: str) -> None:
     top = json.loads(raw.decode("utf-8"), object_pairs_hook=list)  # every object as its (key, value) list
     for name, _ in top:
         if name in seen:
-            raise InputError(f"{_cap(label)} is corrupt: its safetensors header lists the tensor {name!r} "
-                             f"twice, so it is not clear which bytes are {name!r}. Save the tensors again "
+            raise InputError(f"{_cap(label)} is corrupt: its safetensors header lists the tensor {quoted(name)} "
+                             f"twice, so it is not clear which bytes are {quoted(name)}. Save the tensors again "
                              f"(e.g. with safetensors.numpy.save_file).")
         seen.add(name)
 
@@ -1201,18 +1201,18 @@ def _st_entries(header, label: str, data_len: int, check_data: bool) -> list:
         if name == "__metadata__":
             continue
         if type(info) is not dict or not info.keys() >= _ST_KEYS:
-            raise InputError(f"{_cap(label)}: tensor {name!r} has an incomplete header entry; the file is corrupt.")
+            raise InputError(f"{_cap(label)}: tensor {quoted(name)} has an incomplete header entry; the file is corrupt.")
         dtype, shape, offs = info["dtype"], info["shape"], info["data_offsets"]
         if type(shape) is not list or not set(map(type, shape)) <= _INT_ONLY or min(shape, default=0) < 0:
-            raise InputError(f"{_cap(label)}: tensor {name!r} has an invalid shape {shape!r}.")
+            raise InputError(f"{_cap(label)}: tensor {quoted(name)} has an invalid shape {quoted(shape)}.")
         if (type(offs) is not list or len(offs) != 2 or type(offs[0]) is not int or type(offs[1]) is not int
                 or offs[0] < 0 or offs[1] < offs[0]):
-            raise InputError(f"{_cap(label)}: tensor {name!r} has invalid data offsets {offs!r}; the file is corrupt.")
+            raise InputError(f"{_cap(label)}: tensor {quoted(name)} has invalid data offsets {quoted(offs)}; the file is corrupt.")
         if type(dtype) is str and dtype in _ST_ITEMSIZE:
             expected = math.prod(shape) * _ST_ITEMSIZE[dtype]
             if offs[1] - offs[0] != expected:
                 raise InputError(
-                    f"{_cap(label)}: tensor {name!r} ({dtype} {shape}) should take {expected} bytes but its "
+                    f"{_cap(label)}: tensor {quoted(name)} ({quoted(dtype)} {quoted(shape)}) should take {expected} bytes but its "
                     f"offsets span {offs[1] - offs[0]}; the file is corrupt."
                 )
         entries.append(_STEntry(name, str(dtype), tuple(shape), offs[0], offs[1]))
@@ -1231,7 +1231,7 @@ def _check_st_data(entries, data_len: int, label: str) -> None:
     for e in entries:
         if e.end > data_len:
             raise InputError(
-                f"{_cap(label)} is truncated: tensor {e.name!r} needs bytes {e.begin}–{e.end} of the data "
+                f"{_cap(label)} is truncated: tensor {quoted(e.name)} needs bytes {e.begin}–{e.end} of the data "
                 f"section but it holds only {data_len} bytes."
             )
     fix = "Save the tensors again (e.g. with safetensors.numpy.save_file)."
@@ -1239,18 +1239,18 @@ def _check_st_data(entries, data_len: int, label: str) -> None:
     for e in sorted(entries, key=lambda e: (e.begin, e.end)):
         if e.begin < end:
             raise InputError(
-                f"{_cap(label)} is corrupt: tensor {e.name!r} (bytes {e.begin}–{e.end} of the data section) "
-                f"overlaps tensor {prev.name!r} (bytes {prev.begin}–{prev.end}), so it would be read from "
+                f"{_cap(label)} is corrupt: tensor {quoted(e.name)} (bytes {e.begin}–{e.end} of the data section) "
+                f"overlaps tensor {quoted(prev.name)} (bytes {prev.begin}–{prev.end}), so it would be read from "
                 f"another tensor's bytes. {fix}")
         if e.begin > end:
-            after = f"after tensor {prev.name!r} (which ends at byte {end})" if prev else "at the start"
+            after = f"after tensor {quoted(prev.name)} (which ends at byte {end})" if prev else "at the start"
             raise InputError(
                 f"{_cap(label)} is corrupt: {e.begin - end} bytes of its data section {after} belong to no "
-                f"tensor; tensor {e.name!r} starts at byte {e.begin}, and a safetensors file stores its "
+                f"tensor; tensor {quoted(e.name)} starts at byte {e.begin}, and a safetensors file stores its "
                 f"tensors back to back. {fix}")
         end, prev = e.end, e
     if end < data_len:
-        last = f"the last tensor, {prev.name!r}, ends at byte {end}" if prev else "it declares no tensor data"
+        last = f"the last tensor, {quoted(prev.name)}, ends at byte {end}" if prev else "it declares no tensor data"
         raise InputError(
             f"{_cap(label)} is corrupt: its data section has {data_len} bytes but {last}, so "
             f"{data_len - end} bytes at the end belong to no tensor (a safetensors file ends with its "
@@ -1428,11 +1428,11 @@ def _pick_tensor(entries, tensor, label) -> _STEntry:
     names = name_list(two_d)
     by_name = {e.name: e for e in entries}
     if tensor not in by_name:
-        raise InputError(f"{_cap(label)} has no tensor named {tensor!r}; its 2-D tensors are: {names}.")
+        raise InputError(f"{_cap(label)} has no tensor named {quoted(tensor)}; its 2-D tensors are: {names}.")
     entry = by_name[tensor]
     if len(entry.shape) != 2:
         raise InputError(
-            f"Tensor {tensor!r} in {label} has shape {entry.shape}, not 2-D; its 2-D tensors are: {names}."
+            f"Tensor {quoted(tensor)} in {label} has shape {quoted(list(entry.shape))}, not 2-D; its 2-D tensors are: {names}."
         )
     return entry
 
@@ -1492,11 +1492,11 @@ def _safetensors_dense(src: Source, limits: LoadLimits, tensor) -> np.ndarray:
     entry = _pick_tensor(entries, tensor, label)
     if entry.dtype not in _ST_DTYPES:
         raise InputError(
-            f"Tensor {entry.name!r} in {label} has dtype {entry.dtype}; accepted: "
+            f"Tensor {quoted(entry.name)} in {label} has dtype {quoted(entry.dtype, quote=False)}; accepted: "
             f"{', '.join(_ST_DTYPES)}."
         )
-    _check_dims(entry.shape, limits, f"tensor {entry.name!r} of {label}")
-    limits.check_dense(math.prod(entry.shape), what=f"tensor {entry.name!r} in {label}")
+    _check_dims(entry.shape, limits, f"tensor {quoted(entry.name)} of {label}")
+    limits.check_dense(math.prod(entry.shape), what=f"tensor {quoted(entry.name)} in {label}")
     _check_st_data(entries, src.size - start, label)
     if src.path is not None and entry.dtype != "BF16" and entry.dtype not in _F8_TABLES:
         try:
