@@ -88,8 +88,8 @@ m[1].metric(f"kernel-only {rep.measure} ÷ Dense (estimate)", f"{rep.resource_sh
 m[2].metric("kernels used", f"{len(used_kernels)}")
 st.caption(f"The {rep.measure} ratio is the selector's kernel-only estimate (what β weighs); the simulated "
            "ratio, with the network, x and y through DRAM, payloads that overflow SRAM streaming from DRAM, "
-           "and static power, is on the NPU and Compare pages (payloads that fit in SRAM are preloaded "
-           "and not timed there: docs/model.md).")
+           "and static power, is on the NPU and Compare pages (payloads that fit in SRAM are preloaded, "
+           "neither timed nor charged energy there: docs/model.md).")
 m[3].metric("decision units", f"{rep.units.size:,}", help="clusters (cluster mode) or tiles (tile mode)")
 sel_t = sum(float(v) for k, v in rep.timings.items() if k != "total") if "total" not in rep.timings \
     else float(rep.timings["total"])

@@ -189,9 +189,12 @@ same = [c for c in ("cycles", "error_pct", "speedup", "energy_pj") if c in df an
 if same:
     notes.append("Same at every point: " + ", ".join(f"{c} {vd.format_value(df[c].iloc[0])}" for c in same) + ".")
 if "sram_bytes_per_pe" in swept and "overflow_bytes" in df and (df["overflow_bytes"] == 0).all():
-    notes.append("**SRAM per PE does not change AKF's cycles here**: at every point the plan's payload fits in "
-                 "the SRAM of the PEs it is placed on (overflow_bytes = 0), so nothing streams from DRAM "
-                 "whatever the size.")
+    notes.append(sweep.sram_note(df))
+if "sram_bytes_per_pe" in swept:
+    notes.append("Payloads that fit in SRAM count as already resident (preloaded before the run, neither timed "
+                 "nor charged energy: the steady state of a persistent kernel), and only the overflow streams "
+                 "from DRAM, at every point and for every baseline. A larger SRAM therefore saves the overflow's "
+                 "DRAM time and energy; the first load of the weights is outside the model (docs/model.md).")
 if {"rows", "cols"} & set(swept) and "energy_pj" not in same and "cycles" in same:
     notes.append("Energy changes with the PE grid although cycles do not: static energy is leakage × PEs × "
                  "cycles, so idle PEs of a larger grid still cost energy.")

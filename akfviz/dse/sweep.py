@@ -418,6 +418,30 @@ def tile_slots(shape: Sequence[int], tile: int) -> int:
     return -(-m // tile) * -(-n // tile)
 
 
+def sram_note(df: pd.DataFrame) -> str:
+    """What a sweep over SRAM per PE shows when no point's plan overflows its PEs' SRAM
+    (``overflow_bytes`` 0 everywhere): that SRAM does not change AKF's cycles only when the
+    cycles and the kernel mix are indeed the same at every point. The selector prices the
+    hardware, so the plan itself can differ between sizes.
+
+    >>> sram_note(pd.DataFrame({"cycles": [645, 651], "kernel_mix": ["QUANT8 100%", "QUANT8 90%, PRUNE25 10%"],
+    ...                         "overflow_bytes": [0, 0]})).split("; ")[1]
+    "yet AKF's cycles still range from 645 to 651: the selector prices the hardware and chose other kernels at some sizes (see kernel_mix)."
+    """
+    cycles_vary = "cycles" in df and df["cycles"].nunique(dropna=False) > 1
+    mix_varies = "kernel_mix" in df and df["kernel_mix"].nunique(dropna=False) > 1
+    if not cycles_vary and not mix_varies:
+        return ("**SRAM per PE does not change AKF's cycles here**: at every point the plan's payload fits in "
+                "the SRAM of the PEs it is placed on (overflow_bytes = 0), so nothing streams from DRAM "
+                "whatever the size.")
+    why = ("the selector prices the hardware and chose other kernels at some sizes (see kernel_mix)" if mix_varies
+           else "which tiles get which kernel, or where they are placed, differs between sizes")
+    span = (f"AKF's cycles still range from {df['cycles'].min():,.0f} to {df['cycles'].max():,.0f}"
+            if cycles_vary else "the plan still changes")
+    return ("**The payload fits in SRAM at every point** (overflow_bytes = 0), so nothing streams from DRAM; "
+            f"yet {span}: {why}.")
+
+
 def every_slot_nonempty(n_tiles: Sequence[int], tiles: Sequence[int], shape: Sequence[int]) -> bool:
     """Whether every tile slot is nonempty at each sweep row's tile side.
 

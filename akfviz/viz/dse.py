@@ -30,7 +30,8 @@ COLUMN_LABELS = {
     "energy_rel_vs_staticsparse": "energy ÷ Static-sparse",
     "tile": "tile side T", "alpha": "α", "beta": "β", "rows": "PE rows", "cols": "PE columns",
     "sram_bytes_per_pe": "SRAM per PE (bytes)", "rho_x": "ρ_x (density of x)", "error_budget": "error budget",
-    "resource_budget": "resource budget (÷ Dense)",
+    "resource_budget": "resource budget (÷ Dense)", "mac_lanes": "MAC lanes per PE",
+    "dram_bytes_per_cycle": "DRAM bandwidth (bytes/cycle)", "hop_latency_cycles": "NoC hop latency (cycles)",
 }
 
 
@@ -40,7 +41,8 @@ SHORT_LABELS = {"cycles": "cycles", "speedup": "speedup (×)", "tile": "T", "sra
                 "rho_x": "ρ_x", "resource_budget": "R budget", "error_budget": "ε budget", "cols": "PE cols",
                 "overflow_bytes": "overflow (B)", "payload_bytes": "payload (B)",
                 "speedup_vs_blocksparse": "speedup ÷ BS (×)", "speedup_vs_staticsparse": "speedup ÷ SS (×)",
-                "energy_rel_vs_blocksparse": "energy ÷ BS", "energy_rel_vs_staticsparse": "energy ÷ SS"}
+                "energy_rel_vs_blocksparse": "energy ÷ BS", "energy_rel_vs_staticsparse": "energy ÷ SS",
+                "mac_lanes": "MAC lanes", "dram_bytes_per_cycle": "DRAM (B/cyc)", "hop_latency_cycles": "hop (cyc)"}
 
 
 def column_label(col: str, short: bool = False, wrap: bool = False) -> str:

@@ -42,3 +42,14 @@ def open_page(app, page, **query):
     if page != "app.py":
         app.switch_page(page).run()
     return app
+
+
+def sweep_table(at):
+    """The Design space page's sweep as it shows it (in tabs of a few columns, each led by the swept
+    ones), put back together."""
+    import pandas as pd
+
+    parts = [d.value for d in at.dataframe if "meaning" not in d.value.columns]   # not the parameter list
+    assert any("cycles" in p.columns for p in parts)
+    whole = pd.concat(parts, axis=1)
+    return whole.loc[:, ~whole.columns.duplicated()]

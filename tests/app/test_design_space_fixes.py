@@ -6,6 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from akfviz.viz import dse
+from apptest_tree import sweep_table
 
 PAGE = "pages/5_Design_space.py"
 #: The designer's sweep on the sample where every tile slot is nonempty (so Block-sparse = Dense).
@@ -94,12 +95,7 @@ def _ok(at):
 
 
 def _sweep_table(at) -> pd.DataFrame:
-    """The sweep as the page shows it (in tabs of a few columns, each led by the swept ones), put back
-    together."""
-    parts = [d.value for d in at.dataframe if "meaning" not in d.value.columns]   # not the parameter list
-    assert any("cycles" in p.columns for p in parts)
-    whole = pd.concat(parts, axis=1)
-    return whole.loc[:, ~whole.columns.duplicated()]
+    return sweep_table(at)
 
 
 def test_the_designers_sweep_shows_each_baseline_and_says_why_nothing_changes(app):
