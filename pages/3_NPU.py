@@ -133,7 +133,9 @@ S.chart(S.figure_cached(f"util|{zoom}|{sim_key}",
                         lambda: vn.utilization_heatmap(res.utilization, height=560, zoom=zoom)),
         key="util_heatmap")
 st.caption("How to read this: one cell per PE of the grid (over 256 PEs per side, the mean of a block of PEs, "
-           "as the title says); colour = busy cycles / makespan, scaled to the busiest PE. Black = idle. A few bright "
+           "as the title says); colour = busy cycles / makespan as a fraction (the title gives the busiest "
+           "PE's in %), the colour bar running from 0 to the busiest PE's value rather than to 1, so light use "
+           "stays visible. Black = idle. A few bright "
            "PEs mean the makespan is set by them (load imbalance).")
 
 busy_rows, default_row = vn.busy_rows(res.counters["busy"], hw.rows, hw.cols)

@@ -651,8 +651,13 @@ def map_tiles(work, hw, *, rho_x: float = 1.0, method: str = "anneal", seed: int
         pe, red = np.zeros(0, np.int64), _greedy(np.zeros(0, np.int64), np.zeros(0), nbr,
                                                   red_load, snake, hw.cols, P)[1]
     src = source_pes(red, nbc, hw.cols)
+    t_scale = float(temperature)
     if gamma is None:
         gamma = max(GAMMA_PER_HOP_CYCLE * hw.hop_latency_cycles, GAMMA_MIN)
+        # the start temperature scales with γ; at hop latency 0 (γ at its floor) it was a tenth of
+        # latency 1's, too cold to leave the greedy start (Dense on 8×3 PEs: 654 cycles against 536
+        # at latency 1): anneal from latency 1's temperature, the objective keeping its own γ
+        t_scale *= max(gamma, GAMMA_PER_HOP_CYCLE) / gamma
     if delta is None:
         delta = 1.0 / hw.dram_bytes_per_cycle
     sram = float(hw.sram_bytes_per_pe)
@@ -670,7 +675,7 @@ def map_tiles(work, hw, *, rho_x: float = 1.0, method: str = "anneal", seed: int
         t = time.perf_counter()
         obj_a, traj = _anneal(pe_a, bi, bj, est, ev, outr, payload, red, src, red_load, hw.rows,
                               hw.cols, sram, float(gamma), float(delta), hop, iters, int(window), rnd,
-                              TRAJECTORY_POINTS, float(temperature))
+                              TRAJECTORY_POINTS, t_scale)
         secs = time.perf_counter() - t
         # exact recomputation (guards against drift of the incremental sums)
         mk2, hp2, ov2 = _objective_parts(pe_a, bi, bj, est, ev, outr, payload, red, src, red_load,
