@@ -108,7 +108,7 @@ def checked_call(func):
 
 def shown(value, *, width: int = 60, items: int = 8, quote: bool = True) -> str:
     """A value read from an input, as a message quotes it: a string or other scalar as its
-    ``repr`` cut to ``width`` characters (start and end kept around ``…``); a list or tuple (a
+    ``repr`` with the value cut to ``width`` characters (start and end kept around ``…``); a list or tuple (a
     shape, a pair of offsets) as its first ``items`` entries, each shown so, then ``… (N values)``
     (short ones exactly as ``repr`` shows them, integers of any type as plain numbers).
     ``quote=False`` shows strings and other objects by ``str`` (no quotes).
@@ -117,8 +117,8 @@ def shown(value, *, width: int = 60, items: int = 8, quote: bool = True) -> str:
     --------
     >>> shown([1] * 20, items=3)
     '[1, 1, 1, … (20 values)]'
-    >>> shown("x" * 100, width=10)
-    "'xxxxx…xx'"
+    >>> shown("a" * 50 + "z" * 50, width=10)
+    "'aaaaaa…zzz'"
     """
     if isinstance(value, (list, tuple)):
         inner = ", ".join(shown(v, width=width, items=items) for v in value[:items])
@@ -127,11 +127,14 @@ def shown(value, *, width: int = 60, items: int = 8, quote: bool = True) -> str:
             return f"({inner}{more}{',' if len(value) == 1 else ''})"
         return f"[{inner}{more}]"
     if isinstance(value, numbers.Integral):
-        text = str(int(value))
-    elif isinstance(value, str):
-        text = repr(value[:width + 2]) if quote else value[:width + 2]
-    else:
-        text = repr(value) if quote else str(value)
+        return str(int(value))
+    if isinstance(value, str):
+        return repr(_cut(value, width)) if quote else _cut(value, width)
+    return _cut(repr(value) if quote else str(value), width)
+
+
+def _cut(text: str, width: int) -> str:
+    """``text`` if at most ``width`` characters, else its start and end around ``…`` (``width`` in all)."""
     if len(text) <= width:
         return text
     tail = width // 3
@@ -169,11 +172,7 @@ def name_list(items, *, limit: int = 10, width: int = 60) -> str:
     'w [2, 3]'
     """
     def short(name) -> str:
-        text = str(name)
-        if len(text) <= width:
-            return text
-        tail = width // 3
-        return text[:width - tail - 1] + "…" + text[-tail:]
+        return _cut(str(name), width)
 
     def item_text(item) -> str:
         if isinstance(item, tuple) and len(item) == 2:

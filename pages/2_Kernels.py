@@ -50,8 +50,8 @@ with c1:
     if mode == "weights":
         S.widget(st.select_slider, "α (error weight)", "alpha", options=weight_options("alpha"))
     elif mode == "error":
-        S.widget(st.slider, "Error budget ε (relative error ‖A−Â‖_F/‖A‖_F as a fraction: 0.01 = 1 %)", "budget", *S.bounds("budget"), step=0.005,
-                 format="%.3f")
+        S.widget(st.slider, "Error budget ε (relative error ‖A−Â‖_F/‖A‖_F as a fraction: 0.01 = 1 %)", "budget",
+                 *S.bounds("budget"), step=0.005, format="%.3f")
     else:
         S.widget(st.slider, "Resource budget (share of Dense)", "rbudget", *S.bounds("rbudget"), step=0.01)
 with c2:

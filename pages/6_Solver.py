@@ -23,8 +23,10 @@ op = S.widget(c[0].selectbox, "Operator", "sop", options=list(OPERATORS), format
 method = S.widget(c[1].selectbox, "Method", "solver", options=["jacobi", "cg", "power"],
                   format_func=vs.METHOD_NAMES.get)
 iters = S.widget(c[2].slider, "Iterations", "iters", *S.bounds("iters"), step=5)
-eps = S.widget(c[3].slider, "Lossy plan: error budget ε (a fraction: 0.01 = 1 %)", "seps", *S.bounds("seps"), step=0.005, format="%.3f",
-               help="The plan is chosen with this relative-error budget (least resource within ε). ε is a fraction of ‖A‖_F, while the plan's error beside it is given in %.")
+eps = S.widget(c[3].slider, "Lossy plan: error budget ε (a fraction: 0.01 = 1 %)", "seps", *S.bounds("seps"),
+               step=0.005, format="%.3f",
+               help="The plan is chosen with this relative-error budget (least resource within ε). ε is a "
+                    "fraction of ‖A‖_F, while the plan's error beside it is given in %.")
 
 try:
     if op == "sample":

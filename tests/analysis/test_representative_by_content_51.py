@@ -95,8 +95,8 @@ def test_a_two_tile_cluster_is_represented_by_its_heavier_tile_in_either_order(f
 
 def test_ties_in_fro2_go_to_the_smaller_signature_then_density_then_top_share():
     # two-tile clusters (always a tie in distance): equal fro2, so the outline decides; equal
-    # outlines and fro2, so the density decides (it cannot: one outline, one density bin, but the
-    # densities may differ within a bin); then the top share
+    # outlines and fro2, so the density decides (densities may differ within one density bin);
+    # then the top share
     s_big = np.uint64(2**64 - 1)
     s_small = s_big ^ np.uint64(1 << 63)                     # J = 63/64: one LSH component
     cfg = LSHConfig()

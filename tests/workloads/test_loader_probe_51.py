@@ -130,6 +130,6 @@ def test_shown_keeps_short_values_as_repr_shows_them():
     assert shown((3, 4)) == "(3, 4)" and shown((5,)) == "(5,)" and shown([0, 4]) == "[0, 4]"
     assert shown(np.int64(7)) == "7" and shown((np.int64(2), np.int64(3))) == "(2, 3)"
     assert shown("F32") == "'F32'" and shown("F32", quote=False) == "F32"
-    long = shown("ab" * 1000)
-    assert len(long) <= 60 and "…" in long
+    long = shown("a" * 1000 + "END")
+    assert len(long) <= 62 and "…" in long and long.endswith("END'")     # 60 characters and the quotes
     assert shown(list(range(100)), items=3) == "[0, 1, 2, … (100 values)]"
