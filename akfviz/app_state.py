@@ -389,6 +389,11 @@ def chart(fig, key: str, **kwargs):
         # a cached figure of shapes and annotations only (the Learn grid): plotly refuses such a dict
         import plotly.graph_objects as go
         fig = go.Figure(fig)
+    layout = fig.get("layout", {}) if isinstance(fig, dict) else fig.layout
+    if layout["width"] if not isinstance(layout, dict) else layout.get("width"):
+        # a figure sized for its content (a tall square-cell grid, layout.fit_tall_grid): drawn
+        # at its own width, never wider than its container
+        kwargs.setdefault("width", "content")
     return st.plotly_chart(fig, key=key, theme=None, config=PLOTLY_CONFIG, **kwargs)
 
 

@@ -7,7 +7,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .colors import NEUTRAL_DARK, family_color, family_dash, families_in, kernel_color, kernel_family
-from .layout import BAR_TEXT, aggregation_note, coarse_grid, empty_figure, grid_axes, log_ticks, occupancy, styled
+from .layout import (BAR_TEXT, aggregation_note, coarse_grid, empty_figure, fit_tall_grid, grid_axes, grid_height,
+                     log_ticks, occupancy, styled)
 
 
 def factorize_kernels(tile_kernels) -> tuple[np.ndarray, list]:
@@ -58,9 +59,11 @@ def kernel_map(tiles, tile_kernels, n_brows: int, n_bcols: int, tile: int,
         colorbar=dict(title="kernel family", tickvals=list(range(k)), ticktext=order, len=min(1.0, 0.1 * k + 0.3)),
         text=text, hovertemplate="bi %{y:.0f}, bj %{x:.0f}<br>%{customdata}" + text_hover + "<extra></extra>",
     ))
-    grid_axes(fig, n_brows, n_bcols, f"tile row bi (×{tile})", f"tile column bj (×{tile})")
-    return styled(fig, "Kernel choice per tile" + aggregation_note(sr, sc, "the kernel of its first nonempty tile"),
-                  height)
+    stretched = grid_axes(fig, n_brows, n_bcols, f"tile row bi (×{tile})", f"tile column bj (×{tile})")
+    note = aggregation_note(sr, sc, "the kernel of its first nonempty tile")
+    note += " (aspect stretched)" if stretched else ""
+    fig = styled(fig, "Kernel choice per tile" + note, grid_height(n_brows, n_bcols, height))
+    return fit_tall_grid(fig, n_brows, n_bcols, legend_px=40 + 7 * max(len(f) for f in order))
 
 
 def kernel_mix(tile_kernels, weights=None, families: dict | None = None, height: int = 300) -> go.Figure:

@@ -137,10 +137,55 @@ def empty_figure(message: str, height: int = 300) -> go.Figure:
     return styled(fig, height=height)
 
 
-def grid_axes(fig: go.Figure, n_rows: int, n_cols: int, ytitle: str, xtitle: str, max_aspect: float = 2.5) -> bool:
+#: Grids up to this ratio of rows to columns (or columns to rows) are drawn with square cells; a
+#: transformer's FFN weight (4d × d, e.g. MiniLM's 1536 × 384) is 4 : 1. Beyond it, stretched.
+SQUARE_ASPECT = 4.5
+
+#: The most a tall grid's figure grows to (px), so its square cells are not a thin column.
+TALL_HEIGHT = 820
+
+
+def grid_height(n_rows: int, n_cols: int, height: int, max_aspect: float = SQUARE_ASPECT) -> int:
+    """Figure height for a grid drawn by :func:`grid_axes`: ``height · √(rows / cols)``, between
+    ``height`` and :data:`TALL_HEIGHT` for a tall grid, down to 300 px for a wide one.
+
+    Square cells fit the grid into the smaller of the panel's width and height, so a 4 : 1 tall
+    grid at the default height is a strip a quarter as wide as it is tall; the taller figure gives
+    it width. A stretched grid (beyond ``max_aspect``) keeps ``height``.
+    """
+    r = n_rows / max(n_cols, 1)
+    if not 1 / max_aspect <= r <= max_aspect:
+        return int(height)
+    scaled = int(round(height * r ** 0.5))
+    return max(height, min(TALL_HEIGHT, scaled)) if r >= 1 else max(min(300, height), scaled)
+
+
+def fit_tall_grid(fig: go.Figure, n_rows: int, n_cols: int, legend_px: int = 0,
+                  max_aspect: float = SQUARE_ASPECT, min_width: int = 380) -> go.Figure:
+    """Give a styled square-cell grid taller than wide a width of its own (``layout.width``).
+
+    Square cells in a panel wider than the grid leave the plot centred in blank space, its colour
+    bar at the far edge; with the width the cells need (the plot height × cols / rows, plus the
+    margins and ``legend_px`` for a colour bar), ``S.chart`` draws it at that width
+    (``width="content"``), never wider than its container. Wide, square and stretched grids are
+    left to fill their container. ``min_width`` keeps room for the title.
+    """
+    r = n_rows / max(n_cols, 1)
+    if not 1 < r <= max_aspect:
+        return fig
+    m = fig.layout.margin
+    plot_h = fig.layout.height - (m.t or 0) - (m.b or 0)
+    plot_w = plot_h * n_cols / n_rows
+    fig.update_layout(width=int(max(min_width, round((m.l or 0) + plot_w + (m.r or 0) + legend_px))))
+    return fig
+
+
+def grid_axes(fig: go.Figure, n_rows: int, n_cols: int, ytitle: str, xtitle: str,
+              max_aspect: float = SQUARE_ASPECT) -> bool:
     """Reversed-y grid axes with square cells, unless the grid is very tall or wide (then stretched).
 
-    Returns True when stretched (callers say so in the title).
+    Returns True when stretched (callers say so in the title). Give the figure the height of
+    :func:`grid_height` so a tall grid's square cells are not drawn in a thin strip.
     """
     stretched = not (1 / max_aspect <= n_rows / max(n_cols, 1) <= max_aspect)
     # grid and zero lines would show through the gaps between cells as stray rules

@@ -9,7 +9,8 @@ from plotly.subplots import make_subplots
 from ..analysis.features import top_count
 from ..analysis.lsh import LSHConfig
 from .colors import BLUES_OFF_WHITE, CLUSTER_PALETTE, VIRIDIS_ON_WHITE
-from .layout import aggregation_note, coarse_grid, empty_figure, grid_axes, log_ticks, occupancy, styled
+from .layout import (aggregation_note, coarse_grid, empty_figure, fit_tall_grid, grid_axes, grid_height, log_ticks,
+                     occupancy, styled)
 from .tables import property_table
 
 
@@ -153,8 +154,11 @@ def meanings_markdown(table, key: str) -> str:
     return "\n".join(f"- **{label}**: {meaning}" for label, meaning in zip(table[key], table["meaning"]) if meaning)
 
 
-def _tile_axes(fig: go.Figure, n_brows: int, n_bcols: int, tile: int) -> None:
-    grid_axes(fig, n_brows, n_bcols, f"tile row bi (×{tile} rows)", f"tile column bj (×{tile} cols)")
+def _tile_axes(fig: go.Figure, n_brows: int, n_bcols: int, tile: int) -> str:
+    """Square-cell tile axes; returns the title note ``"aspect stretched"`` when the grid is too
+    tall or wide for square cells (else "")."""
+    stretched = grid_axes(fig, n_brows, n_bcols, f"tile row bi (×{tile} rows)", f"tile column bj (×{tile} cols)")
+    return "aspect stretched" if stretched else ""
 
 
 def tile_density_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 256,
@@ -187,16 +191,18 @@ def tile_density_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 25
     ))
     _click_layer(fig, idx, grid, sr, sc)
     _mark(fig, tiles, selected)
-    _tile_axes(fig, n_brows, n_bcols, tile)
+    aspect = _tile_axes(fig, n_brows, n_bcols, tile)
     # the extent of the tiles, not of the markers (autorange would pad for their size)
     fig.update_xaxes(range=[-0.5, n_bcols - 0.5], autorange=False)
     fig.update_yaxes(range=[n_brows - 0.5, -0.5], autorange=False)
-    note = aggregation_note(sr, sc, "mean density over its area")
-    if same:
-        note = (note.strip() + "; " if note else "") + f"every tile has density {10 ** ticks[0]:.3g}"
-    return styled(fig, f"Tile density — {len(tiles):,} nonempty tile{'s' if len(tiles) != 1 else ''} of "
-                       f"{n_brows}×{n_bcols}"
-                       + (f"<br><span style='font-size:12px'>{note.strip()}</span>" if note else ""), height)
+    notes = [aggregation_note(sr, sc, "mean density over its area").strip()]
+    notes += [f"every tile has density {10 ** ticks[0]:.3g}"] if same else []
+    note = "; ".join(n for n in notes + [aspect] if n)
+    fig = styled(fig, f"Tile density — {len(tiles):,} nonempty tile{'s' if len(tiles) != 1 else ''} of "
+                      f"{n_brows}×{n_bcols}"
+                      + (f"<br><span style='font-size:12px'>{note}</span>" if note else ""),
+                 grid_height(n_brows, n_bcols, height))
+    return fit_tall_grid(fig, n_brows, n_bcols, legend_px=90)
 
 
 def _click_layer(fig: go.Figure, idx, density, sr: int, sc: int) -> None:
@@ -286,16 +292,17 @@ def cluster_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 256,
         xgap=1 if n_bcols <= 64 else 0, ygap=1 if n_brows <= 64 else 0,
         hovertemplate=hover + text_hover + "<extra></extra>",
     ))
-    _tile_axes(fig, n_brows, n_bcols, tile)
+    aspect = _tile_axes(fig, n_brows, n_bcols, tile)
     n_cl = int(cl.max()) + 1 if cl.size else 0
     # the details on a second, smaller line: on one line the title was cut at a 900-px window;
     # the palette's repeat is said only when some colour stands for two clusters
     details = ((f"colours repeat every {k}" if n_cl > k else "")
                + aggregation_note(sr, sc, "the cluster of its first nonempty tile")).strip()
+    details = "; ".join(d for d in (details, aspect) if d)
     title = f"LSH clusters — {n_cl} cluster{'s' if n_cl != 1 else ''}"
     if details:
         title += f"<br><span style='font-size:12px'>{details}</span>"
-    return styled(fig, title, height)
+    return fit_tall_grid(styled(fig, title, grid_height(n_brows, n_bcols, height)), n_brows, n_bcols)
 
 
 def representative_gallery(dense_tiles: list, labels: list[str], cols: int = 4,

@@ -150,7 +150,11 @@ def test_clicking_a_tile_on_the_density_map_selects_it(server, page):
     assert inp.input_value() == "0"
     # a click that lands before plotly has bound its handlers (a loaded machine) is tried again
     for _ in range(3):
-        box = page.locator(".js-plotly-plot").first.locator(".nsewdrag").first.bounding_box()
+        drag = page.locator(".js-plotly-plot").first.locator(".nsewdrag").first
+        # the 48 × 12 tile map is drawn with square cells, 820 px tall: its middle is below a
+        # 900-px window until scrolled to, as a user would (a click off screen does nothing)
+        drag.scroll_into_view_if_needed()
+        box = drag.bounding_box()
         x, y = box["x"] + box["width"] * 0.6, box["y"] + box["height"] * 0.5
         page.mouse.move(x, y)
         page.mouse.click(x, y)

@@ -1,0 +1,102 @@
+"""Square tiles stay square: a 4 : 1 weight (MiniLM's FFN, 1536 × 384) was drawn with its 48 × 12
+tiles as flat strips, because grids beyond 2.5 : 1 were stretched to the panel (and the tile maps
+did not say so). Grids up to 4.5 : 1 now keep square cells, a tall one gets a taller figure and a
+width of its own, and a stretched one says so in every map's title."""
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+from akfviz.viz import kernels as vk
+from akfviz.viz import layout
+from akfviz.viz import matrix as vm
+from akfviz.viz import npu as vn
+from akfviz.viz import patterns as vp
+
+
+def _tiles(n_brows, n_bcols, seed=0):
+    rng = np.random.default_rng(seed)
+    bi, bj = np.divmod(np.arange(n_brows * n_bcols), n_bcols)
+    return pd.DataFrame({"bi": bi, "bj": bj, "density": rng.uniform(0.05, 0.2, bi.size),
+                         "cluster": rng.integers(0, 3, bi.size)})
+
+
+def _plot_box(fig, legend_px):
+    """Width and height (px) the plot area may take inside the figure's fixed size."""
+    m = fig.layout.margin
+    return fig.layout.width - m.l - m.r - legend_px, fig.layout.height - m.t - m.b
+
+
+def _square(fig):
+    return fig.layout.yaxis.scaleanchor == "x"
+
+
+@pytest.mark.parametrize("build", ["density", "clusters", "kernels"])
+def test_a_48_by_12_tile_grid_has_square_cells_and_room(build):
+    tiles = _tiles(48, 12)
+    fig = {"density": lambda: vp.tile_density_map(tiles, 48, 12, 32),
+           "clusters": lambda: vp.cluster_map(tiles, 48, 12, 32),
+           "kernels": lambda: vk.kernel_map(tiles, ["QUANT8"] * len(tiles), 48, 12, 32)}[build]()
+    assert _square(fig)
+    assert "stretched" not in fig.layout.title.text
+    assert fig.layout.height > 420            # taller than a square grid's figure
+    assert fig.layout.width is not None       # and a width of its own, not the whole panel
+    w, h = _plot_box(fig, 0)
+    assert w >= h * 12 / 48 - 1               # the 12 columns of square cells fit across
+
+
+def test_the_figure_width_is_what_the_cells_need():
+    fig = vp.cluster_map(_tiles(48, 12), 48, 12, 32)   # no colour bar
+    w, h = _plot_box(fig, 0)
+    assert w == pytest.approx(max(h * 12 / 48, 380 - fig.layout.margin.l - fig.layout.margin.r), abs=1)
+
+
+def test_square_and_wide_grids_fill_their_panel():
+    for shape in ((12, 12), (12, 48)):
+        fig = vp.tile_density_map(_tiles(*shape), *shape, 32)
+        assert _square(fig) and fig.layout.width is None
+    assert vp.tile_density_map(_tiles(12, 12), 12, 12, 32).layout.height == 420
+    assert 300 <= vp.tile_density_map(_tiles(12, 48), 12, 48, 32).layout.height < 420
+
+
+@pytest.mark.parametrize("build", ["density", "clusters", "kernels"])
+def test_a_stretched_tile_map_says_so(build):
+    tiles = _tiles(2, 40)
+    fig = {"density": lambda: vp.tile_density_map(tiles, 2, 40, 32),
+           "clusters": lambda: vp.cluster_map(tiles, 2, 40, 32),
+           "kernels": lambda: vk.kernel_map(tiles, ["CSR"] * len(tiles), 2, 40, 32)}[build]()
+    assert not _square(fig)
+    assert "aspect stretched" in fig.layout.title.text
+    assert fig.layout.width is None
+
+
+def test_the_spy_plot_of_a_4_to_1_weight_is_not_stretched():
+    A = sp.random_array((1536, 384), density=0.1, random_state=0, format="csr")
+    fig = vm.spy_density(A)
+    assert _square(fig)
+    assert "stretched" not in fig.layout.title.text
+    assert fig.layout.width is not None and fig.layout.height > 460
+
+
+def test_a_tall_pe_grid_gets_its_width_too():
+    fig = vn.utilization_heatmap(np.random.default_rng(1).uniform(size=(256, 64)))
+    assert _square(fig) and fig.layout.width is not None
+
+
+def test_grid_height_bounds():
+    assert layout.grid_height(10, 10, 420) == 420
+    assert layout.grid_height(40, 10, 420) == layout.TALL_HEIGHT          # 840 capped
+    assert layout.grid_height(20, 10, 420) == round(420 * 2 ** 0.5)
+    assert layout.grid_height(10, 40, 420) == 300                        # 210, floored
+    assert layout.grid_height(100, 10, 420) == 420                       # stretched: unchanged
+
+
+def test_chart_draws_a_sized_figure_at_its_own_width(monkeypatch):
+    from akfviz import app_state as S
+    seen = {}
+    monkeypatch.setattr(S.st, "plotly_chart", lambda fig, **kw: seen.update(kw))
+    S.chart(vp.cluster_map(_tiles(48, 12), 48, 12, 32).to_dict(), key="a")
+    assert seen["width"] == "content"
+    seen.clear()
+    S.chart(vp.cluster_map(_tiles(12, 12), 12, 12, 32), key="b")
+    assert "width" not in seen
