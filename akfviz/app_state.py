@@ -51,10 +51,13 @@ BUNDLE_VERSION = 1
 MAX_BUNDLE_BYTES = 2_000_000
 
 
-def make_bundle(values: dict, workload: dict, results: dict, energy_table: dict | None = None) -> str:
+def make_bundle(values: dict, workload: dict, results: dict, energy_table: dict | None = None,
+                settings_sha256: str | None = None) -> str:
     """Serialise a run bundle (JSON text).
 
-    Contents: ``format``/``version``, ``akfviz_version``, ``created`` (UTC ISO time),
+    Contents: ``format``/``version``, ``akfviz_version``, ``model_source`` (:func:`model_source`:
+    which model code computed the results), ``settings_sha256`` (:func:`settings_stamp`, whose
+    first 8 digits end every table export's file name), ``created`` (UTC ISO time),
     ``state`` (the URL settings, generator parameters included), ``energy_table`` (the NPU
     page's edited energy table as :meth:`EnergyTable.to_plain`, or null for the preset's),
     ``seeds`` (generator, LSH), ``workload`` (source, name, shape, nnz, sha256 fingerprint)
@@ -62,14 +65,27 @@ def make_bundle(values: dict, workload: dict, results: dict, energy_table: dict 
     """
     state = {k: values.get(k, f.default) for k, f in FIELDS.items()}
     state["gen_params"] = dict(values.get("gen_params") or {})
-    seeds = {"lsh_seed": state["lsh_seed"], "generator_seed": state["gen_params"].get("seed")}
+    # the seed the generator ran with (its default too), else the one given
+    made = ((workload or {}).get("generator") or {}).get("params") or {}
+    seeds = {"lsh_seed": state["lsh_seed"], "generator_seed": made.get("seed", state["gen_params"].get("seed"))}
     doc = {
         "format": BUNDLE_FORMAT, "version": BUNDLE_VERSION, "akfviz_version": __version__,
+        "model_source": model_source(), "settings_sha256": settings_sha256,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "state": state, "energy_table": to_plain(energy_table), "seeds": seeds, "workload": workload,
         "results": to_plain(results),
     }
     return json.dumps(doc, indent=2, sort_keys=False, allow_nan=False)
+
+
+@functools.lru_cache(maxsize=1)
+def model_source() -> str:
+    """16 hex digits naming the library's model code (every ``.py`` of the package but the app's
+    front end, :func:`akfviz._jit.source_digest`): the package version has stayed 0.1.0 while the
+    model changed (docs/model.md), so exports and bundles name the code itself."""
+    from ._jit import source_digest
+
+    return source_digest()
 
 
 
@@ -987,8 +1003,17 @@ def preset_names() -> list[str]:
 
 
 def workload_summary(wl: Workload) -> dict:
-    return {"source": wl.source, "label": wl.label, "provenance": wl.provenance,
-            "shape": list(wl.A.shape), "nnz": int(wl.A.nnz), "sha256": wl.digest}
+    """The workload as the bundle and the exports record it; a generated one also with its
+    ``generator``: the kind and every parameter it ran with, typed, the defaults filled in (the
+    settings keep only what the form or the link gave, as text)."""
+    out = {"source": wl.source, "label": wl.label, "provenance": wl.provenance,
+           "shape": list(wl.A.shape), "nnz": int(wl.A.nnz), "sha256": wl.digest}
+    if wl.source == "gen":
+        try:
+            out["generator"] = {"kind": get("gen"), "params": gen_kwargs(get("gen"))}
+        except (InputError, ValueError):   # the workload was made, so its parameters were accepted
+            pass
+    return out
 
 
 def bundle_writer(wl: Workload | None) -> Callable[[], str]:
@@ -1009,7 +1034,7 @@ def bundle_writer(wl: Workload | None) -> Callable[[], str]:
     stamp = settings_stamp()
     energy = _energy_plain()
     return lambda: make_bundle(vals, summary, {k: v for k, (s, v) in list(results.items()) if s == stamp},
-                               energy)
+                               energy, stamp)
 
 
 def apply_bundle(doc: dict) -> None:
@@ -1035,18 +1060,60 @@ def json_download(obj) -> bytes:
     return json.dumps(to_plain(obj), indent=2).encode()
 
 
-def export_buttons(label: str, frame_fn, stem: str, key: str, what: str = "") -> None:
+def export_settings() -> dict:
+    """What every table export was computed under, as the run bundle records it: the settings
+    (``state``: preset, hardware overrides, T, α, β, mode, budgets, granularity, R, ρ_x, LSH, seeds,
+    generator parameters…), the NPU page's edited energy table, the workload (name, provenance,
+    shape, nnz, sha256), ``settings_sha256`` (:func:`settings_stamp`), the package version and
+    :func:`model_source`. Read while the page runs: a deferred download runs outside the script,
+    where the session reads as empty (:func:`bundle_writer`)."""
+    wl = st.session_state.get(_WL)
+    return to_plain({"akfviz_version": __version__, "model_source": model_source(),
+                     "settings_sha256": settings_stamp(), "state": values(), "energy_table": _energy_plain(),
+                     "workload": workload_summary(wl) if isinstance(wl, Workload) else {}})
+
+
+#: Table metadata key under which a Parquet export keeps :func:`export_settings`.
+SETTINGS_ATTR = "akfviz_settings"
+
+
+def export_buttons(label: str, frame_fn, stem: str, key: str, what: str = "", json_too: bool = False) -> None:
     """CSV and Parquet download buttons for a table that is built only when a button is clicked
     (``frame_fn()`` returns the DataFrame; e.g. a million-tile table costs nothing until asked for);
-    ``what`` (optional) is shown beside them: what one row of the table is."""
+    ``what`` (optional) is shown beside them: what one row of the table is.
+
+    Both file names end in the first 8 digits of the settings' stamp (``settings_sha256`` of the
+    run bundle and of the Parquet metadata), so a CSV names the settings it came from; the Parquet
+    file also carries :func:`export_settings` in its metadata (``pd.read_parquet(f).attrs``), beside
+    the table's own. ``json_too``: a JSON button as well (``{"rows", "attrs"}``, as the command line
+    writes tables), for tables whose own metadata matters (a sweep's grid and hardware)."""
+    settings = export_settings()
+    tag = settings["settings_sha256"][:8]
+
+    def with_settings():
+        df = frame_fn()
+        out = df.copy(deep=False)
+        out.attrs = {**df.attrs, SETTINGS_ATTR: settings}
+        return out
+
     # a wrapping row sized to its content: fixed column shares cut the labels ("Traject…") when the
     # buttons sit in half of the page
     row = st.container(horizontal=True, vertical_alignment="center")
     row.download_button(f"{label} (CSV)", data=lambda: frame_bytes(frame_fn(), "csv"),
-                        file_name=f"akfviz-{stem}.csv", mime="text/csv", on_click="ignore", key=f"{key}_csv")
-    row.download_button(f"{label} (Parquet)", data=lambda: frame_bytes(frame_fn(), "parquet"),
-                        file_name=f"akfviz-{stem}.parquet", mime="application/octet-stream",
-                        on_click="ignore", key=f"{key}_parquet")
+                        file_name=f"akfviz-{stem}-{tag}.csv", mime="text/csv", on_click="ignore", key=f"{key}_csv",
+                        help=f"The table only. The file name ends in {tag}, the start of the settings' stamp "
+                             "(settings_sha256 in the run bundle and in the Parquet file).")
+    row.download_button(f"{label} (Parquet)", data=lambda: frame_bytes(with_settings(), "parquet"),
+                        file_name=f"akfviz-{stem}-{tag}.parquet", mime="application/octet-stream",
+                        on_click="ignore", key=f"{key}_parquet",
+                        help="The table, and in its metadata the settings, workload and model code it was "
+                             f"computed with: pandas.read_parquet(file).attrs['{SETTINGS_ATTR}'].")
+    if json_too:
+        from .cli import frame_json
+
+        row.download_button(f"{label} (JSON)", data=lambda: frame_json(with_settings()).encode(),
+                            file_name=f"akfviz-{stem}-{tag}.json", mime="application/json",
+                            on_click="ignore", key=f"{key}_json")
     if what:
         row.caption(what)
 

@@ -161,6 +161,9 @@ if df is None:
     st.stop()
 
 st.header(f"{len(df)} configuration{'' if len(df) == 1 else 's'} ({source})")
+if upload is not None and source and source.startswith("loaded"):
+    # the sweep settings above are this page's grid; the file's own are what it records
+    st.caption(vd.recorded_settings(df.attrs, wl.digest))
 swept = [c for c in df.columns if c in params]
 numeric = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c])]
 has_baselines = all(c in df for c in ("speedup_vs_blocksparse", "speedup_vs_staticsparse"))
@@ -250,6 +253,8 @@ for tab, (_, cols) in zip(st.tabs([title for title, _ in sweep_parts]), sweep_pa
 S.export_buttons("Sweep", lambda: without_wall_clock(df), "sweep", "exp_sweep",
                   "one row per configuration: the swept parameters, AKF's measured columns and, with the baselines, "
                   "each baseline's cycles and energy and AKF's speedup / energy ratio against it; not the wall "
-                  "time of each point (shown above), which differs from run to run")
+                  "time of each point (shown above), which differs from run to run. Parquet and JSON also keep "
+                  "what reruns it: the grid, the fixed settings, the hardware, the LSH settings, the seed and "
+                  "the matrix's sha256", json_too=True)
 
 page_end()

@@ -659,7 +659,8 @@ def run_sweep(
     from ..compare import compare as compare_plans
     from ..npu.simulate import simulate, simulate_dense
     from ..selection.selector import select
-    from ..workloads.validate import as_csr
+    from ..npu.hardware import as_hardware
+    from ..workloads.validate import as_csr, matrix_sha256
 
     # ---- every check first: nothing below may fail half-way through the sweep
     seed, points, values, defaults, hw_configs, static = _checked_sweep(
@@ -785,9 +786,15 @@ def run_sweep(
         if progress is not None:
             progress(len(points), len(points), points[-1])
     df = pd.DataFrame(rows)
+    hw0 = as_hardware(hw)
+    # everything that reruns the sweep: run_sweep(A, grid, base=…, hw=HardwareConfig.from_plain(
+    # hardware), lsh=…, seed=…, baselines=…, static_kernel=…) on the matrix of this sha256
     df.attrs["akfviz_sweep"] = {"grid": {k: list(map(to_plain, v)) for k, v in values.items()},
                                 "base": {k: to_plain(v) for k, v in defaults.items()},
                                 "seed": seed, "shape": list(A.shape), "nnz": int(A.nnz),
+                                "matrix_sha256": matrix_sha256(A),
+                                "hardware": to_plain(hw0.to_plain()), "hardware_sha256": hw0.config_hash(),
+                                "lsh": to_plain(lsh_cfg.to_dict()),
                                 "baselines": baselines, "static_kernel": static}
     return df
 

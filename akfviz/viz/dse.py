@@ -162,6 +162,51 @@ def format_value(v) -> str:
 HOVER_LIST = 12
 
 
+def recorded_settings(attrs: dict, digest: str | None = None) -> str:
+    """What a loaded sweep file says about the settings its points share, in words.
+
+    ``attrs``: the table's metadata (``run_sweep``'s ``akfviz_sweep``, kept by Parquet and the
+    JSON export; a CSV keeps none). ``digest``: the current workload's sha256, to say whether the
+    file was run on it. Files from before the hardware, LSH and matrix digest were recorded say so.
+    """
+    meta = (attrs or {}).get("akfviz_sweep")
+    if not isinstance(meta, dict):
+        return ("This file records no settings (a CSV holds the table only; the Parquet and JSON "
+                "exports also keep them): the matrix, hardware and fixed settings of its points are "
+                "not known here, and the sweep settings above describe this page's own grid, not this file.")
+    parts = []
+    shape, nnz, sha = meta.get("shape"), meta.get("nnz"), meta.get("matrix_sha256")
+    if shape:
+        m = f"matrix {shape[0]:,}×{shape[1]:,}" + (f", {nnz:,} nonzeros" if isinstance(nnz, int) else "")
+        if isinstance(sha, str):
+            m += f" (sha256 {sha[:12]}…, " + ("the current workload)" if sha == digest else "not the current workload)")
+        parts.append(m)
+    base = {k: v for k, v in (meta.get("base") or {}).items() if k not in (meta.get("grid") or {})}
+    words = {"tile": "T", "alpha": "α", "beta": "β", "rho_x": "ρ_x"}
+    fixed = [f"{words.get(k, k)} = {format_value(v) if isinstance(v, (int, float)) else v}"
+             for k, v in base.items() if v is not None]
+    if fixed:
+        parts.append("fixed " + ", ".join(fixed))
+    hw = meta.get("hardware")
+    if isinstance(hw, dict):
+        parts.append(f"hardware {hw.get('preset')} ({hw.get('rows')}×{hw.get('cols')} PEs, "
+                     f"{format_value(hw.get('sram_bytes_per_pe'))} B SRAM per PE)")
+    lsh = meta.get("lsh")
+    if isinstance(lsh, dict):
+        parts.append(f"LSH {lsh.get('num_hashes')} hashes, {lsh.get('bands')} bands, "
+                     f"{lsh.get('grid')}×{lsh.get('grid')} grid, seed {lsh.get('seed')}")
+    if "seed" in meta:
+        parts.append(f"seed {meta['seed']}")
+    if meta.get("baselines"):
+        parts.append(f"baselines simulated (Static-sparse kernel {meta.get('static_kernel')})")
+    missing = [w for w, k in (("the hardware", "hardware"), ("the LSH settings", "lsh"),
+                              ("the matrix's sha256", "matrix_sha256")) if k not in meta]
+    text = "Recorded in the file: " + "; ".join(parts) + "."
+    if missing:
+        text += f" Not recorded (an older file): {', '.join(missing)}."
+    return text
+
+
 def sweep_scatter(df, x: str = "cycles", y: str = "error_pct", color: str = "energy_pj",
                   hover: list | None = None, height: int = 420) -> go.Figure:
     """Scatter of sweep points (x vs y, colour = third objective), Pareto-optimal points ringed.

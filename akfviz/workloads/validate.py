@@ -7,6 +7,8 @@ column indices sorted — or raises :class:`~akfviz.errors.InputError` saying wh
 """
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -352,3 +354,17 @@ def dense_operand(x, what: str = "x") -> np.ndarray:
     if arr.dtype == np.float16:
         arr = arr.astype(np.float64)  # exact; numba has no float16 (the matrix side converts it too)
     return arr
+
+
+def matrix_sha256(A) -> str:
+    """sha256 (hex) of a matrix's content: its shape, then the CSR ``indptr`` and ``indices`` as
+    int64 and the values as float64, so the index width does not change it.
+
+    ``A`` is a canonical CSR matrix (:func:`as_csr`); the same matrix hashes the same in every
+    process. The app names workloads by it, and a sweep records it (``run_sweep``'s metadata).
+    """
+    h = hashlib.sha256()
+    h.update(np.asarray(A.shape, np.int64).tobytes())
+    for arr, dt in ((A.indptr, np.int64), (A.indices, np.int64), (A.data, np.float64)):
+        h.update(np.ascontiguousarray(arr, dtype=dt).tobytes())
+    return h.hexdigest()

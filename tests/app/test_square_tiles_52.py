@@ -64,7 +64,7 @@ def test_a_stretched_tile_map_says_so(build):
     tiles = _tiles(2, 40)
     fig = {"density": lambda: vp.tile_density_map(tiles, 2, 40, 32),
            "clusters": lambda: vp.cluster_map(tiles, 2, 40, 32),
-           "kernels": lambda: vk.kernel_map(tiles, ["CSR"] * len(tiles), 2, 40, 32)}[build]()
+           "kernels": lambda: vk.kernel_map(tiles, ["CSC"] * len(tiles), 2, 40, 32)}[build]()
     assert not _square(fig)
     assert "aspect stretched" in fig.layout.title.text
     assert fig.layout.width is None

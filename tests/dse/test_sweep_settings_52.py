@@ -22,7 +22,7 @@ def swept():
     hw = HardwareConfig(rows=32, cols=32, sram_bytes_per_pe=4096)
     lsh = {"num_hashes": 16, "bands": 4, "grid": 4, "seed": 7}
     df = run_sweep(A, {"beta": [0.1, 10.0]}, base={"tile": 16}, hw=hw, lsh=lsh, seed=5,
-                   baselines=True, static_kernel="CSR")
+                   baselines=True, static_kernel="BITMAP")
     return A, hw, lsh, without_wall_clock(df)
 
 
