@@ -21,6 +21,7 @@ page_start("Matrix",
            "The workload `y = A x`: a real pruned transformer weight, a stencil, or a generated matrix (akf-spec §1).")
 
 tab_sample, tab_gen, tab_up = st.tabs(["Sample", "Generate", "Upload"])
+refused = None   # the name of an uploaded file that was refused (the old workload stays)
 
 with tab_sample:
     names = S.sample_names()
@@ -154,6 +155,7 @@ with tab_up:
         except (InputError, ValueError) as exc:
             S.show_error(exc)
             ok = False
+            refused = up_name
         else:
             if len(choices):
                 shapes = dict(zip(choices["name"], choices["shape"]))
@@ -177,6 +179,7 @@ with tab_up:
                                      up_name)
             except (InputError, ValueError) as exc:
                 S.show_error(exc)
+                refused = up_name
             else:
                 prev = st.session_state.get("_akf_upload")
                 st.session_state["_akf_upload"] = (up_name, data)
@@ -189,6 +192,9 @@ with tab_up:
 
 wl = S.require_workload()
 A = wl.A
+if refused is not None and wl.label != refused:
+    # under the error, the old matrix's page went on as if nothing had happened (student probe)
+    st.info(f"**{refused}** was not loaded; every page still uses **{wl.label}**, shown below.")
 st.header(wl.label)
 if wl.provenance:
     st.caption(f"Provenance: {wl.provenance}")

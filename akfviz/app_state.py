@@ -748,6 +748,55 @@ def plan_key(wl: Workload, pa, hwk: str) -> str:
             f"{args['granularity']}|{args['extra']}|{hwk}")
 
 
+#: Tiles up to which a plan of one kernel gets :func:`mix_hint` (each try is a budget search, a
+#: bisection of selections: cheap at the samples' 144–25,000 tiles, seconds at a million).
+HINT_MAX_TILES = 30_000
+
+#: Fractions of the plan's error tried as error budgets by :func:`mix_hint`, on the budget
+#: slider's 0.001 grid (rounded down).
+HINT_FRACTIONS = (0.8, 0.5)
+
+
+def running_kernels(plan) -> list:
+    """The kernels a plan runs: those used by at least one tile, SKIP (a dropped tile) aside."""
+    counts = plan.kernel_counts
+    return [str(k) for k in counts.index if k != "SKIP" and counts[k] > 0]
+
+
+def mix_hint(wl: Workload, pa, hw, hwk: str, plan) -> dict | None:
+    """For a plan that runs one kernel: an error budget at which the selector mixes kernels on
+    this matrix, or None.
+
+    Tries the budgets ``f · (the plan's relative error)`` for f in :data:`HINT_FRACTIONS`, rounded
+    down to the slider's 0.001 steps (0 left out: every tile exact is one kernel again), in the
+    page's granularity, then per tile; the first that gives two or more running kernels is
+    returned as ``budget, granularity, counts`` (kernel → tiles) and ``relative_error``. Each try
+    is the selection the Kernels page itself runs in error-budget mode with those settings
+    (:func:`select_cached`, same key), so following the hint costs nothing more and shows exactly
+    this mix. Plans of more than :data:`HINT_MAX_TILES` tiles get no hint.
+    """
+    if len(running_kernels(plan)) != 1 or len(pa.tiles) > HINT_MAX_TILES:
+        return None
+    args = selection_args()
+    extra = tuple((k, None if k == "resource_budget" else v) for k, v in args["extra"])
+    budgets = sorted({math.floor(f * plan.relative_error * 1000) / 1000 for f in HINT_FRACTIONS} - {0.0},
+                     reverse=True)
+    grans = [args["granularity"]] + (["tile"] if args["granularity"] != "tile" else [])
+    for gran in grans:
+        for budget in budgets:
+            try:
+                alt = select_cached(analysis_key(wl.digest, pa.tile), pa, args["alpha"], args["beta"],
+                                    budget, gran, hwk, hw, extra)
+            except (InputError, ValueError):
+                return None
+            used = running_kernels(alt)
+            if len(used) >= 2:
+                return {"budget": budget, "granularity": gran,
+                        "counts": {k: int(alt.kernel_counts[k]) for k in used},
+                        "relative_error": float(alt.relative_error)}
+    return None
+
+
 def plan_for(wl: Workload, pa, hw, hwk: str):
     """Cached FusionPlan for the current selector settings (None with st.error on bad input)."""
     args = selection_args()

@@ -169,8 +169,8 @@ with d2:
 
 st.header("Export")
 S.export_buttons("Tiles", lambda: tiles_export(tiles), f"tiles-T{pa.tile}", "exp_tiles",
-                  "one row per nonempty tile: position, every feature, signature (an integer, and in hex as "
-                  "shown above), cluster")
+                  "one row per nonempty tile: its number (as in the map's hover and the clusters' representative), "
+                  "position, every feature, signature (an integer, and in hex as shown above), cluster")
 S.export_buttons("Clusters", lambda: clusters.reset_index(), f"clusters-T{pa.tile}", "exp_clusters",
                   "one row per cluster: size, representative tile, density bin, mean density, Jaccard")
 

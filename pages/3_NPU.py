@@ -212,8 +212,7 @@ if res_unfused is not None:
          "unfused": {"cycles": res_unfused.cycles, "energy_pj": res_unfused.energy_total_pj}})), key="fused")
     st.caption("How to read this: unfused runs one phase per distinct kernel (events re-broadcast, a barrier and a "
                "reconfiguration each); fused runs every PE's own kernel in one phase. The gap is what fusion buys."
-               + (" This plan uses one kernel only, so both runs are the same single phase: no gap."
-                  if len(res.meta.get("kernels", [])) <= 1 else ""))
+               + vn.one_kernel_caption(S.running_kernels(plan), S.mix_hint(wl, pa, hw, hwk, plan) is not None))
 with st.expander("Per-iteration breakdown and per-PE counters"):
     st.dataframe(res.per_iteration, hide_index=True, width="stretch")
     pes = res.busiest_pes(200)

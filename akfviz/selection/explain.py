@@ -190,7 +190,10 @@ def _reason(rep, names, En, Rn, C, rank, chosen, argmin, context, members=None) 
                             else "the first candidate")
                 cmp = f"costs the same; ties go to {rule}"
             elif np.isfinite(C[j]) and C[chosen] > 0:
-                cmp = f"costs {C[j] / C[chosen]:.3g}× more"
+                # "2.35× as much", not "2.35× more" (which reads as 3.35×), and a near tie in per
+                # cent: a ratio of 1.0004 was written "costs 1× more" (student probe)
+                r = C[j] / C[chosen]
+                cmp = f"costs {r:.3g}× as much" if r >= 2 else f"costs {100 * (r - 1):.2g} % more"
             elif np.isfinite(C[j]):
                 cmp = f"costs {C[j]:.3g} more"
             else:

@@ -23,6 +23,11 @@ def factorize_kernels(tile_kernels) -> tuple[np.ndarray, list]:
     return np.asarray(codes, dtype=np.int64), [str(u) for u in uniq]
 
 
+#: Relative errors below this are float64 rounding (the unit roundoff is 1.1e-16; a sum over a
+#: row of thousands of terms stays well under it), shown as "0 % (rounding)".
+ROUNDING_LEVEL = 1e-12
+
+
 def kernel_map(tiles, tile_kernels, n_brows: int, n_bcols: int, tile: int,
                families: dict | None = None, cap: int = 256, height: int = 440) -> go.Figure:
     """Tiles coloured by the family of their chosen kernel — one fixed colour per family.
@@ -450,3 +455,23 @@ def perftable_fits(curves: list[dict], height_per_row: int = 210, cols: int = 3,
     return styled(fig, height=rows * height_per_row + 80, legend=dict(orientation="h", y=0.995, yanchor="top",
                                                                        x=1, xanchor="right", yref="container"),
                   margin=dict(l=60, r=20, t=70, b=40))
+
+
+def one_kernel_note(kernel: str, mode: str, alpha: float, beta: float, granularity: str,
+                    dropped: int = 0, hint: dict | None = None) -> str:
+    """Markdown for a plan that runs one kernel: why nothing is fused, and (``hint``, from
+    :func:`akfviz.app_state.mix_hint`) an error budget at which this matrix mixes kernels."""
+    who = "Every tile" if not dropped else f"Every tile not dropped ({dropped:,} SKIP)"
+    unit = "cluster" if granularity == "cluster" else "tile"
+    why = (f"at α = {alpha:g}, β = {beta:g} no other kernel's smaller error is worth its larger resource "
+           f"on any {unit}" if mode == "weights" else f"{kernel} is the cheapest kernel within this budget "
+           f"on every {unit}")
+    text = (f"**{who} runs {kernel}**: {why}. With one kernel there is nothing to fuse: on the NPU page the "
+            "fused and unfused runs are the same.")
+    if hint:
+        mix = ", ".join(f"{k} on {n:,} tiles" for k, n in sorted(hint["counts"].items(), key=lambda kv: -kv[1]))
+        b = hint["budget"]
+        text += (f" To see kernels mixed on this matrix: mode **error budget**, error budget ε = {b:g} "
+                 f"({100 * b:g} %), {hint['granularity']} granularity, gives {len(hint['counts'])} kernels "
+                 f"({mix}; relative error {100 * hint['relative_error']:.3g} %).")
+    return text

@@ -365,3 +365,13 @@ def fused_vs_unfused(rows: dict, height: int = 320) -> go.Figure:
     fig.update_annotations(font_size=12)
     return styled(fig, "Fused vs unfused execution", height, uniformtext=dict(minsize=BAR_TEXT, mode="show"),
                   margin=dict(l=60, r=20, t=70, b=50))
+
+
+def one_kernel_caption(kernels: list, mixable: bool) -> str:
+    """The fused-vs-unfused caption's note for a plan that runs one kernel ("" otherwise);
+    ``mixable``: the Kernels page has found an error budget at which this matrix mixes kernels."""
+    if len(kernels) != 1:
+        return ""
+    return (f" This plan runs one kernel ({kernels[0]}), so the unfused run is one phase too: fused and "
+            "unfused are the same run, with no gap."
+            + (" The Kernels page gives an error budget at which this matrix mixes kernels." if mixable else ""))

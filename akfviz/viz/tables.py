@@ -36,14 +36,18 @@ def property_table(frame: pd.DataFrame, pos: int, key: str, by_label: bool = Fal
 
 
 def tiles_export(tiles: pd.DataFrame) -> pd.DataFrame:
-    """The tile table to download: ``pa.tiles`` with a ``signature_hex`` column beside the
-    ``signature`` integer, written as the page shows it (``0x`` and 16 hex digits, one bit per
-    coarse cell, akf-spec §2) — spreadsheets read a 20-digit integer as a rounded float.
+    """The tile table to download: ``pa.tiles`` led by a ``tile`` column, the tile number (as the
+    map's hover, the clusters' ``representative`` and the plan export use it: the row's position),
+    with a ``signature_hex`` column beside the ``signature`` integer, written as the page shows it
+    (``0x`` and 16 hex digits, one bit per coarse cell, akf-spec §2) — spreadsheets read a
+    20-digit integer as a rounded float.
 
     >>> tiles_export(pd.DataFrame({"bi": [0], "signature": np.array([5], np.uint64)}))["signature_hex"][0]
     '0x0000000000000005'
     """
     out = tiles.copy(deep=False)
+    if "tile" not in out.columns:
+        out.insert(0, "tile", np.arange(len(out), dtype=np.int64))
     if "signature" in out.columns:
         sig = out["signature"].to_numpy().astype(np.uint64, copy=False)
         hexes = pd.Series([f"0x{v:016x}" for v in sig.tolist()], index=out.index, dtype=object)

@@ -752,8 +752,9 @@ def test_tiles_export_adds_the_signature_in_hex_as_the_page_shows_it():
     out = tiles_export(pa.tiles)
     cols = list(pa.tiles.columns)
     i = cols.index("signature")
-    assert list(out.columns) == cols[:i + 1] + ["signature_hex"] + cols[i + 1:]
-    pd.testing.assert_frame_equal(out.drop(columns="signature_hex"), pa.tiles)
+    assert list(out.columns) == ["tile"] + cols[:i + 1] + ["signature_hex"] + cols[i + 1:]
+    assert list(out["tile"]) == list(range(len(pa.tiles)))   # the number the clusters' representative names
+    pd.testing.assert_frame_equal(out.drop(columns=["tile", "signature_hex"]), pa.tiles)
     sig = pa.tiles["signature"].to_numpy()
     assert sig.max() > 2**53  # bits a float would round away
     assert list(out["signature_hex"]) == [readable(v, "signature") for v in sig]

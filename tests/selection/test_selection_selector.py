@@ -576,14 +576,23 @@ def test_explain_reason_gives_the_runner_ups_cost_ratio(pa):
     seen = 0
     for t in range(pa.n_tiles):
         df = explain(plan, tile=t)
-        m = re.search(r"runner-up (\S+) costs ([0-9.e+-]+)× more", df["reason"].iloc[0])
+        m = re.search(r"runner-up (\S+) costs ([0-9.e+-]+)(× as much| % more)", df["reason"].iloc[0])
         if m is None:
             continue
         c1, c2 = df["C"].iloc[0], df["C"].iloc[1]
         assert m.group(1) == df["kernel"].iloc[1]
-        assert float(m.group(2)) >= 1.0 and m.group(2) == f"{c2 / c1:.3g}"
+        if m.group(3) == "× as much":     # at least twice the cost, as a ratio
+            assert c2 / c1 >= 2 and m.group(2) == f"{c2 / c1:.3g}"
+        else:                             # under twice, as the per cent more it costs
+            assert 1 < c2 / c1 < 2 and m.group(2) == f"{100 * (c2 / c1 - 1):.2g}"
         seen += 1
     assert seen >= 3
+
+
+def test_a_near_tie_is_not_written_one_times_more(pa):
+    plan = select(pa, granularity="tile", fusion=False)
+    reasons = " ".join(explain(plan, tile=t)["reason"].iloc[0] for t in range(pa.n_tiles))
+    assert "1× more" not in reasons and "× more" not in reasons
 
 
 def test_pareto_kernel_mix_counts_tiles_not_clusters():
