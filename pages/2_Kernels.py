@@ -144,6 +144,11 @@ with right:
         kernels, pa.tiles["nnz"].to_numpy(), families=families, height=340)), key="kernel_mix")
     st.caption("How to read this: nonzeros of A handled by each kernel (with their share), in the order of the "
                "map's colour bar.")
+# what the names mean (a student met QUANT8D with no word on what it is)
+st.markdown(vk.used_kernels_markdown(used_kernels))
+with st.expander("The whole kernel catalogue (akf-spec §3)"):
+    st.dataframe(vk.kernel_catalogue(used_kernels), hide_index=True, width="stretch",
+                 column_config={"what it stores": st.column_config.TextColumn(width="large")})
 
 S.export_buttons("Plan", plan.tile_table, f"plan-T{pa.tile}", "exp_plan",
                   "one row per tile: position, nnz, cluster, chosen kernel and its squared error sq_error = ‖t − Â_t‖²_F")

@@ -475,3 +475,27 @@ def one_kernel_note(kernel: str, mode: str, alpha: float, beta: float, granulari
                  f"({100 * b:g} %), {hint['granularity']} granularity, gives {len(hint['counts'])} kernels "
                  f"({mix}; relative error {100 * hint['relative_error']:.3g} %).")
     return text
+
+
+def kernel_catalogue(used=()) -> pd.DataFrame:
+    """The kernel catalogue (akf-spec §3) as a table, from the registry: ``kernel, family, exact,
+    MACs`` (the precision) and ``what it stores``, the kernels in ``used`` first (in registry
+    order), then the rest — so a name on the page (QUANT8D, BITMAP, …) can be looked up there."""
+    from ..kernels.registry import KERNELS
+
+    names = [k for k in KERNELS if k in set(used)] + [k for k in KERNELS if k not in set(used)]
+    return pd.DataFrame({
+        "kernel": names,
+        "used here": [k in set(used) for k in names],
+        "family": [KERNELS[k].family for k in names],
+        "exact": [bool(KERNELS[k].lossless) for k in names],
+        "MACs": [KERNELS[k].precision for k in names],
+        "what it stores": [KERNELS[k].description for k in names],
+    })
+
+
+def used_kernels_markdown(used) -> str:
+    """One line per kernel the plan uses: its name and what it stores (the registry's words)."""
+    from ..kernels.registry import KERNELS
+
+    return "\n".join(f"- **{k}**: {KERNELS[k].description}" for k in KERNELS if k in set(used))

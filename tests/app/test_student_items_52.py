@@ -44,3 +44,21 @@ def test_alpha_and_beta_explain_themselves(app):
     ok(at)
     assert "α·E/‖A‖²_F" in at.select_slider(key="w:alpha").help
     assert "β·R/R_dense" in at.select_slider(key="w:beta").help
+
+
+def test_the_kernels_page_says_what_each_used_kernel_stores(app):
+    from akfviz.kernels.registry import KERNELS
+    from akfviz.viz import kernels as vk
+
+    at = open_page(app, "pages/2_Kernels.py", sample="powerlaw_4096", gran="tile")
+    ok(at)
+    [used] = [m for m in at.metric if m.label == "kernels used"]
+    [listing] = [m.value for m in at.markdown if m.value.startswith("- **")]
+    lines = listing.splitlines()
+    assert len(lines) == int(used.value) >= 2
+    for line in lines:
+        name = line.split("**")[1]
+        assert line == f"- **{name}**: {KERNELS[name].description}"
+    cat = vk.kernel_catalogue([line.split("**")[1] for line in lines])
+    assert len(cat) == len(KERNELS) and cat["used here"].tolist() == [True] * len(lines) + [False] * (len(cat) - len(lines))
+    assert cat.set_index("kernel").loc["QUANT8D", "what it stores"].startswith("int8 codes")
