@@ -226,7 +226,12 @@ def learn_grid(state: dict, trace, step=None, height: int | None = None, width: 
     if height is None:
         height = box * R + 60
     fig.update_layout(width=width)
-    return styled(fig, f"PE grid {R}×{C} at cycle {state['time']}", height, margin=dict(l=10, r=10, t=50, b=10))
+    # which step the picture is after, not only its cycle: the first steps all start at cycle 0, and
+    # "at cycle 0" over several Next presses read as if the grid had not moved (student probe)
+    done = len(state.get("done", ()))
+    when = (f"before step 1, cycle {state['time']}" if not done else
+            f"after step {done} of {len(trace.steps)}, cycle {state['time']}")
+    return styled(fig, f"PE grid {R}×{C} {when}", height, margin=dict(l=10, r=10, t=50, b=10))
 
 
 def learn_timeline(trace, upto: int, height: int | None = None) -> go.Figure:

@@ -60,7 +60,15 @@ def test_grid_figure_at_step_0_shows_no_queued_event():
     fig = vl.learn_grid(tr.state_at(0), tr, None)
     boxes = [a.text for a in fig.layout.annotations if not a.showarrow]
     assert boxes and all("queue: empty" in t and "x[" not in t for t in boxes), boxes
-    assert fig.layout.title.text.endswith("at cycle 0")
+    assert fig.layout.title.text.endswith("before step 1, cycle 0")
+
+
+def test_grid_title_names_the_step_it_shows():
+    # the first steps all start at cycle 0: the title says which step the picture is after
+    tr = tiny_case().trace
+    titles = [vl.learn_grid(tr.state_at(k), tr, tr.steps[k - 1]).layout.title.text for k in (1, 2)]
+    assert titles[0].endswith(f"after step 1 of {len(tr.steps)}, cycle {tr.state_at(1)['time']}")
+    assert titles[0] != titles[1]
 
 
 # ---- the page ----------------------------------------------------------------------------------------------
