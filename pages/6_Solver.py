@@ -91,7 +91,8 @@ with left:
         {"exact A": cur["residual_exact"], f"lossy plan Â (ε = {eps:g})": cur["residual_approx"]},
         ylabel=vs.residual_label(method), iterations=cur["iteration"])),
         key="conv")
-    st.caption(vs.residual_caption(method))
+    st.caption(vs.residual_caption(method) + " "
+               + vs.convergence_note(cur["residual_exact"], cur["residual_approx"], cur["iteration"]))
 with right:
     rows = {("non-pers." if k == "non-persistent" else k): {"dram_bytes_per_iter": res.npu.loc[k, "dram_bytes_per_iteration"],
                 "cycles_per_iter": res.npu.loc[k, "cycles_per_iteration"]} for k in res.npu.index}
