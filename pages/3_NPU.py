@@ -234,10 +234,12 @@ with st.expander("Per-iteration breakdown and per-PE counters"):
 
 st.header("Export")
 e1, e2 = st.columns([2, 3], vertical_alignment="center")
-e2.caption("cycles, energy by component, totals, utilisation, mapping, per-iteration counters, hop histogram, hardware hash and settings")
-e1.download_button("Simulation (JSON)", data=lambda: S.json_download(res.to_dict()),
-                   file_name="akfviz-simulation.json", mime="application/json", on_click="ignore",
-                   key="exp_sim_json")
+e2.caption("cycles, energy by component, totals, utilisation, mapping, per-iteration counters, hop histogram, "
+           "hardware hash and settings, and under akfviz_settings the page's settings, workload (sha256) and model code")
+settings = S.export_settings()   # read now: the download runs outside the script, where the session is empty
+e1.download_button("Simulation (JSON)", data=lambda: S.json_download({**res.to_dict(), S.SETTINGS_ATTR: settings}),
+                   file_name=f"akfviz-simulation-{settings['settings_sha256'][:8]}.json", mime="application/json",
+                   on_click="ignore", key="exp_sim_json")
 S.export_buttons("PE counters", lambda: res.pe_frame(), "pe-counters", "exp_pes",
                   "one row per PE of the grid: busy and idle cycles, events, MACs, decodes, SRAM / DRAM bytes, hops, utilisation")
 

@@ -148,3 +148,17 @@ def test_a_generated_workload_records_the_parameters_it_ran_with(recording_app):
     import akfviz
     from akfviz.workloads.validate import matrix_sha256
     assert matrix_sha256(akfviz.generate("uniform", **made["params"])) == bundle["workload"]["sha256"]
+
+
+def test_the_simulation_json_names_its_settings_and_matrix(recording_app):
+    at = recording_app
+    at.query_params.update({"sample": "minilm_attnq0_mag90", "xdens": "0.5"})
+    at.run()
+    at.switch_page("pages/3_NPU.py").run()
+    _ok(at)
+    doc = json.loads(_data(at, "Simulation (JSON)"))
+    settings = doc["akfviz_settings"]
+    assert settings["workload"]["label"] == "minilm_attnq0_mag90"
+    assert settings["state"]["xdens"] == 0.5
+    assert "cycles" in doc and "energy_pj" in json.dumps(doc)      # the simulation itself is still there
+    assert _file_name(at, "Simulation (JSON)") == f"akfviz-simulation-{settings['settings_sha256'][:8]}.json"

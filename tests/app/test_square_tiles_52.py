@@ -31,12 +31,19 @@ def _square(fig):
     return fig.layout.yaxis.scaleanchor == "x"
 
 
+def _map(build, n_brows, n_bcols):
+    """One of the three tile maps of an ``n_brows × n_bcols`` grid of tiles (T = 32)."""
+    tiles = _tiles(n_brows, n_bcols)
+    if build == "density":
+        return vp.tile_density_map(tiles, n_brows, n_bcols, 32)
+    if build == "clusters":
+        return vp.cluster_map(tiles, n_brows, n_bcols, 32)
+    return vk.kernel_map(tiles, ["QUANT8"] * len(tiles), n_brows, n_bcols, 32)
+
+
 @pytest.mark.parametrize("build", ["density", "clusters", "kernels"])
 def test_a_48_by_12_tile_grid_has_square_cells_and_room(build):
-    tiles = _tiles(48, 12)
-    fig = {"density": lambda: vp.tile_density_map(tiles, 48, 12, 32),
-           "clusters": lambda: vp.cluster_map(tiles, 48, 12, 32),
-           "kernels": lambda: vk.kernel_map(tiles, ["QUANT8"] * len(tiles), 48, 12, 32)}[build]()
+    fig = _map(build, 48, 12)
     assert _square(fig)
     assert "stretched" not in fig.layout.title.text
     assert fig.layout.height > 420            # taller than a square grid's figure
@@ -61,10 +68,7 @@ def test_square_and_wide_grids_fill_their_panel():
 
 @pytest.mark.parametrize("build", ["density", "clusters", "kernels"])
 def test_a_stretched_tile_map_says_so(build):
-    tiles = _tiles(2, 40)
-    fig = {"density": lambda: vp.tile_density_map(tiles, 2, 40, 32),
-           "clusters": lambda: vp.cluster_map(tiles, 2, 40, 32),
-           "kernels": lambda: vk.kernel_map(tiles, ["CSC"] * len(tiles), 2, 40, 32)}[build]()
+    fig = _map(build, 2, 40)
     assert not _square(fig)
     assert "aspect stretched" in fig.layout.title.text
     assert fig.layout.width is None
