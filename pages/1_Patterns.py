@@ -52,6 +52,10 @@ m[4].metric("analysis time", f"{1000 * total_t:.1f} ms" if np.isfinite(total_t) 
                  + (f"; the full table of every tile's features, built when this page first showed it: "
                     f"{1000 * full_t:.1f} ms more." if full_t is not None else "."))
 
+loose = vp.loose_clusters_note(clusters, tiles, summ["jaccard_mean"], pa.tile, *S.lsh_tuple()[:3])
+if loose:
+    st.info(loose)
+
 n_tiles = len(tiles)
 sel_c1, sel_c2 = flex_row("patterns_select", (300, 300))
 with sel_c1:
