@@ -704,17 +704,18 @@ GENERATORS: dict[str, Generator] = {
                        low=0.0, high=1.0)),
         ),
         Generator(
-            "stencil5", "2-D 5-point Poisson/Jacobi operator (diag 4, neighbours -1), SPD",
+            "stencil5", "2-D 5-point Poisson/Jacobi operator (diag 4, neighbours -1) on n grid points in rows of nx, SPD",
             _stencil(5),
-            (ParamSpec("nx", None, "int", "grid row length (default round(sqrt(n)))", low=1,
-                       optional=True),
+            (ParamSpec("nx", None, "int", "grid row length (default round(sqrt(n))); the n points fill rows of nx, "
+                       "so an n that is not a multiple of nx leaves the last row short", low=1, optional=True),
              _STENCIL_DENSITY),
             rectangular=False,
         ),
         Generator(
-            "stencil9", "2-D 9-point operator (diag 8, 8 neighbours -1), SPD", _stencil(9),
-            (ParamSpec("nx", None, "int", "grid row length (default round(sqrt(n)))", low=1,
-                       optional=True),
+            "stencil9", "2-D 9-point operator (diag 8, 8 neighbours -1) on n grid points in rows of nx, SPD",
+            _stencil(9),
+            (ParamSpec("nx", None, "int", "grid row length (default round(sqrt(n))); the n points fill rows of nx, "
+                       "so an n that is not a multiple of nx leaves the last row short", low=1, optional=True),
              _STENCIL_DENSITY),
             rectangular=False,
         ),
