@@ -273,7 +273,7 @@ with kc2:
     S.export_buttons("Fits", table_pt.fits_frame, f"perftable-fits-T{pa.tile}", "exp_fits",
                      what="one row per (kernel, class, measure): coefficients and fit error")
     S.export_buttons("Calibration points", lambda: table_pt.calibration, f"perftable-calibration-T{pa.tile}",
-                     "exp_calibration", what="one row per synthetic tile and fit using it, priced by the cost model (class = the fit, made_as = the generator's class, classified_as = the rule's)")
+                     "exp_calibration", what="one row per synthetic tile and fit using it, priced by the cost model (class = the fit, tile = the synthetic tile's number, repeat = its seeded repeat at that density, made_as = the generator's class, classified_as = the rule's; energy in pJ, cycles, bytes)")
 if st.toggle("Check the table against exact pricing on this matrix", key="pt_check"):
     pe = S.prediction_error_cached(S.analysis_key(wl.digest, pa.tile), pa, hwk, hw, rho_x)
     st.dataframe(pe[pe["measure"] == meas], hide_index=True, width="stretch", column_config=CHECK_COLUMNS)

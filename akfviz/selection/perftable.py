@@ -260,7 +260,8 @@ class PerformanceTable:
         hardware: the payload beyond the SRAM is priced with them (module docstring).
     calibration : DataFrame
         One row per (kernel, calibration tile, fit using it): ``kernel, class`` (the fit),
-        ``density, energy, cycles, bytes, classified_as`` (the class the rule of :mod:`.structure`
+        ``tile`` (the synthetic tile's number) and ``repeat`` (its seeded repeat at that nominal
+        density), ``density, energy`` (pJ), ``cycles, bytes, classified_as`` (the class the rule of :mod:`.structure`
         gives the synthetic tile) and ``made_as`` (the class it was generated for). A tile is in
         one fit (these rows come first, in tile order) and, when a class has too few
         of its own, in the fit of the class it was made for (rows after those). Its fit is the class
@@ -725,6 +726,7 @@ def calibrate(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int = 0, ker
     nnz = np.diff(ts.ptr)
     density = nnz / (ts.h * ts.w)
     cls_name = np.array([it[0] for it in items], dtype=object)
+    repeat = np.array([it[2] for it in items], dtype=np.int64)
     cls_id = np.array([STRUCTURE_CLASSES[c].cid for c in cls_name], dtype=np.int64)
     grid = int(getattr(pa.lsh, "grid", 8))
     classified = classify_tiles(pa.tiles_as_analysed(), grid=grid)
@@ -759,8 +761,11 @@ def calibrate(hw=None, tile: int = 32, *, rho_x: float = 1.0, seed: int = 0, ker
     for i, k in enumerate(names):
         P = priced[k]
         on_chip = _on_chip(P, ovf)
+        # ``tile`` and ``repeat`` name the synthetic tile: a row's kernel, class and prices alone
+        # repeat wherever the seeded repeats of a structured class price the same (export audit)
         cal_frames.append(pd.DataFrame({
-            "kernel": k, "class": class_names[row_class], "density": density[row_tile],
+            "kernel": k, "class": class_names[row_class], "tile": row_tile, "repeat": repeat[row_tile],
+            "density": density[row_tile],
             "energy": P[row_tile, 0], "cycles": P[row_tile, 1], "bytes": P[row_tile, 2],
             "classified_as": class_names[classified[row_tile]], "made_as": cls_name[row_tile]}))
         for j, cname in enumerate(CLASS_NAMES):
