@@ -99,7 +99,8 @@ st.header("Cluster representatives")
 def _gallery():
     top = clusters.sort_values("size", ascending=False).head(12)
     dense = [ts.dense(int(r)) for r in top["representative"]]
-    labels = [f"c{cid}: {int(row['size']):,} tiles, d={row['mean_density']:.2g}" for cid, row in top.iterrows()]
+    # on two lines: six one-line titles in a row ran into each other (layout review)
+    labels = [f"c{cid}: {int(row['size']):,} tiles<br>d = {row['mean_density']:.2g}" for cid, row in top.iterrows()]
     return vp.representative_gallery(dense, labels, cols=min(6, max(len(dense), 3)), height_per_row=230)
 
 

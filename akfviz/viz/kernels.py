@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .colors import NEUTRAL_DARK, family_color, family_dash, families_in, kernel_color, kernel_family
-from .layout import (BAR_TEXT, aggregation_note, coarse_grid, empty_figure, fit_tall_grid, grid_axes, grid_height,
+from .layout import (BAR_TEXT, aggregation_note, cell_gap, coarse_grid, empty_figure, fit_grid, grid_axes, grid_height,
                      log_ticks, occupancy, styled)
 
 
@@ -60,7 +60,7 @@ def kernel_map(tiles, tile_kernels, n_brows: int, n_bcols: int, tile: int,
     fig = go.Figure(go.Heatmap(
         z=grid.astype(np.float32), customdata=labels, x0=(sc - 1) / 2, dx=sc, y0=(sr - 1) / 2, dy=sr,
         colorscale=scale if k > 1 else [[0, family_color(order[0])], [1, family_color(order[0])]],
-        zmin=-0.5, zmax=k - 0.5, xgap=1 if n_bcols <= 64 else 0, ygap=1 if n_brows <= 64 else 0,
+        zmin=-0.5, zmax=k - 0.5, xgap=cell_gap(n_brows, n_bcols), ygap=cell_gap(n_brows, n_bcols),
         colorbar=dict(title="kernel family", tickvals=list(range(k)), ticktext=order, len=min(1.0, 0.1 * k + 0.3)),
         text=text, hovertemplate="bi %{y:.0f}, bj %{x:.0f}<br>%{customdata}" + text_hover + "<extra></extra>",
     ))
@@ -68,7 +68,7 @@ def kernel_map(tiles, tile_kernels, n_brows: int, n_bcols: int, tile: int,
     note = aggregation_note(sr, sc, "the kernel of its first nonempty tile")
     note += " (aspect stretched)" if stretched else ""
     fig = styled(fig, "Kernel choice per tile" + note, grid_height(n_brows, n_bcols, height))
-    return fit_tall_grid(fig, n_brows, n_bcols, legend_px=40 + 7 * max(len(f) for f in order))
+    return fit_grid(fig, n_brows, n_bcols, legend_px=40 + 7 * max(len(f) for f in order))
 
 
 def kernel_mix(tile_kernels, weights=None, families: dict | None = None, height: int = 300) -> go.Figure:
@@ -471,9 +471,9 @@ def one_kernel_note(kernel: str, mode: str, alpha: float, beta: float, granulari
     if hint:
         mix = ", ".join(f"{k} on {n:,} tiles" for k, n in sorted(hint["counts"].items(), key=lambda kv: -kv[1]))
         b = hint["budget"]
-        text += (f" To see kernels mixed on this matrix: mode **error budget**, error budget ε = {b:g} "
-                 f"({100 * b:g} %), {hint['granularity']} granularity, gives {len(hint['counts'])} kernels "
-                 f"({mix}; relative error {100 * hint['relative_error']:.3g} %).")
+        text += (f" To see kernels mixed on this matrix, set Mode to **error budget** with ε = {b:g} "
+                 f"({100 * b:g} %) and Granularity to **{hint['granularity']}**: that plan uses "
+                 f"{len(hint['counts'])} kernels ({mix}; relative error {100 * hint['relative_error']:.3g} %).")
     return text
 
 

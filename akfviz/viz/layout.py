@@ -160,24 +160,32 @@ def grid_height(n_rows: int, n_cols: int, height: int, max_aspect: float = SQUAR
     return max(height, min(TALL_HEIGHT, scaled)) if r >= 1 else max(min(300, height), scaled)
 
 
-def fit_tall_grid(fig: go.Figure, n_rows: int, n_cols: int, legend_px: int = 0,
-                  max_aspect: float = SQUARE_ASPECT, min_width: int = 380) -> go.Figure:
-    """Give a styled square-cell grid taller than wide a width of its own (``layout.width``).
+def fit_grid(fig: go.Figure, n_rows: int, n_cols: int, legend_px: int = 0,
+              max_aspect: float = SQUARE_ASPECT, min_width: int = 380) -> go.Figure:
+    """Give a styled square-cell grid the width its cells need (``layout.width``).
 
     Square cells in a panel wider than the grid leave the plot centred in blank space, its colour
-    bar at the far edge; with the width the cells need (the plot height × cols / rows, plus the
-    margins and ``legend_px`` for a colour bar), ``S.chart`` draws it at that width
-    (``width="content"``), never wider than its container. Wide, square and stretched grids are
-    left to fill their container. ``min_width`` keeps room for the title.
+    bar at the panel's far edge (a 4 : 1 map, and a square one in a page-wide panel: the layout
+    review saw the bar 170–190 px from a square map at 1280 px); with the width the cells need
+    (the plot height × cols / rows, plus the margins and ``legend_px`` for a colour bar),
+    ``S.chart`` draws it at that width (``width="content"``), never wider than its container, so
+    a wide grid still fills it. Stretched grids are left to fill their container. ``min_width``
+    keeps room for the title.
     """
     r = n_rows / max(n_cols, 1)
-    if not 1 < r <= max_aspect:
+    if not 1 / max_aspect <= r <= max_aspect:
         return fig
     m = fig.layout.margin
     plot_h = fig.layout.height - (m.t or 0) - (m.b or 0)
     plot_w = plot_h * n_cols / n_rows
     fig.update_layout(width=int(max(min_width, round((m.l or 0) + plot_w + (m.r or 0) + legend_px))))
     return fig
+
+
+def cell_gap(n_rows: int, n_cols: int) -> int:
+    """A 1-px gap between the cells of a grid of at most 64 cells along both axes, else none: a gap
+    along one axis only (48 columns, 192 rows at T = 8) drew the tiles as stripes."""
+    return 1 if max(n_rows, n_cols) <= 64 else 0
 
 
 def grid_axes(fig: go.Figure, n_rows: int, n_cols: int, ytitle: str, xtitle: str,

@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .layout import empty_figure, fit_tall_grid, grid_axes, grid_height, log_ticks, styled
+from .layout import empty_figure, fit_grid, grid_axes, grid_height, log_ticks, styled
 
 
 def density_grid(A, max_bins: int = 512) -> tuple[np.ndarray, int, int]:
@@ -71,7 +71,7 @@ def spy_density(A, max_bins: int = 512, title: str | None = None, height: int = 
     # the details on a second, smaller line: on one line the title was cut at a 900-px window
     fig = styled(fig, title or f"Spy plot — {n}×{m}, nnz {A.nnz:,}<br><span style='font-size:12px'>{sub}</span>",
                  height=grid_height(n, m, height))
-    return fit_tall_grid(fig, n, m, legend_px=0 if exact else 90)
+    return fit_grid(fig, n, m, legend_px=0 if exact else 90)
 
 
 def nnz_histograms(A, height: int = 300) -> go.Figure:

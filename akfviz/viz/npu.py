@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .colors import NEUTRAL_DARK, NEUTRAL_MID, TEXT_DARK, kernel_color, text_color_on
-from .layout import BAR_TEXT, coarse_grid, empty_figure, fit_tall_grid, grid_axes, grid_height, styled
+from .layout import BAR_TEXT, coarse_grid, empty_figure, fit_grid, grid_axes, grid_height, styled
 
 # Inferno with its first colour written as #000000: the browser build parses plotly's "#000004"
 # as a short #RGBA colour and draws idle PEs purple (seen in the screenshots).
@@ -106,7 +106,7 @@ def utilization_heatmap(util, height: int = 520, title: str | None = None, zoom:
     auto, n_lines = _utilization_title(whole, sr, sc, stretched,
                                        window if u.shape != whole.shape else None)
     fig = styled(fig, title or auto, grid_height(*u.shape, height), margin=dict(l=60, r=20, t=32 + 18 * n_lines, b=50))
-    return fit_tall_grid(fig, *u.shape, legend_px=100)
+    return fit_grid(fig, *u.shape, legend_px=100)
 
 
 def merge_touching(intervals: pd.DataFrame) -> pd.DataFrame:

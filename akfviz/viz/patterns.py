@@ -9,7 +9,7 @@ from plotly.subplots import make_subplots
 from ..analysis.features import top_count
 from ..analysis.lsh import LSHConfig
 from .colors import BLUES_OFF_WHITE, CLUSTER_PALETTE, VIRIDIS_ON_WHITE
-from .layout import (aggregation_note, coarse_grid, empty_figure, fit_tall_grid, grid_axes, grid_height, log_ticks,
+from .layout import (aggregation_note, cell_gap, coarse_grid, empty_figure, fit_grid, grid_axes, grid_height, log_ticks,
                      occupancy, styled)
 from .tables import property_table
 
@@ -184,7 +184,7 @@ def tile_density_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 25
         ticks = np.asarray(log_ticks(lo, hi))
     fig = go.Figure(go.Heatmap(
         z=z, x0=(sc - 1) / 2, dx=sc, y0=(sr - 1) / 2, dy=sr,
-        colorscale="Viridis", zmin=lo, zmax=hi, xgap=1 if n_bcols <= 64 else 0, ygap=1 if n_brows <= 64 else 0,
+        colorscale="Viridis", zmin=lo, zmax=hi, xgap=cell_gap(n_brows, n_bcols), ygap=cell_gap(n_brows, n_bcols),
         colorbar=dict(title=dict(text="density", side="right"), tickvals=ticks.tolist(),
                       ticktext=[f"{10 ** t:.2g}" for t in ticks]),
         hoverinfo="skip",
@@ -202,7 +202,7 @@ def tile_density_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 25
                       f"{n_brows}×{n_bcols}"
                       + (f"<br><span style='font-size:12px'>{note}</span>" if note else ""),
                  grid_height(n_brows, n_bcols, height))
-    return fit_tall_grid(fig, n_brows, n_bcols, legend_px=90)
+    return fit_grid(fig, n_brows, n_bcols, legend_px=90)
 
 
 def _click_layer(fig: go.Figure, idx, density, sr: int, sc: int) -> None:
@@ -289,7 +289,7 @@ def cluster_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 256,
     fig = go.Figure(go.Heatmap(
         z=z.astype(np.float32), customdata=cid.astype(np.int32), x0=(sc - 1) / 2, dx=sc, y0=(sr - 1) / 2, dy=sr,
         colorscale=scale, zmin=-0.5, zmax=k + 0.5, showscale=False, text=text,
-        xgap=1 if n_bcols <= 64 else 0, ygap=1 if n_brows <= 64 else 0,
+        xgap=cell_gap(n_brows, n_bcols), ygap=cell_gap(n_brows, n_bcols),
         hovertemplate=hover + text_hover + "<extra></extra>",
     ))
     aspect = _tile_axes(fig, n_brows, n_bcols, tile)
@@ -302,7 +302,7 @@ def cluster_map(tiles, n_brows: int, n_bcols: int, tile: int, cap: int = 256,
     title = f"LSH clusters — {n_cl} cluster{'s' if n_cl != 1 else ''}"
     if details:
         title += f"<br><span style='font-size:12px'>{details}</span>"
-    return fit_tall_grid(styled(fig, title, grid_height(n_brows, n_bcols, height)), n_brows, n_bcols)
+    return fit_grid(styled(fig, title, grid_height(n_brows, n_bcols, height)), n_brows, n_bcols)
 
 
 def representative_gallery(dense_tiles: list, labels: list[str], cols: int = 4,
@@ -326,10 +326,19 @@ def representative_gallery(dense_tiles: list, labels: list[str], cols: int = 4,
                                  hovertemplate="r %{y}, c %{x}: |a| %{z:.3g}<extra></extra>"),
                       row=i // cols + 1, col=i % cols + 1)
     # no grid or zero lines: through the blank (zero) cells they read as structure of the tile
-    fig.update_yaxes(autorange="reversed", showticklabels=False, scaleanchor=None, showgrid=False, zeroline=False)
+    fig.update_yaxes(autorange="reversed", showticklabels=False, showgrid=False, zeroline=False)
     fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False)
+    # square entries: each panel's y axis scaled to its own x axis (a 32×32 tile was drawn 232×200,
+    # or 100×185 with six panels in a row: layout review)
+    for i in range(n):
+        suffix = "" if i == 0 else str(i + 1)
+        fig.update_layout({f"yaxis{suffix}": dict(scaleanchor=f"x{suffix}", constrain="domain"),
+                           f"xaxis{suffix}": dict(constrain="domain")})
     fig.update_annotations(font_size=11)
-    return styled(fig, height=max(220, rows * height_per_row + 40))
+    # room above the first row for panel titles of two lines (a label with <br>)
+    top = 20 + 14 * max((str(t).count("<br>") for t in labels), default=0)
+    return styled(fig, height=max(220, rows * height_per_row + 40),
+                  margin=dict(l=60, r=20, t=top + 12, b=50))
 
 
 def density_histogram(tiles, height: int = 320, bins_per_decade: int | None = None) -> go.Figure:

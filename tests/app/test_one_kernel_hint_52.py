@@ -25,11 +25,11 @@ def test_the_default_plan_says_it_runs_one_kernel_and_the_hint_gives_a_mix(app):
     assert _used(at) == 1
     text = _infos(at)
     assert "Every tile runs QUANT8" in text and "nothing to fuse" in text
-    m = re.search(r"error budget ε = ([0-9.]+) \(([0-9.]+) %\), (cluster|tile) granularity", text)
+    m = re.search(r"with ε = ([0-9.]+) \(([0-9.]+) %\) and Granularity to \*\*(cluster|tile)\*\*", text)
     assert m, text
     budget, granularity = float(m.group(1)), m.group(3)
     assert float(m.group(2)) == round(100 * budget, 6)
-    promised = int(re.search(r"gives (\d+) kernels", text).group(1))
+    promised = int(re.search(r"that plan uses (\d+) kernels", text).group(1))
     # follow the hint: the page shows the mix it promised
     at.radio(key="w:mode").set_value("error").run()
     at.radio(key="w:gran").set_value(granularity).run()

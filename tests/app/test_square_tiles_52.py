@@ -58,10 +58,12 @@ def test_the_figure_width_is_what_the_cells_need():
     assert w == pytest.approx(max(h * 12 / 48, 380 - fig.layout.margin.l - fig.layout.margin.r), abs=1)
 
 
-def test_square_and_wide_grids_fill_their_panel():
+def test_square_and_wide_grids_get_the_width_their_cells_need():
+    # a square map in a page-wide panel had its colour bar 170–190 px away (layout review)
     for shape in ((12, 12), (12, 48)):
         fig = vp.tile_density_map(_tiles(*shape), *shape, 32)
-        assert _square(fig) and fig.layout.width is None
+        w, h = _plot_box(fig, 90)
+        assert _square(fig) and w == pytest.approx(max(h * shape[1] / shape[0], 380 - 80 - 90), abs=1)
     assert vp.tile_density_map(_tiles(12, 12), 12, 12, 32).layout.height == 420
     assert 300 <= vp.tile_density_map(_tiles(12, 48), 12, 48, 32).layout.height < 420
 
@@ -102,5 +104,22 @@ def test_chart_draws_a_sized_figure_at_its_own_width(monkeypatch):
     S.chart(vp.cluster_map(_tiles(48, 12), 48, 12, 32).to_dict(), key="a")
     assert seen["width"] == "content"
     seen.clear()
-    S.chart(vp.cluster_map(_tiles(12, 12), 12, 12, 32), key="b")
+    S.chart(vp.cluster_map(_tiles(2, 40), 2, 40, 32), key="b")      # stretched: fills its panel
     assert "width" not in seen
+
+
+def test_gaps_on_both_axes_or_neither():
+    # 192 × 48 tiles (T = 8 on MiniLM's FFN): a gap between the 48 columns only drew stripes
+    for build in ("density", "clusters", "kernels"):
+        tall = _map(build, 192, 48).data[0]
+        small = _map(build, 48, 12).data[0]
+        assert tall.xgap == tall.ygap == 0 and small.xgap == small.ygap == 1, build
+
+
+def test_representatives_are_drawn_with_square_entries():
+    rng = np.random.default_rng(0)
+    tiles = [rng.uniform(size=(32, 32)) * (rng.uniform(size=(32, 32)) < 0.2) for _ in range(4)]
+    fig = vp.representative_gallery(tiles, [f"c{i}: 9 tiles<br>d = 0.2" for i in range(4)], cols=4)
+    for i in range(4):
+        suffix = "" if i == 0 else str(i + 1)
+        assert fig.layout[f"yaxis{suffix}"].scaleanchor == f"x{suffix}"
