@@ -407,7 +407,7 @@ def chart(fig, key: str, **kwargs):
         fig = go.Figure(fig)
     layout = fig.get("layout", {}) if isinstance(fig, dict) else fig.layout
     if layout["width"] if not isinstance(layout, dict) else layout.get("width"):
-        # a figure sized for its content (a tall square-cell grid, layout.fit_tall_grid): drawn
+        # a figure sized for its content (a square-cell grid, layout.fit_grid): drawn
         # at its own width, never wider than its container
         kwargs.setdefault("width", "content")
     return st.plotly_chart(fig, key=key, theme=None, config=PLOTLY_CONFIG, **kwargs)

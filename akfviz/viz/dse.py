@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from ..errors import shown
 from .colors import VIRIDIS_ON_WHITE
 from .layout import empty_figure, styled
 from .tables import PAGE_PX_1280, grid_px
@@ -162,48 +163,68 @@ def format_value(v) -> str:
 HOVER_LIST = 12
 
 
-def recorded_settings(attrs: dict, digest: str | None = None) -> str:
+def _said(v) -> str:
+    """A value from a loaded file's metadata, as a label shows it: numbers by :func:`format_value`,
+    anything else as text cut to 40 characters (a file may carry any metadata)."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return format_value(v)
+    return shown(v, width=40, quote=False)
+
+
+def _whole(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def recorded_settings(attrs, digest: str | None = None) -> str:
     """What a loaded sweep file says about the settings its points share, in words.
 
     ``attrs``: the table's metadata (``run_sweep``'s ``akfviz_sweep``, kept by Parquet and the
     JSON export; a CSV keeps none). ``digest``: the current workload's sha256, to say whether the
     file was run on it. Files from before the hardware, LSH and matrix digest were recorded say so.
+    The metadata is read as untrusted: parts of another type than ``run_sweep`` writes are left
+    out (and said to be), never an error.
     """
-    meta = (attrs or {}).get("akfviz_sweep")
+    meta = attrs.get("akfviz_sweep") if isinstance(attrs, dict) else None
     if not isinstance(meta, dict):
         return ("This file records no settings (a CSV holds the table only; the Parquet and JSON "
                 "exports also keep them): the matrix, hardware and fixed settings of its points are "
                 "not known here, and the sweep settings above describe this page's own grid, not this file.")
-    parts = []
+    parts, missing = [], []
     shape, nnz, sha = meta.get("shape"), meta.get("nnz"), meta.get("matrix_sha256")
-    if shape:
-        m = f"matrix {shape[0]:,}×{shape[1]:,}" + (f", {nnz:,} nonzeros" if isinstance(nnz, int) else "")
+    if isinstance(shape, list) and len(shape) == 2 and all(_whole(v) for v in shape):
+        m = f"matrix {shape[0]:,}×{shape[1]:,}" + (f", {nnz:,} nonzeros" if _whole(nnz) else "")
         if isinstance(sha, str):
-            m += f" (sha256 {sha[:12]}…, " + ("the current workload)" if sha == digest else "not the current workload)")
+            m += f" (sha256 {_said(sha[:12])}…, " + ("the current workload)" if sha == digest
+                                                     else "not the current workload)")
         parts.append(m)
-    base = {k: v for k, v in (meta.get("base") or {}).items() if k not in (meta.get("grid") or {})}
+    grid = meta.get("grid") if isinstance(meta.get("grid"), dict) else {}
+    base = meta.get("base") if isinstance(meta.get("base"), dict) else {}
     words = {"tile": "T", "alpha": "α", "beta": "β", "rho_x": "ρ_x"}
-    fixed = [f"{words.get(k, k)} = {format_value(v) if isinstance(v, (int, float)) else v}"
-             for k, v in base.items() if v is not None]
+    fixed = [f"{words.get(k, _said(k))} = {_said(v)}" for k, v in list(base.items())[:20]
+             if k not in grid and v is not None]
     if fixed:
         parts.append("fixed " + ", ".join(fixed))
     hw = meta.get("hardware")
     if isinstance(hw, dict):
-        parts.append(f"hardware {hw.get('preset')} ({hw.get('rows')}×{hw.get('cols')} PEs, "
-                     f"{format_value(hw.get('sram_bytes_per_pe'))} B SRAM per PE)")
+        parts.append(f"hardware {_said(hw.get('preset'))} ({_said(hw.get('rows'))}×{_said(hw.get('cols'))} PEs, "
+                     f"{_said(hw.get('sram_bytes_per_pe'))} B SRAM per PE)")
+    else:
+        missing.append("the hardware")
     lsh = meta.get("lsh")
     if isinstance(lsh, dict):
-        parts.append(f"LSH {lsh.get('num_hashes')} hashes, {lsh.get('bands')} bands, "
-                     f"{lsh.get('grid')}×{lsh.get('grid')} grid, seed {lsh.get('seed')}")
+        parts.append(f"LSH {_said(lsh.get('num_hashes'))} hashes, {_said(lsh.get('bands'))} bands, "
+                     f"{_said(lsh.get('grid'))}×{_said(lsh.get('grid'))} grid, seed {_said(lsh.get('seed'))}")
+    else:
+        missing.append("the LSH settings")
+    if not isinstance(sha, str):
+        missing.append("the matrix's sha256")
     if "seed" in meta:
-        parts.append(f"seed {meta['seed']}")
-    if meta.get("baselines"):
-        parts.append(f"baselines simulated (Static-sparse kernel {meta.get('static_kernel')})")
-    missing = [w for w, k in (("the hardware", "hardware"), ("the LSH settings", "lsh"),
-                              ("the matrix's sha256", "matrix_sha256")) if k not in meta]
-    text = "Recorded in the file: " + "; ".join(parts) + "."
+        parts.append(f"seed {_said(meta['seed'])}")
+    if meta.get("baselines") is True:
+        parts.append(f"baselines simulated (Static-sparse kernel {_said(meta.get('static_kernel'))})")
+    text = "Recorded in the file: " + ("; ".join(parts) if parts else "nothing this page can read") + "."
     if missing:
-        text += f" Not recorded (an older file): {', '.join(missing)}."
+        text += f" Not recorded: {', '.join(missing)} (an older or edited file)."
     return text
 
 

@@ -161,7 +161,7 @@ def grid_height(n_rows: int, n_cols: int, height: int, max_aspect: float = SQUAR
 
 
 def fit_grid(fig: go.Figure, n_rows: int, n_cols: int, legend_px: int = 0,
-              max_aspect: float = SQUARE_ASPECT, min_width: int = 380) -> go.Figure:
+             max_aspect: float = SQUARE_ASPECT, min_width: int = 380) -> go.Figure:
     """Give a styled square-cell grid the width its cells need (``layout.width``).
 
     Square cells in a panel wider than the grid leave the plot centred in blank space, its colour
@@ -193,7 +193,8 @@ def grid_axes(fig: go.Figure, n_rows: int, n_cols: int, ytitle: str, xtitle: str
     """Reversed-y grid axes with square cells, unless the grid is very tall or wide (then stretched).
 
     Returns True when stretched (callers say so in the title). Give the figure the height of
-    :func:`grid_height` so a tall grid's square cells are not drawn in a thin strip.
+    :func:`grid_height` so a tall grid's square cells are not drawn in a thin strip, and once
+    styled pass it through :func:`fit_grid` for the width its cells need.
     """
     stretched = not (1 / max_aspect <= n_rows / max(n_cols, 1) <= max_aspect)
     # grid and zero lines would show through the gaps between cells as stray rules

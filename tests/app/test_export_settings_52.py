@@ -132,7 +132,17 @@ def test_recorded_settings_of_an_older_file_say_what_is_missing():
     text = vd.recorded_settings({"akfviz_sweep": {"grid": {"beta": [1]}, "base": {"tile": 32, "beta": 1},
                                                   "seed": 0, "shape": [4, 5], "nnz": 3}}, "ab")
     assert "matrix 4×5, 3 nonzeros" in text and "T = 32" in text and "β" not in text
-    assert "Not recorded (an older file): the hardware, the LSH settings, the matrix's sha256" in text
+    assert "Not recorded: the hardware, the LSH settings, the matrix's sha256 (an older or edited file)" in text
+
+
+def test_recorded_settings_read_any_metadata_without_an_error():
+    odd = [{"akfviz_sweep": {"shape": ["a", "b"], "nnz": "x", "base": {"tile": "9" * 500}, "grid": 3,
+                             "hardware": {"preset": "p" * 300, "rows": [1]}, "lsh": "no", "seed": {"a": 1},
+                             "baselines": "yes", "matrix_sha256": 7}},
+           {"akfviz_sweep": {}}, {"akfviz_sweep": 5}, None, "text"]
+    for attrs in odd:
+        text = vd.recorded_settings(attrs, "ab")
+        assert text and len(text) < 1000
 
 
 def test_a_generated_workload_records_the_parameters_it_ran_with(recording_app):
