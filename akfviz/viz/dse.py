@@ -327,9 +327,12 @@ def parallel_coordinates(df, columns: list, color: str, height: int = 400) -> go
     colored = color in df and _numeric(df[color])
     fig = go.Figure(go.Parcoords(line=dict(color=column_values(df, color) if colored else None,
                                            colorscale=VIRIDIS_ON_WHITE, showscale=True,
-                                           colorbar=dict(title=dict(text=column_label(color, wrap=True)))),
+                                           # clear of the last axis' title and tick labels, which
+                                           # reach past the plot's edge (they met at 1024 px)
+                                           colorbar=dict(title=dict(text=column_label(color, wrap=True)),
+                                                         x=1.0, xanchor="left", xpad=60)),
                                  dimensions=dims))
-    return styled(fig, "Parallel coordinates", height, margin=dict(l=60, r=80, t=100, b=30))
+    return styled(fig, "Parallel coordinates", height, margin=dict(l=60, r=150, t=100, b=30))
 
 
 #: The baselines AKF is measured against in a sweep with baselines: (label, speedup column,

@@ -123,3 +123,14 @@ def test_representatives_are_drawn_with_square_entries():
     for i in range(4):
         suffix = "" if i == 0 else str(i + 1)
         assert fig.layout[f"yaxis{suffix}"].scaleanchor == f"x{suffix}"
+
+
+def test_the_parallel_coordinates_colour_bar_clears_the_last_axis():
+    # at 1024 px the speedup axis' title and ticks ran into the colour bar (layout review)
+    from akfviz.viz import dse as vd
+    df = pd.DataFrame({"tile": [16, 32], "cycles": [640.0, 726.0], "speedup": [1.18, 1.29],
+                       "energy_pj": [6.4e6, 9.2e6]})
+    fig = vd.parallel_coordinates(df, ["tile", "cycles", "speedup"], "energy_pj")
+    bar = fig.data[0].line.colorbar
+    assert bar.x >= 1.0 and bar.xanchor == "left" and bar.xpad >= 40
+    assert fig.layout.margin.r >= 150
