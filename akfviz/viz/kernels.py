@@ -461,11 +461,17 @@ def one_kernel_note(kernel: str, mode: str, alpha: float, beta: float, granulari
                     dropped: int = 0, hint: dict | None = None) -> str:
     """Markdown for a plan that runs one kernel: why nothing is fused, and (``hint``, from
     :func:`akfviz.app_state.mix_hint`) an error budget at which this matrix mixes kernels."""
+    from ..kernels.registry import KERNELS
+
     who = "Every tile" if not dropped else f"Every tile not dropped ({dropped:,} SKIP)"
     unit = "cluster" if granularity == "cluster" else "tile"
-    why = (f"at α = {alpha:g}, β = {beta:g} no other kernel's smaller error is worth its larger resource "
-           f"on any {unit}" if mode == "weights" else f"{kernel} is the cheapest kernel within this budget "
-           f"on every {unit}")
+    exact = kernel in KERNELS and KERNELS[kernel].lossless
+    # an exact kernel wins because no cheaper one's error is worth its saving; a lossy one because
+    # no more accurate one's saving in error is worth its cost
+    trade = ("no cheaper kernel's error is worth what it saves" if exact else
+             "no other kernel's smaller error is worth its larger resource")
+    why = (f"at α = {alpha:g}, β = {beta:g} {trade} on any {unit}" if mode == "weights"
+           else f"{kernel} is the cheapest kernel within this budget on every {unit}")
     text = (f"**{who} runs {kernel}**: {why}. With one kernel there is nothing to fuse: on the NPU page the "
             "fused and unfused runs are the same.")
     if hint:

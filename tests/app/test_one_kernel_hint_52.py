@@ -60,3 +60,12 @@ def test_the_error_budget_slider_reaches_a_tenth_of_a_percent(app):
     at = open_page(app, KERNELS, mode="error")
     ok(at)
     assert at.slider(key="w:budget").step == 0.001
+
+
+def test_an_exact_one_kernel_plan_is_explained_the_other_way_round(app):
+    # α = 10⁴ on the default: CSC everywhere, exact; there is no kernel of smaller error to speak of
+    at = open_page(app, KERNELS, alpha="10000")
+    ok(at)
+    text = _infos(at)
+    assert "Every tile runs CSC" in text and "no cheaper kernel's error is worth what it saves" in text
+    assert "smaller error" not in text
