@@ -211,7 +211,8 @@ if res_unfused is not None:
         {"fused": {"cycles": res.cycles, "energy_pj": res.energy_total_pj},
          "unfused": {"cycles": res_unfused.cycles, "energy_pj": res_unfused.energy_total_pj}})), key="fused")
     st.caption("How to read this: unfused runs one phase per distinct kernel (events re-broadcast, a barrier and a "
-               "reconfiguration each); fused runs every PE's own kernel in one phase. The gap is what fusion buys."
+               "reconfiguration each); fused runs every PE's own kernel in one phase. The gap is what fusion buys this "
+               "mix of kernels; Compare sets the plan against one kernel everywhere (Static-sparse)."
                + vn.one_kernel_caption(S.running_kernels(plan), S.mix_hint(wl, pa, hw, hwk, plan) is not None))
 with st.expander("Per-iteration breakdown and per-PE counters"):
     st.dataframe(res.per_iteration, hide_index=True, width="stretch")

@@ -47,6 +47,9 @@ S.chart(S.figure_cached(f"compare_bars|{S.plan_key(wl, pa, hwk)}|{extra}", lambd
         key="compare_bars")
 st.caption("How to read this: bars = measured here, value past the end; red diamonds just above a bar = the paper's table (its energy row is labelled "
            "\"Watts\" but read here as relative to Dense). Speedup and energy are relative to Dense on the same hardware.")
+same = vc.same_makespan_note(df, static)
+if same:
+    st.info(same)
 
 st.header("Measured vs claimed")
 pc = cmp_mod.paper_comparison(df)

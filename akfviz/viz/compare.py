@@ -154,3 +154,23 @@ def measured_by_plan(df: pd.DataFrame, leave_out=("kernel_mix",)) -> pd.DataFram
     for plan in df.index:
         out[str(plan)] = [measure_text(df.at[plan, c]) for c in cols]
     return out
+
+
+def same_makespan_note(df: pd.DataFrame, static_kernel: str) -> str:
+    """A sentence when AKF and Static-sparse finish in the same number of cycles (else ""): AKF's
+    kernels then change the energy and the error, not the makespan. A student followed the Kernels
+    page's hint to a mixed plan, saw the NPU page's fused run 6× faster than unfused, and read that
+    as what AKF gains — Compare's equal cycles against one kernel everywhere said nothing."""
+    if not {"AKF", "StaticSparse"} <= set(df.index) or "cycles" not in df:
+        return ""
+    a, s = df.loc["AKF"], df.loc["StaticSparse"]
+    if float(a["cycles"]) != float(s["cycles"]):
+        return ""
+    text = (f"AKF and Static-sparse ({static_kernel} on every tile) finish in the same {float(a['cycles']):,.0f} "
+            "cycles here: AKF's choice of kernels changes the energy")
+    if "energy_rel" in df:
+        text += f" ({float(a['energy_rel']):.3g}× against {float(s['energy_rel']):.3g}× Dense's)"
+    if "error_pct" in df:
+        text += f" and the error ({float(a['error_pct']):.3g} % against {float(s['error_pct']):.3g} %)"
+    return (text + ", not the makespan, which the slowest PE sets. The NPU page's fused-vs-unfused gap is "
+            "another comparison: the same mixed plan run in one phase or one phase per kernel.")

@@ -432,6 +432,8 @@ def loose_clusters_note(clusters, tiles, jaccard_mean, tile: int, num_hashes: in
             f"the largest cluster, {int(big['size']):,} tiles, {float(big['jaccard_mean']):.2f}). LSH joins two "
             f"tiles when all {rows} hashes of any of its {bands} bands agree, and union-find chains these joins, "
             "so tiles that are not alike can share a cluster through others. The outlines here hold "
-            f"{float(tiles['nnz'].mean()):.1f} nonzeros on average in {g}×{g} cells{cells}. More rows per band "
-            "(fewer bands for the same K) make a join demand more likeness; a larger T gives each outline more "
-            "nonzeros to compare.")
+            f"{float(tiles['nnz'].mean()):.1f} nonzeros on average in {g}×{g} cells{cells} (a tile's outline: "
+            "which of those cells hold a nonzero). More rows per band (fewer bands for the same K) make a join "
+            "demand more likeness, but too few bands leave most tiles alone in their cluster (then the selector "
+            "decides per tile, and the clusters save nothing); a larger T gives each outline more nonzeros to "
+            "compare.")

@@ -69,3 +69,22 @@ def test_an_exact_one_kernel_plan_is_explained_the_other_way_round(app):
     text = _infos(at)
     assert "Every tile runs CSC" in text and "no cheaper kernel's error is worth what it saves" in text
     assert "smaller error" not in text
+
+
+def test_compare_says_when_akf_and_static_sparse_take_the_same_cycles(app):
+    import akfviz
+    from akfviz.viz import compare as vc
+    df = akfviz.compare(akfviz.generate("llm", n=256, m=128, sparsity=0.9, seed=0), tile=32)
+    same = df.copy()
+    same.loc["AKF", "cycles"] = same.loc["StaticSparse", "cycles"]
+    note = vc.same_makespan_note(same, "CSC")
+    assert note.startswith(f"AKF and Static-sparse (CSC on every tile) finish in the same "
+                           f"{same.loc['AKF', 'cycles']:,.0f} cycles here")
+    other = df.copy()
+    other.loc["AKF", "cycles"] = other.loc["StaticSparse", "cycles"] + 1
+    assert vc.same_makespan_note(other, "CSC") == ""
+    # the page, after following the Kernels hint (the re-probe's case: 726 cycles each)
+    at = open_page(app, "pages/4_Compare.py", mode="error", budget="0.003", gran="tile")
+    ok(at)
+    assert any(i.value.startswith("AKF and Static-sparse (CSC on every tile) finish in the same 726 cycles")
+               for i in at.info)

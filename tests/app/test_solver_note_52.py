@@ -17,7 +17,7 @@ def test_a_lossy_curve_held_above_is_said_to_be():
     e = np.geomspace(0.5, 0.03, 200)
     a = np.maximum(np.geomspace(0.5, 0.03, 200), 0.05)
     text = vs.convergence_note(e, a)
-    assert "stays above the exact one: at iteration 200 0.05 against 0.03 (1.67×)" in text
+    assert "ends above the exact one: at iteration 200 0.05 against 0.03 (1.67×)" in text
 
 
 def test_a_lossy_curve_that_grows_again_is_said_to():
@@ -42,4 +42,13 @@ def test_the_default_solver_page_says_its_curves_fall_together(app):
     at.slider(key="w:iters").set_value(200).run()
     ok(at)
     said = " ".join(c.value for c in at.caption)
-    assert "stays above the exact one: at iteration 200" in said
+    assert "ends above the exact one: at iteration 200" in said
+
+
+def test_a_climb_that_came_back_down_is_said_too():
+    # CG on the default plan over 200 iterations: 0.131 → 9.44, then back to 0.102 (student re-probe)
+    e = np.geomspace(0.5, 1e-8, 200)
+    a = np.concatenate([np.geomspace(0.5, 0.131, 50), np.geomspace(0.2, 9.44, 20), np.geomspace(5, 0.102, 130)])
+    text = vs.convergence_note(e, a)
+    assert "ends above the exact one: at iteration 200 0.102" in text
+    assert "climbed from 0.131 (iteration 50) to 9.44 (iteration 70) before falling again" in text
