@@ -204,18 +204,20 @@ def recorded_settings(attrs, digest: str | None = None) -> str:
              if k not in grid and v is not None]
     if fixed:
         parts.append("fixed " + ", ".join(fixed))
-    hw = meta.get("hardware")
-    if isinstance(hw, dict):
-        parts.append(f"hardware {_said(hw.get('preset'))} ({_said(hw.get('rows'))}×{_said(hw.get('cols'))} PEs, "
-                     f"{_said(hw.get('sram_bytes_per_pe'))} B SRAM per PE)")
-    else:
-        missing.append("the hardware")
-    lsh = meta.get("lsh")
-    if isinstance(lsh, dict):
-        parts.append(f"LSH {_said(lsh.get('num_hashes'))} hashes, {_said(lsh.get('bands'))} bands, "
-                     f"{_said(lsh.get('grid'))}×{_said(lsh.get('grid'))} grid, seed {_said(lsh.get('seed'))}")
-    else:
-        missing.append("the LSH settings")
+    described = {   # metadata part → (its name when missing, its words when there)
+        "hardware": ("the hardware", lambda d: f"hardware {_said(d.get('preset'))} ({_said(d.get('rows'))}×"
+                                               f"{_said(d.get('cols'))} PEs, {_said(d.get('sram_bytes_per_pe'))} B "
+                                               "SRAM per PE)"),
+        "lsh": ("the LSH settings", lambda d: f"LSH {_said(d.get('num_hashes'))} hashes, {_said(d.get('bands'))} "
+                                              f"bands, {_said(d.get('grid'))}×{_said(d.get('grid'))} grid, seed "
+                                              f"{_said(d.get('seed'))}"),
+    }
+    for key, (name, words_of) in described.items():
+        part = meta.get(key)
+        if isinstance(part, dict):
+            parts.append(words_of(part))
+        else:
+            missing.append(name)
     if not isinstance(sha, str):
         missing.append("the matrix's sha256")
     if "seed" in meta:

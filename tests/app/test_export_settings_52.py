@@ -17,6 +17,7 @@ from akfviz import app_state as S
 from akfviz.dse.sweep import run_sweep
 from akfviz.viz import dse as vd
 
+from apptest_tree import open_page
 from conftest import APP
 from test_run_bundle import _RecordingManager
 
@@ -50,10 +51,7 @@ def _ok(at):
 
 
 def test_a_table_export_records_its_settings_and_the_bundle_links_them(recording_app):
-    at = recording_app
-    at.query_params.update({"sample": "minilm_attnq0_mag90", "alpha": "10", "tile": "16"})
-    at.run()
-    at.switch_page("pages/2_Kernels.py").run()
+    at = open_page(recording_app, "pages/2_Kernels.py", sample="minilm_attnq0_mag90", alpha="10", tile="16")
     _ok(at)
     meta = pd.read_parquet(io.BytesIO(_data(at, "Plan (Parquet)"))).attrs["akfviz_settings"]
     assert meta["workload"]["label"] == "minilm_attnq0_mag90"
@@ -89,10 +87,7 @@ def test_another_setting_names_another_file(recording_app):
 
 
 def test_the_sweep_json_reruns_the_sweep(recording_app):
-    at = recording_app
-    at.query_params.update({"sample": "minilm_attnq0_mag90", "sweep": "beta=0.1,10"})
-    at.run()
-    at.switch_page("pages/5_Design_space.py").run()
+    at = open_page(recording_app, "pages/5_Design_space.py", sample="minilm_attnq0_mag90", sweep="beta=0.1,10")
     _ok(at)
     doc = json.loads(_data(at, "Sweep (JSON)"))
     meta = doc["attrs"]["akfviz_sweep"]
@@ -111,10 +106,7 @@ def test_the_sweep_json_reruns_the_sweep(recording_app):
 
 
 def test_a_loaded_sweep_says_what_it_records(recording_app):
-    at = recording_app
-    at.query_params.update({"sample": "minilm_attnq0_mag90", "sweep": "beta=0.1,10"})
-    at.run()
-    at.switch_page("pages/5_Design_space.py").run()
+    at = open_page(recording_app, "pages/5_Design_space.py", sample="minilm_attnq0_mag90", sweep="beta=0.1,10")
     parquet = _data(at, "Sweep (Parquet)")
     csv = _data(at, "Sweep (CSV)")
     at.file_uploader(key="sweep_upload").set_value(("s.parquet", parquet, "application/octet-stream")).run()
@@ -161,10 +153,7 @@ def test_a_generated_workload_records_the_parameters_it_ran_with(recording_app):
 
 
 def test_the_simulation_json_names_its_settings_and_matrix(recording_app):
-    at = recording_app
-    at.query_params.update({"sample": "minilm_attnq0_mag90", "xdens": "0.5"})
-    at.run()
-    at.switch_page("pages/3_NPU.py").run()
+    at = open_page(recording_app, "pages/3_NPU.py", sample="minilm_attnq0_mag90", xdens="0.5")
     _ok(at)
     doc = json.loads(_data(at, "Simulation (JSON)"))
     settings = doc["akfviz_settings"]
