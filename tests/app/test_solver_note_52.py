@@ -54,7 +54,7 @@ def test_a_climb_that_came_back_down_is_said_too():
     assert "climbed from 0.131 (iteration 50) to 9.44 (iteration 70) before falling again" in text
 
 
-def test_cycles_per_iteration_says_it_is_an_average_that_falls():
+def test_cycles_per_iteration_says_it_is_an_average_that_falls(app):
     import akfviz
     from akfviz.workloads.samples import load_sample
     # the claim the help makes, on the Solver's default operator and plan: the first iteration is the
@@ -64,9 +64,7 @@ def test_cycles_per_iteration_says_it_is_an_average_that_falls():
     c = [akfviz.simulate(plan, akfviz.HardwareConfig(), iterations=k, persistent=True, record=False).cycles
          for k in (1, 2, 3)]
     assert c[0] > c[1] - c[0] == c[2] - c[1]
-    from streamlit.testing.v1 import AppTest
-    from conftest import APP
-    at = open_page(AppTest.from_file(APP, default_timeout=600), "pages/6_Solver.py")
+    at = open_page(app, "pages/6_Solver.py")
     ok(at)
     [m] = [m for m in at.metric if m.label == "persistent: cycles / iteration"]
     assert "falls a little as the iterations grow" in m.proto.help
